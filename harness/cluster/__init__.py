@@ -1,0 +1,31 @@
+"""Real Kafka on demand: embedded KRaft brokers (default) or an external cluster.
+
+This room knows nothing else of the harness; everything else reaches Kafka through it.
+"""
+
+from .base import Cluster
+from .embedded import BrokerNode, EmbeddedCluster
+from .errors import (
+    ArtifactResolutionError,
+    BrokerDiedError,
+    BrokerStartError,
+    ClusterError,
+)
+from .external import ExternalCluster
+from .reaper import reap_orphans
+from .versions import DEFAULT_KAFKA_VERSION, TESTED_KAFKA_VERSIONS, choose_version
+
+__all__ = [
+    "DEFAULT_KAFKA_VERSION",
+    "TESTED_KAFKA_VERSIONS",
+    "ArtifactResolutionError",
+    "BrokerDiedError",
+    "BrokerNode",
+    "BrokerStartError",
+    "Cluster",
+    "ClusterError",
+    "EmbeddedCluster",
+    "ExternalCluster",
+    "choose_version",
+    "reap_orphans",
+]

@@ -1,0 +1,117 @@
+"""What every Kafka backend offers: an address, an admin client, topics, logs and a stop."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+log = logging.getLogger(__name__)
+
+TOPIC_READY_TIMEOUT_S = 30.0
+
+
+class Cluster(ABC):
+    """A running Kafka cluster the harness may use; subclasses say how it is provided."""
+
+    #: Kafka release the brokers run, when the harness knows it.
+    version: str | None = None
+    #: Names the harness creates start with this, so they never collide and can be cleaned up.
+    topic_prefix: str = ""
+
+    def __init__(self) -> None:
+        self._admin: AdminClient | None = None
+        self._created_topics: list[str] = []
+
+    @property
+    @abstractmethod
+    def bootstrap_servers(self) -> str:
+        """``host:port[,host:port...]`` for clients."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Release the cluster; safe to call twice."""
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the brokers' logs, where the harness has them."""
+        return ""
+
+    def log_files(self) -> list[str]:
+        return []
+
+    def check_alive(self) -> None:
+        """Raise if a broker the harness started has died."""
+
+    def client_config(self, **extra: Any) -> dict[str, Any]:
+        """A confluent-kafka config pointing at this cluster."""
+        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self.client_config())
+        return self._admin
+
+    def unique_name(self, base: str) -> str:
+        """A topic or group name nobody else in this cluster uses."""
+        return f"{self.topic_prefix}{base}-{secrets.token_hex(4)}"
+
+    def create_topic(
+        self,
+        base: str = "topic",
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: Mapping[str, str] | None = None,
+        timeout: float = TOPIC_READY_TIMEOUT_S,
+    ) -> str:
+        """Create a uniquely named topic and wait until every partition has a leader."""
+        name = self.unique_name(base)
+        new = NewTopic(name, partitions, replication_factor, config=dict(config or {}))
+        self.admin().create_topics([new], operation_timeout=timeout)[name].result(timeout)
+        self._created_topics.append(name)
+        self._wait_for_leaders(name, partitions, timeout)
+        return name
+
+    def delete_created_topics(self, timeout: float = TOPIC_READY_TIMEOUT_S) -> None:
+        """Delete the topics this object created (and nothing else)."""
+        if not self._created_topics:
+            return
+        futures = self.admin().delete_topics(self._created_topics, operation_timeout=timeout)
+        for name, future in futures.items():
+            try:
+                future.result(timeout)
+            except KafkaException as exc:
+                log.warning("could not delete topic %s: %s", name, exc)
+        self._created_topics.clear()
+
+    def _wait_for_leaders(self, topic: str, partitions: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            metadata = self.admin().list_topics(topic, timeout=timeout).topics.get(topic)
+            if (
+                metadata is not None
+                and metadata.error is None
+                and len(metadata.partitions) == partitions
+                and all(p.leader >= 0 for p in metadata.partitions.values())
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic} has no leader for every partition in {timeout}s")
+            time.sleep(0.1)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

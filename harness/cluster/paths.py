@@ -1,0 +1,18 @@
+"""Where the harness keeps things that outlive one run: artifacts and the live-process registry."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+CACHE_ENV = "KAFKA_REPLAY_CACHE"
+
+
+def cache_root() -> Path:
+    """The user's cache directory for kafka-replay (``$KAFKA_REPLAY_CACHE`` overrides it)."""
+    override = os.environ.get(CACHE_ENV)
+    root = Path(override) if override else Path(platformdirs.user_cache_dir("kafka-replay"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root

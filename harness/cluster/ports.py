@@ -1,0 +1,29 @@
+"""Free TCP ports on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+from contextlib import ExitStack
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports that were free a moment ago.
+
+    Another process can still take one before the broker binds it; the embedded cluster
+    retries its start with fresh ports when that happens.
+    """
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+        return ports
+
+
+def accepts_connections(port: int, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False

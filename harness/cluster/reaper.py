@@ -1,0 +1,132 @@
+"""Crash-safe cleanup of broker processes and their data directories.
+
+Every cluster takes out a *lease*: a small JSON file naming the process that owns it, the
+broker processes it started and the directories it made. Normal teardown removes the lease.
+If the owner dies without tearing down (kill -9, a crash), the next start finds leases whose
+owner is gone and reaps what they list. A broker is only killed when its command line still
+carries the lease's token, so a recycled pid is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+
+from .paths import cache_root
+
+log = logging.getLogger(__name__)
+
+TOKEN_PROPERTY = "kafka.replay.token"
+
+
+def _registry() -> Path:
+    path = cache_root() / "live"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _started_at(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+@dataclass
+class Lease:
+    """What one owner process has started, kept on disk until it is cleaned up."""
+
+    token: str
+    owner_pid: int
+    owner_started: float | None
+    pids: list[int] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+
+    @classmethod
+    def take(cls) -> Lease:
+        pid = os.getpid()
+        lease = cls(token=secrets.token_hex(8), owner_pid=pid, owner_started=_started_at(pid))
+        lease._save()
+        return lease
+
+    @property
+    def marker(self) -> str:
+        """The JVM option that tags a process as belonging to this lease."""
+        return f"-D{TOKEN_PROPERTY}={self.token}"
+
+    @property
+    def path(self) -> Path:
+        return _registry() / f"{self.token}.json"
+
+    def add_process(self, pid: int) -> None:
+        self.pids.append(pid)
+        self._save()
+
+    def add_dir(self, path: Path) -> None:
+        self.dirs.append(str(path))
+        self._save()
+
+    def release(self) -> None:
+        """Remove the lease's directories and the lease itself (processes are already stopped)."""
+        for directory in self.dirs:
+            shutil.rmtree(directory, ignore_errors=True)
+        self.path.unlink(missing_ok=True)
+
+    def owner_alive(self) -> bool:
+        started = _started_at(self.owner_pid)
+        return started is not None and started == self.owner_started
+
+    def reap(self) -> list[int]:
+        """Kill this lease's surviving processes, remove its dirs; return the pids killed."""
+        killed = [pid for pid in self.pids if _kill_if_tagged(pid, self.marker)]
+        self.release()
+        return killed
+
+    def _save(self) -> None:
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(asdict(self)))
+        temporary.replace(self.path)
+
+
+def _kill_if_tagged(pid: int, marker: str) -> bool:
+    try:
+        process = psutil.Process(pid)
+        if marker not in process.cmdline():
+            return False
+        process.kill()
+        process.wait(timeout=10)
+        return True
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.Error as exc:
+        log.warning("could not reap broker process %s: %s", pid, exc)
+        return False
+
+
+def reap_orphans() -> list[int]:
+    """Clean up after owners that died without tearing down; return the broker pids killed."""
+    killed: list[int] = []
+    for path in _registry().glob("*.json"):
+        try:
+            lease = Lease(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        if lease.owner_alive():
+            continue
+        pids = lease.reap()
+        if pids or lease.dirs:
+            log.warning(
+                "Reaped what a crashed run left: broker pids %s, %d dir(s)", pids, len(lease.dirs)
+            )
+        killed.extend(pids)
+    return killed

@@ -1,0 +1,1 @@
+"""The incident catalog: one declarative definition per replayed incident."""

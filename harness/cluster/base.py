@@ -46,7 +46,7 @@ class Cluster(ABC):
     def log_files(self) -> list[str]:
         return []
 
-    def check_alive(self) -> None:
+    def check_alive(self) -> None:  # noqa: B027 - nothing to check for clusters we do not run
         """Raise if a broker the harness started has died."""
 
     def client_config(self, **extra: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``server.properties`` for embedded KRaft nodes: test-friendly defaults plus the user's overrides."""
+"""``server.properties`` for embedded KRaft nodes: test-friendly defaults plus overrides."""
 
 from __future__ import annotations
 

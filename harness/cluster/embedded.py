@@ -61,9 +61,7 @@ def _cluster_id() -> str:
 class BrokerNode:
     """One combined broker+controller JVM; it keeps its own config, data and log paths."""
 
-    def __init__(
-        self, address: broker_config.NodeAddress, data_dir: Path, log_dir: Path
-    ) -> None:
+    def __init__(self, address: broker_config.NodeAddress, data_dir: Path, log_dir: Path) -> None:
         self.address = address
         self.data_dir = data_dir
         self.config_path = data_dir.parent / f"node-{address.node_id}.properties"

@@ -49,7 +49,8 @@ def _die_with_parent() -> Callable[[], None] | None:
     Only used from the main thread: the signal follows the thread that forked, so a cluster
     started from a worker thread would otherwise die with that thread.
     """
-    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if not sys.platform.startswith("linux") or not in_main_thread:
         return None
     libc = ctypes.CDLL(None, use_errno=True)
 
@@ -78,5 +79,5 @@ def spawn(
         stderr=subprocess.STDOUT,
         cwd=cwd,
         start_new_session=True,
-        preexec_fn=_die_with_parent() if die_with_owner else None,  # noqa: PLW1509
+        preexec_fn=_die_with_parent() if die_with_owner else None,
     )

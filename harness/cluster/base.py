@@ -14,6 +14,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 log = logging.getLogger(__name__)
+#: librdkafka's own log lines go here instead of raw stderr.
+client_log = logging.getLogger("harness.librdkafka")
 
 TOPIC_READY_TIMEOUT_S = 30.0
 
@@ -50,8 +52,8 @@ class Cluster(ABC):
         """Raise if a broker the harness started has died."""
 
     def client_config(self, **extra: Any) -> dict[str, Any]:
-        """A confluent-kafka config pointing at this cluster."""
-        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+        """A confluent-kafka config pointing at this cluster, logging through :mod:`logging`."""
+        return {"bootstrap.servers": self.bootstrap_servers, "logger": client_log, **extra}
 
     def admin(self) -> AdminClient:
         if self._admin is None:
@@ -78,17 +80,21 @@ class Cluster(ABC):
         self._wait_for_leaders(name, partitions, timeout)
         return name
 
-    def delete_created_topics(self, timeout: float = TOPIC_READY_TIMEOUT_S) -> None:
-        """Delete the topics this object created (and nothing else)."""
-        if not self._created_topics:
+    def delete_topics(self, names: list[str], timeout: float = TOPIC_READY_TIMEOUT_S) -> None:
+        """Delete topics, logging (not raising) any that could not be deleted."""
+        if not names:
             return
-        futures = self.admin().delete_topics(self._created_topics, operation_timeout=timeout)
+        futures = self.admin().delete_topics(names, operation_timeout=timeout)
         for name, future in futures.items():
             try:
                 future.result(timeout)
             except KafkaException as exc:
                 log.warning("could not delete topic %s: %s", name, exc)
-        self._created_topics.clear()
+        self._created_topics = [n for n in self._created_topics if n not in names]
+
+    def delete_created_topics(self) -> None:
+        """Delete every topic this object created (and nothing else)."""
+        self.delete_topics(list(self._created_topics))
 
     def _wait_for_leaders(self, topic: str, partitions: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -8,6 +8,7 @@ from pathlib import Path
 import platformdirs
 
 CACHE_ENV = "KAFKA_REPLAY_CACHE"
+REGISTRY_ENV = "KAFKA_REPLAY_REGISTRY"
 
 
 def cache_root() -> Path:
@@ -16,3 +17,11 @@ def cache_root() -> Path:
     root = Path(override) if override else Path(platformdirs.user_cache_dir("kafka-replay"))
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def registry_dir() -> Path:
+    """Where leases of running brokers are kept (``$KAFKA_REPLAY_REGISTRY`` overrides it)."""
+    override = os.environ.get(REGISTRY_ENV)
+    path = Path(override) if override else cache_root() / "live"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -20,17 +20,11 @@ from pathlib import Path
 
 import psutil
 
-from .paths import cache_root
+from .paths import registry_dir
 
 log = logging.getLogger(__name__)
 
 TOKEN_PROPERTY = "kafka.replay.token"
-
-
-def _registry() -> Path:
-    path = cache_root() / "live"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _started_at(pid: int) -> float | None:
@@ -64,7 +58,7 @@ class Lease:
 
     @property
     def path(self) -> Path:
-        return _registry() / f"{self.token}.json"
+        return registry_dir() / f"{self.token}.json"
 
     def add_process(self, pid: int) -> None:
         self.pids.append(pid)
@@ -114,7 +108,7 @@ def _kill_if_tagged(pid: int, marker: str) -> bool:
 def reap_orphans() -> list[int]:
     """Clean up after owners that died without tearing down; return the broker pids killed."""
     killed: list[int] = []
-    for path in _registry().glob("*.json"):
+    for path in registry_dir().glob("*.json"):
         try:
             lease = Lease(**json.loads(path.read_text()))
         except (OSError, ValueError, TypeError):

@@ -1,0 +1,153 @@
+"""``kafka-replay``: the command line.
+
+- ``kafka-replay up``: start a cluster, print its bootstrap address, keep it until Ctrl-C.
+- ``kafka-replay smoke``: the smoke replay against an embedded broker, with its report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.table import Table
+
+from harness.cluster import ClusterError, EmbeddedCluster, choose_version
+from harness.cluster.versions import DEFAULT_KAFKA_VERSION
+from harness.smoke import run_smoke
+
+console = Console(stderr=True)
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM behaves like Ctrl-C, so the ``finally`` blocks stop the brokers in order."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kafka-version",
+        default=None,
+        help=f"Apache Kafka release (default: $KAFKA_REPLAY_VERSION, else {DEFAULT_KAFKA_VERSION})",
+    )
+    parser.add_argument("--brokers", type=int, default=1, help="number of KRaft nodes (default 1)")
+    parser.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server.properties override; repeat for more",
+    )
+    parser.add_argument(
+        "--log-dir", type=Path, default=None, help="keep broker logs here (default: a temp dir)"
+    )
+
+
+def _cluster_from(args: argparse.Namespace) -> EmbeddedCluster:
+    overrides = {}
+    for item in args.broker_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--broker-config expects KEY=VALUE, got {item!r}")
+        overrides[key] = value
+    return EmbeddedCluster(
+        choose_version(args.kafka_version), args.brokers, overrides, work_dir=args.log_dir
+    )
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    _interrupt_on_sigterm()
+    cluster = _cluster_from(args)
+    with console.status(f"Starting Kafka {cluster.version} ({cluster.brokers} broker(s))…"):
+        cluster.start()
+    try:
+        print(cluster.bootstrap_servers, flush=True)
+        console.print(
+            f"[green]Kafka {cluster.version} is up[/] at [bold]{cluster.bootstrap_servers}"
+        )
+        console.print(f"Broker logs: {', '.join(cluster.log_files())}")
+        console.print("Press Ctrl-C to stop.")
+        while True:  # until Ctrl-C or SIGTERM; a dead broker ends it with its log
+            time.sleep(1.0)
+            cluster.check_alive()
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the stop short
+        with console.status("Stopping Kafka…"):
+            cluster.stop()
+        console.print("Stopped.")
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    _interrupt_on_sigterm()
+    cluster = _cluster_from(args)
+    with console.status(f"Starting Kafka {cluster.version}…"):
+        cluster.start()
+    try:
+        with console.status(f"Replaying {args.records} records…"):
+            result = run_smoke(cluster, records=args.records)
+    finally:
+        cluster.stop()
+    table = Table(title=f"Smoke replay on Kafka {cluster.version}")
+    for column in ("acked", "consumed", "lost", "duplicated", "out-of-order keys", "verdict"):
+        table.add_column(column)
+    verdict = "[green]exactly-once" if result.passed else "[red]FAILED"
+    table.add_row(
+        str(result.acked),
+        str(result.consumed),
+        str(result.lost),
+        str(result.duplicated),
+        str(result.out_of_order_keys),
+        verdict,
+    )
+    Console().print(table)
+    for error in result.errors:
+        console.print(f"[red]producer error:[/] {error}")
+    return 0 if result.passed else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafka-replay", description="Replay Kafka incidents against real Kafka."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the harness's logs")
+    commands = parser.add_subparsers(dest="command", required=True)
+    up = commands.add_parser("up", help="start a Kafka cluster and keep it until Ctrl-C")
+    _add_cluster_options(up)
+    up.set_defaults(run=cmd_up)
+    smoke = commands.add_parser("smoke", help="produce, consume and account for every record")
+    _add_cluster_options(smoke)
+    smoke.add_argument("--records", type=int, default=2000)
+    smoke.set_defaults(run=cmd_smoke)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=console, show_path=False)],
+    )
+    try:
+        return args.run(args)
+    except (ClusterError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    except KeyboardInterrupt:
+        console.print("Interrupted.")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

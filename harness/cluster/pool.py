@@ -1,0 +1,113 @@
+"""Share clusters between tests or incidents: one running cluster per distinct configuration."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .base import Cluster
+from .broker_config import validate_overrides
+from .embedded import EmbeddedCluster
+from .errors import ClusterError
+from .external import ExternalCluster
+from .versions import choose_version
+
+log = logging.getLogger(__name__)
+
+#: Clusters kept running at once; the least recently used one is stopped beyond this.
+DEFAULT_MAX_LIVE = 3
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What a test or incident needs from Kafka; equal specs share one cluster."""
+
+    version: str
+    brokers: int = 1
+    broker_config: tuple[tuple[str, str], ...] = field(default=())
+
+    @classmethod
+    def of(
+        cls,
+        version: str | None = None,
+        brokers: int = 1,
+        broker_config: Mapping[str, object] | None = None,
+    ) -> ClusterSpec:
+        overrides = validate_overrides(broker_config or {})
+        return cls(choose_version(version), brokers, tuple(sorted(overrides.items())))
+
+    def describe(self) -> str:
+        config = ", ".join(f"{k}={v}" for k, v in self.broker_config)
+        return f"Kafka {self.version}, {self.brokers} broker(s)" + (f", {config}" if config else "")
+
+
+class ExternalClusterMismatch(ClusterError):
+    """A spec asks for something an external cluster cannot be made to provide."""
+
+
+class ClusterPool:
+    """Starts clusters on demand and keeps them until :meth:`close`.
+
+    With ``bootstrap_servers`` set, every request is served by that existing cluster, and a
+    request for a particular broker configuration raises :class:`ExternalClusterMismatch`.
+    """
+
+    def __init__(
+        self,
+        log_root: Path,
+        bootstrap_servers: str | None = None,
+        max_live: int = DEFAULT_MAX_LIVE,
+    ) -> None:
+        self.log_root = log_root
+        self.max_live = max_live
+        self._external = ExternalCluster(bootstrap_servers) if bootstrap_servers else None
+        self._live: OrderedDict[ClusterSpec, EmbeddedCluster] = OrderedDict()
+        self._started = 0
+
+    def get(self, spec: ClusterSpec, *, default_version: str | None = None) -> Cluster:
+        """A running cluster for ``spec``, started now or reused from an earlier request."""
+        if self._external is not None:
+            self._check_external(spec, default_version)
+            return self._external
+        cluster = self._live.get(spec)
+        if cluster is not None and any(node.exited_unexpectedly() for node in cluster.nodes):
+            log.warning("a broker of %s died; starting a fresh cluster", spec.describe())
+            self._stop(spec)
+            cluster = None
+        if cluster is None:
+            while len(self._live) >= self.max_live:
+                self._stop(next(iter(self._live)))
+            self._started += 1
+            work_dir = self.log_root / f"cluster-{self._started}"
+            cluster = EmbeddedCluster(
+                spec.version, spec.brokers, dict(spec.broker_config), work_dir=work_dir
+            ).start()
+            self._live[spec] = cluster
+        self._live.move_to_end(spec)
+        return cluster
+
+    def close(self) -> None:
+        for spec in list(self._live):
+            self._stop(spec)
+        if self._external is not None:
+            self._external.stop()
+
+    def _stop(self, spec: ClusterSpec) -> None:
+        self._live.pop(spec).stop()
+
+    def _check_external(self, spec: ClusterSpec, default_version: str | None) -> None:
+        wanted = []
+        if spec.brokers != 1:
+            wanted.append(f"{spec.brokers} brokers")
+        if spec.broker_config:
+            wanted.append("broker config " + ", ".join(f"{k}={v}" for k, v in spec.broker_config))
+        if default_version is not None and spec.version != default_version:
+            wanted.append(f"Kafka {spec.version}")
+        if wanted:
+            raise ExternalClusterMismatch(
+                f"needs {'; '.join(wanted)}, which an external cluster "
+                f"({self._external.bootstrap_servers if self._external else '?'}) cannot provide"
+            )

@@ -1,0 +1,130 @@
+"""pytest plugin: real Kafka clusters as fixtures.
+
+Installed with the package (``pytest11`` entry point). Fixtures:
+
+- ``kafka_cluster``: a running cluster; tests asking for the same configuration share one for
+  the whole session. Configure it with ``@pytest.mark.kafka(brokers=3, broker_config={...})``
+  and choose the release with ``--kafka-version``, ``$KAFKA_REPLAY_VERSION`` or by
+  parametrizing ``kafka_version``.
+- ``kafka_admin``: an admin client for it.
+- ``kafka_topic``: a factory of uniquely named topics, deleted after the test.
+
+``--kafka-bootstrap HOST:PORT`` runs everything against an existing cluster instead; tests
+that need a particular broker configuration are then skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Generator, Iterator, Mapping
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from harness.cluster import Cluster, choose_version
+from harness.cluster.pool import ClusterPool, ClusterSpec, ExternalClusterMismatch
+
+BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
+CLUSTERS_KEY = pytest.StashKey[list[Cluster]]()
+LOG_TAIL_LINES = 60
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kafka-replay", "Kafka incident replay")
+    group.addoption(
+        "--kafka-version",
+        default=None,
+        help="Apache Kafka release for embedded brokers "
+        "(default: $KAFKA_REPLAY_VERSION, else the newest 4.x)",
+    )
+    group.addoption(
+        "--kafka-bootstrap",
+        default=None,
+        metavar="HOST:PORT",
+        help="use this existing cluster instead of starting brokers "
+        "(default: $KAFKA_REPLAY_BOOTSTRAP); only uniquely prefixed topics are created and deleted",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kafka(brokers=1, broker_config=None): the Kafka cluster the test needs; tests with "
+        "the same arguments and version share one cluster for the session",
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_pool(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ClusterPool]:
+    """Every cluster of the session; each is stopped when the session ends."""
+    bootstrap = request.config.getoption("--kafka-bootstrap") or os.environ.get(BOOTSTRAP_ENV)
+    pool = ClusterPool(tmp_path_factory.mktemp("kafka"), bootstrap_servers=bootstrap)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def kafka_version(request: pytest.FixtureRequest) -> str:
+    """The Kafka release under test; parametrize this name to run a test on several."""
+    return choose_version(request.config.getoption("--kafka-version"))
+
+
+@pytest.fixture
+def kafka_cluster(
+    request: pytest.FixtureRequest, kafka_cluster_pool: ClusterPool, kafka_version: str
+) -> Cluster:
+    """A running Kafka cluster configured by the test's ``kafka`` marker."""
+    marker = request.node.get_closest_marker("kafka")
+    options: Mapping[str, object] = marker.kwargs if marker else {}
+    unknown = set(options) - {"brokers", "broker_config"}
+    if unknown or (marker and marker.args):
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: @pytest.mark.kafka takes brokers= and broker_config= "
+            f"keywords only, got {sorted(unknown) or marker.args}"
+        )
+    spec = ClusterSpec.of(kafka_version, **options)  # type: ignore[arg-type]
+    default = choose_version(request.config.getoption("--kafka-version"))
+    try:
+        cluster = kafka_cluster_pool.get(spec, default_version=default)
+    except ExternalClusterMismatch as exc:
+        pytest.skip(str(exc))
+    request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
+    return cluster
+
+
+@pytest.fixture
+def kafka_admin(kafka_cluster: Cluster) -> AdminClient:
+    return kafka_cluster.admin()
+
+
+@pytest.fixture
+def kafka_topic(kafka_cluster: Cluster) -> Iterator[Callable[..., str]]:
+    """``kafka_topic(base="topic", partitions=1, replication_factor=1, config=None) -> name``."""
+    created: list[str] = []
+
+    def create(base: str = "topic", partitions: int = 1, **kwargs: object) -> str:
+        name = kafka_cluster.create_topic(base, partitions, **kwargs)  # type: ignore[arg-type]
+        created.append(name)
+        return name
+
+    yield create
+    kafka_cluster.delete_topics(created)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the brokers' log tails to the report of a failed test that used Kafka."""
+    report = yield
+    if report.failed:
+        for cluster in item.stash.get(CLUSTERS_KEY, []):
+            tail = cluster.log_tail(LOG_TAIL_LINES)
+            if tail:
+                files = "\n".join(cluster.log_files())
+                report.sections.append((f"kafka broker log ({cluster!r})", f"{tail}\n\n{files}"))
+    return report

@@ -139,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(message)s",
         handlers=[RichHandler(console=console, show_path=False)],
     )
+    if not args.verbose:  # librdkafka warns about routine retries while a broker warms up
+        logging.getLogger("harness.librdkafka").setLevel(logging.ERROR)
     try:
         return args.run(args)
     except (ClusterError, ValueError) as exc:

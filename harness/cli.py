@@ -81,6 +81,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         while True:  # until Ctrl-C or SIGTERM; a dead broker ends it with its log
             time.sleep(1.0)
             cluster.check_alive()
+    except KeyboardInterrupt:
+        return 0  # Ctrl-C is how `up` is meant to end
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the stop short
         with console.status("Stopping Kafka…"):

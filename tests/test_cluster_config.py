@@ -1,0 +1,73 @@
+"""Pure logic of the cluster room: versions, broker config, specs. No Kafka needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cluster import broker_config
+from harness.cluster.pool import ClusterSpec
+from harness.cluster.versions import (
+    DEFAULT_KAFKA_VERSION,
+    VERSION_ENV,
+    choose_version,
+    parse_version,
+)
+
+
+def test_version_choice_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(VERSION_ENV, raising=False)
+    assert choose_version() == DEFAULT_KAFKA_VERSION
+    monkeypatch.setenv(VERSION_ENV, "3.9.2")
+    assert choose_version() == "3.9.2"
+    assert choose_version("4.0.2") == "4.0.2"
+
+
+@pytest.mark.parametrize("bad", ["4", "latest", "4.1", "3.8.1", "2.8.0", "4.1.0-rc1"])
+def test_unsupported_versions_are_refused_with_a_reason(bad: str) -> None:
+    with pytest.raises(ValueError, match=bad.replace(".", r"\.")):
+        parse_version(bad)
+
+
+def test_overrides_cannot_rewire_the_nodes() -> None:
+    with pytest.raises(ValueError, match="'listeners' is set by the harness"):
+        broker_config.validate_overrides({"listeners": "PLAINTEXT://0.0.0.0:9092"})
+
+
+def test_override_values_become_strings() -> None:
+    assert broker_config.validate_overrides({"a.b": 1, "c": True, "d": "x"}) == {
+        "a.b": "1",
+        "c": "true",
+        "d": "x",
+    }
+
+
+def test_single_node_properties_bind_loopback_and_keep_overrides() -> None:
+    node = broker_config.NodeAddress(1, 9092, 9093)
+    properties = broker_config.node_properties(node, [node], "/data", {"num.partitions": "6"})
+    assert properties["listeners"] == "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"
+    assert properties["controller.quorum.voters"] == "1@127.0.0.1:9093"
+    assert properties["offsets.topic.replication.factor"] == "1"
+    assert properties["group.initial.rebalance.delay.ms"] == "0"
+    assert properties["num.partitions"] == "6"
+
+
+def test_three_nodes_share_one_quorum_and_replicate_internal_topics() -> None:
+    nodes = [broker_config.NodeAddress(i, 1000 + i, 2000 + i) for i in (1, 2, 3)]
+    properties = broker_config.node_properties(nodes[1], nodes, "/d", {})
+    assert properties["node.id"] == "2"
+    voters = "1@127.0.0.1:2001,2@127.0.0.1:2002,3@127.0.0.1:2003"
+    assert properties["controller.quorum.voters"] == voters
+    assert properties["offsets.topic.replication.factor"] == "3"
+    assert properties["transaction.state.log.min.isr"] == "2"
+
+
+def test_properties_text_escapes_what_java_would_misread() -> None:
+    text = broker_config.render_properties({"a key": "C:\\dir", "k": "line\nbreak"})
+    assert text == "a\\ key=C:\\\\dir\nk=line\\nbreak\n"
+
+
+def test_equal_requests_share_a_spec() -> None:
+    first = ClusterSpec.of("4.0.2", 1, {"b": 2, "a": "1"})
+    second = ClusterSpec.of("4.0.2", 1, {"a": 1, "b": "2"})
+    assert first == second and hash(first) == hash(second)
+    assert ClusterSpec.of("4.0.2", 3) != first

@@ -49,8 +49,8 @@ def _kill_and_collect(child: subprocess.Popen[str]) -> None:
     child.wait(timeout=30)
 
 
-def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(tmp_path: Path) -> None:
-    """A real pytest run is killed with SIGKILL in the middle of a test that holds a broker."""
+def _pytest_run_holding_a_broker(tmp_path: Path) -> tuple[subprocess.Popen[str], dict]:
+    """A real pytest run, stopped inside a test that holds an embedded broker."""
     ready = tmp_path / "ready.json"
     test_file = tmp_path / "test_holds_broker.py"
     test_file.write_text(
@@ -62,7 +62,7 @@ def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(tmp_path
                 nodes = kafka_cluster.nodes
                 json.dump({{"pids": [n.process.pid for n in nodes],
                            "data_dir": str(kafka_cluster.data_dir)}}, open({str(ready)!r}, "w"))
-                threading.Event().wait()  # until killed
+                threading.Event().wait()  # until interrupted or killed
             """
         )
     )
@@ -74,16 +74,39 @@ def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(tmp_path
         text=True,
     )
     try:
-        state = _wait_for_file(ready, child)
-    finally:
+        return child, _wait_for_file(ready, child)
+    except BaseException:
         _kill_and_collect(child)
+        raise
+
+
+def _wait_until_gone(pids: list[int], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while any(_broker_alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"broker still running after {timeout}s"
+        time.sleep(0.1)
+
+
+def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(tmp_path: Path) -> None:
+    child, state = _pytest_run_holding_a_broker(tmp_path)
+    _kill_and_collect(child)
 
     reap_orphans()  # what the next run does first when it starts a cluster
 
-    deadline = time.monotonic() + 30
-    while any(_broker_alive(pid) for pid in state["pids"]):
-        assert time.monotonic() < deadline, "broker still running after the next start"
-        time.sleep(0.1)
+    _wait_until_gone(state["pids"])
+    assert not Path(state["data_dir"]).exists()
+
+
+def test_ctrl_c_in_a_pytest_run_tears_the_broker_down(tmp_path: Path) -> None:
+    child, state = _pytest_run_holding_a_broker(tmp_path)
+    child.send_signal(signal.SIGINT)
+    try:
+        output, _ = child.communicate(timeout=60)
+    finally:
+        _kill_and_collect(child)
+    assert "KeyboardInterrupt" in output
+    # no reaping here: the interrupted run's own teardown must have done it all
+    assert not any(_broker_alive(pid) for pid in state["pids"])
     assert not Path(state["data_dir"]).exists()
 
 

@@ -1,0 +1,88 @@
+"""Consumer lag as an outside monitor (Burrow, kafka-consumer-groups) would see it, over time."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+log = logging.getLogger(__name__)
+
+
+def sample_lag(
+    admin: AdminClient, watermarks: Consumer, group: str, topic: str, timeout: float = 10.0
+) -> list[dict[str, Any]]:
+    """Per partition: the group's committed offset, the log end offset, and their difference."""
+    partitions = admin.list_topics(topic, timeout=timeout).topics[topic].partitions
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in partitions])
+    committed = {
+        tp.partition: tp.offset
+        for tp in admin.list_consumer_group_offsets([request])[group]
+        .result(timeout)
+        .topic_partitions
+    }
+    samples = []
+    for partition in sorted(partitions):
+        _, end = watermarks.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        offset = committed.get(partition, -1)
+        samples.append(
+            {
+                "group": group,
+                "topic": topic,
+                "partition": partition,
+                "committed": offset if offset >= 0 else None,
+                "end": end,
+                "lag": end - offset if offset >= 0 else end,
+            }
+        )
+    return samples
+
+
+class LagSampler:
+    """Samples a group's lag on one topic every ``interval`` seconds until stopped."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        group: str,
+        topic: str,
+        sink: Callable[[dict[str, Any]], None],
+        interval: float = 1.0,
+    ) -> None:
+        self.group, self.topic, self.interval = group, topic, interval
+        self._sink = sink
+        config = {"bootstrap.servers": bootstrap_servers, "logger": log}
+        self._admin = AdminClient(config)
+        self._watermarks = Consumer({**config, "group.id": f"kafka-replay-lag-{group}"})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="lag-sampler", daemon=True)
+        self.latest: list[dict[str, Any]] = []
+
+    def start(self) -> LagSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Stop sampling after one last sample; return that sample."""
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self._watermarks.close()
+        return self.latest
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def _sample(self) -> None:
+        try:
+            self.latest = sample_lag(self._admin, self._watermarks, self.group, self.topic)
+        except Exception as exc:  # a sample may fail while a broker restarts; keep going
+            log.warning("lag sample failed: %s", exc)
+            return
+        for row in self.latest:
+            self._sink(row)

@@ -1,0 +1,102 @@
+"""The run directory: append-only JSON-lines streams that survive a crash of any writer.
+
+Each stream is one file, ``events/<name>.jsonl``, one JSON object per line. Every append is a
+single ``write`` on a file opened with ``O_APPEND``, so lines from several processes never
+interleave, and a crash can at worst leave one unterminated last line, which readers skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+EVENTS = "events"
+LOGS = "logs"
+META = "run.json"
+
+
+class EventStream:
+    """Appends events to one stream; safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lock = threading.Lock()
+
+    def append(self, event: dict[str, Any]) -> None:
+        """Write ``event`` as one line, stamped with wall-clock ``ts`` (seconds) if it has none."""
+        line = json.dumps({"ts": time.time(), **event}, separators=(",", ":"), default=str)
+        with self._lock:
+            os.write(self._fd, (line + "\n").encode())
+
+    __call__ = append
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+
+def read_stream(path: Path) -> list[dict[str, Any]]:
+    """Every complete event in a stream file, in the order written."""
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a crash
+    return events
+
+
+class RunHistory:
+    """One directory per run holding everything a checker and a human need."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        (self.root / EVENTS).mkdir(parents=True, exist_ok=True)
+        (self.root / LOGS).mkdir(parents=True, exist_ok=True)
+        self._streams: dict[str, EventStream] = {}
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / LOGS
+
+    def stream_path(self, name: str) -> Path:
+        return self.root / EVENTS / f"{name}.jsonl"
+
+    def stream(self, name: str) -> EventStream:
+        """The writer for ``events/<name>.jsonl`` (one per name per process)."""
+        if name not in self._streams:
+            self._streams[name] = EventStream(self.stream_path(name))
+        return self._streams[name]
+
+    def read(self, name: str) -> list[dict[str, Any]]:
+        return read_stream(self.stream_path(name))
+
+    def stream_names(self) -> list[str]:
+        return sorted(p.stem for p in (self.root / EVENTS).glob("*.jsonl"))
+
+    def write_meta(self, **fields: Any) -> None:
+        """Merge ``fields`` into ``run.json`` (what ran, where, with which settings)."""
+        path = self.root / META
+        meta = json.loads(path.read_text()) if path.exists() else {}
+        meta.update(fields)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(meta, indent=2, default=str))
+        temporary.replace(path)
+
+    def meta(self) -> dict[str, Any]:
+        path = self.root / META
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def close(self) -> None:
+        for stream in self._streams.values():
+            stream.close()
+        self._streams.clear()

@@ -16,6 +16,7 @@ import pytest
 
 from harness.cluster import EmbeddedCluster, ExternalCluster, reap_orphans
 from harness.cluster.paths import REGISTRY_ENV
+from harness.cluster.reaper import LEASE_ENV
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,7 +39,7 @@ def _broker_alive(pid: int) -> bool:
         return (
             process.is_running()
             and process.status() != psutil.STATUS_ZOMBIE
-            and any("kafka.replay.token" in part for part in process.cmdline())
+            and LEASE_ENV in process.environ()
         )
     except psutil.NoSuchProcess:
         return False

@@ -27,8 +27,9 @@ from . import broker_config
 from .artifacts import kafka_classpath
 from .base import Cluster
 from .errors import BrokerDiedError, BrokerStartError
-from .jvm import find_java, spawn
+from .jvm import find_java
 from .ports import accepts_connections, free_ports
+from .process import spawn
 from .reaper import Lease, reap_orphans
 from .versions import choose_version
 
@@ -85,10 +86,10 @@ class BrokerNode:
             self.process = spawn(
                 [*jvm_command, "kafka.Kafka", str(self.config_path)],
                 output,
+                lease,
                 die_with_owner=die_with_owner,
             )
         self._stopping = False
-        lease.add_process(self.process.pid)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -234,7 +235,6 @@ class EmbeddedCluster(Cluster):
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={self.log_dir}",
-            self._lease.marker,
             "-cp",
             os.pathsep.join(str(jar) for jar in classpath),
         ]
@@ -268,7 +268,8 @@ class EmbeddedCluster(Cluster):
             with node.log_path.open("ab") as output:
                 command = [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id,
                            "-c", str(node.config_path), "--ignore-formatted"]  # fmt: skip
-                running.append((node, spawn(command, output, die_with_owner=self.die_with_owner)))
+                process = spawn(command, output, self._lease, die_with_owner=self.die_with_owner)
+                running.append((node, process))
         for node, process in running:
             if process.wait(timeout=START_TIMEOUT_S) != 0:
                 raise BrokerStartError(

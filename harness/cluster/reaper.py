@@ -3,7 +3,7 @@
 Every cluster takes out a *lease*: a small JSON file naming the process that owns it, the
 broker processes it started and the directories it made. Normal teardown removes the lease.
 If the owner dies without tearing down (kill -9, a crash), the next start finds leases whose
-owner is gone and reaps what they list. A broker is only killed when its command line still
+owner is gone and reaps what they list. A process is only killed when its environment still
 carries the lease's token, so a recycled pid is never touched.
 """
 
@@ -15,6 +15,7 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from .paths import registry_dir
 
 log = logging.getLogger(__name__)
 
-TOKEN_PROPERTY = "kafka.replay.token"
+LEASE_ENV = "KAFKA_REPLAY_LEASE"
 
 
 def _started_at(pid: int) -> float | None:
@@ -52,11 +53,6 @@ class Lease:
         return lease
 
     @property
-    def marker(self) -> str:
-        """The JVM option that tags a process as belonging to this lease."""
-        return f"-D{TOKEN_PROPERTY}={self.token}"
-
-    @property
     def path(self) -> Path:
         return registry_dir() / f"{self.token}.json"
 
@@ -80,7 +76,7 @@ class Lease:
 
     def reap(self) -> list[int]:
         """Kill this lease's surviving processes, remove its dirs; return the pids killed."""
-        killed = [pid for pid in self.pids if _kill_if_tagged(pid, self.marker)]
+        killed = [pid for pid in self.pids if _kill_if_tagged(pid, self.token)]
         self.release()
         return killed
 
@@ -90,23 +86,27 @@ class Lease:
         temporary.replace(self.path)
 
 
-def _kill_if_tagged(pid: int, marker: str) -> bool:
+def _kill_if_tagged(pid: int, token: str) -> bool:
+    """SIGKILL ``pid`` (and its process group, if it leads one) if the lease tagged it."""
     try:
         process = psutil.Process(pid)
-        if marker not in process.cmdline():
+        if process.environ().get(LEASE_ENV) != token:
             return False
-        process.kill()
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            process.kill()
         process.wait(timeout=10)
         return True
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return False
     except psutil.Error as exc:
-        log.warning("could not reap broker process %s: %s", pid, exc)
+        log.warning("could not reap process %s: %s", pid, exc)
         return False
 
 
 def reap_orphans() -> list[int]:
-    """Clean up after owners that died without tearing down; return the broker pids killed."""
+    """Clean up after owners that died without tearing down; return the pids killed."""
     killed: list[int] = []
     for path in registry_dir().glob("*.json"):
         try:
@@ -119,8 +119,6 @@ def reap_orphans() -> list[int]:
             continue
         pids = lease.reap()
         if pids or lease.dirs:
-            log.warning(
-                "Reaped what a crashed run left: broker pids %s, %d dir(s)", pids, len(lease.dirs)
-            )
+            log.warning("Reaped what a crashed run left: pids %s, %d dir(s)", pids, len(lease.dirs))
         killed.extend(pids)
     return killed

@@ -1,0 +1,63 @@
+"""Start helper processes (brokers, apps) that cannot outlive the harness.
+
+Each runs in its own session, so a Ctrl-C in the terminal reaches the harness first and it
+stops them in order. On Linux each also dies with the harness (``PR_SET_PDEATHSIG``), and
+every one is tagged with its lease so the next start can reap it if all else failed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from .reaper import LEASE_ENV, Lease
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux to SIGKILL the child when its parent thread exits.
+
+    Only used from the main thread: the signal follows the thread that forked, so a cluster
+    started from a worker thread would otherwise die with that thread.
+    """
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if not sys.platform.startswith("linux") or not in_main_thread:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def hook() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return hook
+
+
+def spawn(
+    command: Sequence[str],
+    output: IO[bytes],
+    lease: Lease,
+    *,
+    env: Mapping[str, str] | None = None,
+    die_with_owner: bool = True,
+    cwd: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` with stdout and stderr going to ``output``, recorded in ``lease``."""
+    process = subprocess.Popen(
+        list(command),
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env={**(os.environ if env is None else env), LEASE_ENV: lease.token},
+        start_new_session=True,
+        preexec_fn=_die_with_parent() if die_with_owner else None,
+    )
+    lease.add_process(process.pid)
+    return process

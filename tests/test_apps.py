@@ -1,0 +1,187 @@
+"""The app under test runs as real processes, receives the contract, and is supervised."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.apps import (
+    AppContext,
+    AppCrashLoop,
+    AppSpec,
+    AppStartError,
+    OutputRecord,
+    RestartPolicy,
+    Supervisor,
+    default_event_id,
+)
+from harness.cluster import Cluster
+from harness.history import RunHistory
+from harness.workload import WorkloadProducer, student_onboarding
+from tests.kafka_helpers import consume_until, new_consumer
+
+PY = shlex.quote(sys.executable)
+ECHO_COMMAND = (
+    f"{PY} -m tests.apps.echo --bootstrap {{bootstrap}} --input {{input_topic}} "
+    "--output {output_topic} --group {group_id} --instance {instance}"
+)
+CLIENT_CONFIG = {"session.timeout.ms": 12000}
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Iterator[RunHistory]:
+    run = RunHistory(tmp_path / "run")
+    yield run
+    run.close()
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout}s"
+        time.sleep(0.1)
+
+
+def ids(messages: list) -> set[str | None]:
+    return {default_event_id(OutputRecord.from_message(m)) for m in messages}
+
+
+def supervise(
+    spec: str,
+    cluster: Cluster,
+    history: RunHistory,
+    topics: tuple[str, str] = ("in", "out"),
+    policy: RestartPolicy | None = None,
+) -> Supervisor:
+    group = cluster.unique_name("app")
+    return Supervisor(
+        AppSpec.parse(spec),
+        lambda i: AppContext(cluster.bootstrap_servers, *topics, group, CLIENT_CONFIG, i),
+        history.logs_dir,
+        on_event=history.stream("lifecycle"),
+        policy=policy,
+        report_dir=history.root / "events",
+    )
+
+
+@pytest.mark.parametrize("spec", ["tests.apps.echo:run", ECHO_COMMAND], ids=["callable", "command"])
+def test_app_receives_the_contract_and_its_output_correlates(
+    spec: str, kafka_cluster: Cluster, kafka_topic, history: RunHistory
+) -> None:
+    source, sink = kafka_topic("input", partitions=3), kafka_topic("output")
+    producer = WorkloadProducer(kafka_cluster.bootstrap_servers, source, history.stream("produce"))
+    stats = producer.run(student_onboarding(count=60, students=10, seed=7))
+    acked = {e["event_id"] for e in history.read("produce") if e["kind"] == "ack"}
+    assert stats.acked == len(acked) == 60
+
+    supervisor = supervise(spec, kafka_cluster, history, (source, sink)).start(1)
+    try:
+        reader = new_consumer(kafka_cluster)
+        reader.subscribe([sink])
+        try:
+            outputs = consume_until(reader, lambda seen: ids(seen) >= acked, timeout=60)
+        finally:
+            reader.close()
+    finally:
+        supervisor.stop()
+
+    assert ids(outputs) == acked
+    seen = json.loads(outputs[0].value())["seen"]
+    env = seen["env"]
+    group = env["REPLAY_GROUP_ID"]
+    assert env["KAFKA_BOOTSTRAP_SERVERS"] == kafka_cluster.bootstrap_servers
+    assert (env["REPLAY_INPUT_TOPIC"], env["REPLAY_OUTPUT_TOPIC"]) == (source, sink)
+    assert json.loads(env["REPLAY_CLIENT_CONFIG"]) == CLIENT_CONFIG
+    assert env["REPLAY_TRANSACTIONAL_ID"] == f"{group}-tx-0"
+    assert env["REPLAY_INSTANCE"] == "0"
+    if seen["argv"] is not None:  # the command got its placeholders filled in
+        expected_argv = {"bootstrap": kafka_cluster.bootstrap_servers, "input": source,
+                         "output": sink, "group": group, "instance": "0"}  # fmt: skip
+        assert seen["argv"] == expected_argv
+
+    reports = history.read("app-0")
+    assert any(r["kind"] == "assigned" and len(r["partitions"]) == 3 for r in reports)
+    assert any(r["kind"] == "commit_result" and r["ok"] for r in reports)
+    lifecycle = history.read("lifecycle")
+    assert [e["kind"] for e in lifecycle] == ["start", "stop", "exit"]
+    assert lifecycle[-1]["expected"] is True
+
+
+def test_sigkilled_instance_is_restarted_and_both_are_recorded(
+    kafka_cluster: Cluster, kafka_topic, history: RunHistory
+) -> None:
+    source, sink = kafka_topic("input"), kafka_topic("output")
+    policy = RestartPolicy(delay_s=0.5)
+    with supervise("tests.apps.echo:run", kafka_cluster, history, (source, sink), policy) as apps:
+        apps.start(1)
+        apps.signal(0, signal.SIGKILL)
+        wait_for(
+            lambda: any(e["kind"] == "start" and e["restart"] for e in history.read("lifecycle")),
+            timeout=30,
+            what="a restart after SIGKILL",
+        )
+        assert apps.running() == [0]
+    events = history.read("lifecycle")
+    kinds = [e["kind"] for e in events]
+    assert kinds[:4] == ["start", "signal", "exit", "start"]
+    first, fault, death, restart = events[:4]
+    assert fault["signal"] == "SIGKILL" and fault["pid"] == first["pid"]
+    assert death["signal"] == "SIGKILL" and death["expected"] is False
+    assert restart["restart"] is True and restart["pid"] != first["pid"]
+    assert restart["attempt"] == 2
+
+
+def test_app_that_exits_at_once_fails_with_its_output(
+    kafka_cluster: Cluster, history: RunHistory
+) -> None:
+    crashing = f"{PY} -c \"import sys; print('boom: no PAYMENTS_URL set'); sys.exit(3)\""
+    with pytest.raises(AppStartError) as failure:
+        supervise(crashing, kafka_cluster, history).start(1)
+    message = str(failure.value)
+    assert "exited with code 3" in message
+    assert "boom: no PAYMENTS_URL set" in message
+    assert [e["kind"] for e in history.read("lifecycle")] == ["start", "exit"]
+
+
+def test_app_that_cannot_be_started_says_why(kafka_cluster: Cluster, history: RunHistory) -> None:
+    with pytest.raises(AppStartError, match=r"could not start app instance 0 .*no-such-app"):
+        supervise("no-such-app --flag", kafka_cluster, history).start(1)
+
+
+def test_app_that_hangs_at_shutdown_is_killed_after_the_grace_period(
+    kafka_cluster: Cluster, history: RunHistory
+) -> None:
+    stubborn = (
+        f'{PY} -c "import signal, threading; signal.signal(signal.SIGTERM, signal.SIG_IGN); '
+        'threading.Event().wait()"'
+    )
+    apps = supervise(stubborn, kafka_cluster, history).start(1)
+    apps.stop(grace=0.5)
+    kinds = [e["kind"] for e in history.read("lifecycle")]
+    assert kinds == ["start", "stop", "killed_after_grace", "exit"]
+    assert history.read("lifecycle")[-1]["signal"] == "SIGKILL"
+
+
+def test_crash_loop_fails_the_run(kafka_cluster: Cluster, history: RunHistory, tmp_path) -> None:
+    marker = tmp_path / "started-once"
+    # survives its first start-up window, then dies at once after every restart
+    flaky = (
+        f'{PY} -c "import os, sys, time; first = not os.path.exists({str(marker)!r}); '
+        f"open({str(marker)!r}, 'a').close(); time.sleep(4 if first else 0); "
+        "print('cannot reach the payments service'); sys.exit(1)\""
+    )
+    policy = RestartPolicy(delay_s=0.1, startup_s=3.0, crash_loop=3)
+    with supervise(flaky, kafka_cluster, history, policy=policy) as apps:
+        apps.start(1)
+        wait_for(lambda: apps.failure is not None, timeout=60, what="a crash loop")
+        with pytest.raises(AppCrashLoop, match="cannot reach the payments service"):
+            apps.check()
+    kinds = [e["kind"] for e in history.read("lifecycle")]
+    assert kinds.count("start") == 4 and kinds[-1] == "crash_loop"

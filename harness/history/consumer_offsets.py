@@ -22,11 +22,9 @@ from typing import Any
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
 
 log = logging.getLogger(__name__)
 
@@ -208,23 +206,23 @@ class OffsetsRecorder:
 
     def _locate_partition(self) -> int:
         """Make sure ``__consumer_offsets`` exists (asking for the group creates it), find ours."""
-        admin = AdminClient({"bootstrap.servers": self._bootstrap, "logger": log})
-        deadline = time.monotonic() + self._timeout
-        while True:
-            topic = admin.list_topics(OFFSETS_TOPIC, timeout=self._timeout).topics.get(
-                OFFSETS_TOPIC
-            )
-            if topic is not None and topic.error is None and topic.partitions:
-                return coordinator_partition(self.group, len(topic.partitions))
-            futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.group)])
-            for future in futures.values():
+        probe = group_reader(self._bootstrap, self.group)
+        try:
+            deadline = time.monotonic() + self._timeout
+            while True:
+                metadata = probe.list_topics(OFFSETS_TOPIC, timeout=self._timeout)
+                topic = metadata.topics.get(OFFSETS_TOPIC)
+                if topic is not None and topic.error is None and topic.partitions:
+                    return coordinator_partition(self.group, len(topic.partitions))
                 try:
-                    future.result(self._timeout)
-                except Exception as exc:  # the coordinator may still be loading
+                    probe.committed([TopicPartition(OFFSETS_TOPIC, 0)], timeout=2)
+                except KafkaException as exc:  # the coordinator may still be loading
                     log.debug("offsets topic not ready: %s", exc)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{OFFSETS_TOPIC} did not appear within {self._timeout}s")
-            time.sleep(0.2)
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{OFFSETS_TOPIC} did not appear within {self._timeout}s")
+                time.sleep(0.2)
+        finally:
+            probe.close()
 
     def _follow(self) -> None:
         """The consumer is used from this thread only: librdkafka calls must not race."""
@@ -256,3 +254,19 @@ class OffsetsRecorder:
         if record is not None and record.group == self.group:
             self.records.append(record)
             self._sink(record.to_event())
+
+
+def group_reader(bootstrap_servers: str, group: str) -> Consumer:
+    """A consumer that reads ``group``'s committed offsets without ever joining the group.
+
+    It stands in for librdkafka's admin call for group offsets, which can crash the process
+    while the group coordinator is still loading.
+    """
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "logger": log,
+        }
+    )

@@ -7,27 +7,26 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, TopicPartition
+
+from .consumer_offsets import group_reader
 
 log = logging.getLogger(__name__)
 
 
 def sample_lag(
-    admin: AdminClient, watermarks: Consumer, group: str, topic: str, timeout: float = 10.0
+    reader: Consumer, group: str, topic: str, timeout: float = 10.0
 ) -> list[dict[str, Any]]:
-    """Per partition: the group's committed offset, the log end offset, and their difference."""
-    partitions = admin.list_topics(topic, timeout=timeout).topics[topic].partitions
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in partitions])
-    committed = {
-        tp.partition: tp.offset
-        for tp in admin.list_consumer_group_offsets([request])[group]
-        .result(timeout)
-        .topic_partitions
-    }
+    """Per partition: the group's committed offset, the log end offset, and their difference.
+
+    ``reader`` is a :func:`~harness.history.consumer_offsets.group_reader` of ``group``.
+    """
+    partitions = sorted(reader.list_topics(topic, timeout=timeout).topics[topic].partitions)
+    wanted = [TopicPartition(topic, p) for p in partitions]
+    committed = {tp.partition: tp.offset for tp in reader.committed(wanted, timeout=timeout)}
     samples = []
-    for partition in sorted(partitions):
-        _, end = watermarks.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+    for partition in partitions:
+        _, end = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
         offset = committed.get(partition, -1)
         samples.append(
             {
@@ -55,9 +54,7 @@ class LagSampler:
     ) -> None:
         self.group, self.topic, self.interval = group, topic, interval
         self._sink = sink
-        config = {"bootstrap.servers": bootstrap_servers, "logger": log}
-        self._admin = AdminClient(config)
-        self._watermarks = Consumer({**config, "group.id": f"kafka-replay-lag-{group}"})
+        self._reader = group_reader(bootstrap_servers, group)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lag-sampler", daemon=True)
         self.latest: list[dict[str, Any]] = []
@@ -71,7 +68,7 @@ class LagSampler:
         self._stop.set()
         self._thread.join()
         self._sample()
-        self._watermarks.close()
+        self._reader.close()
         return self.latest
 
     def _loop(self) -> None:
@@ -80,7 +77,7 @@ class LagSampler:
 
     def _sample(self) -> None:
         try:
-            self.latest = sample_lag(self._admin, self._watermarks, self.group, self.topic)
+            self.latest = sample_lag(self._reader, self.group, self.topic)
         except Exception as exc:  # a sample may fail while a broker restarts; keep going
             log.warning("lag sample failed: %s", exc)
             return

@@ -1,0 +1,111 @@
+"""Workloads are deterministic, stamped with identity, and land where a Java producer puts them."""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby
+
+import pytest
+
+from harness.cluster import Cluster
+from harness.history import RunHistory
+from harness.workload import (
+    Pause,
+    WorkloadProducer,
+    deal_flood,
+    java_partition,
+    murmur2,
+    quiet_events,
+    quiet_then_wake,
+    student_onboarding,
+)
+
+WORKLOADS = {
+    "students": lambda seed: student_onboarding(count=200, students=20, skew=1.2, seed=seed),
+    "quiet": lambda seed: quiet_events(count=30, seed=seed),
+    "quiet-then-wake": lambda seed: quiet_then_wake(before=5, idle_s=0.1, after=5, seed=seed),
+    "deals": lambda seed: deal_flood(deals=2, runs=2, run_length=(3, 5), seed=seed),
+}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_a_seeded_workload_is_the_same_twice(name: str) -> None:
+    make = WORKLOADS[name]
+    first, second = list(make(1).steps()), list(make(1).steps())
+    assert first == second
+    assert [s for s in make(2).steps()] != first
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_every_record_carries_its_identity(name: str) -> None:
+    records = list(WORKLOADS[name](3).records())
+    assert len({r.event_id for r in records}) == len(records)
+    for key, group in groupby(sorted(records, key=lambda r: (r.key, r.seq)), key=lambda r: r.key):
+        assert [r.seq for r in group] == list(range(len([r for r in records if r.key == key])))
+    for record in records:
+        value = json.loads(record.value)
+        assert (value["event_id"], value["key"], value["seq"]) == (
+            record.event_id,
+            record.key,
+            record.seq,
+        )
+        assert record.headers == [("event_id", record.event_id.encode())]
+
+
+def test_key_skew_concentrates_records_on_few_keys() -> None:
+    def top_share(skew: float) -> float:
+        keys = [r.key for r in student_onboarding(2000, students=50, skew=skew, seed=5).records()]
+        return max(keys.count(k) for k in set(keys)) / len(keys)
+
+    assert top_share(1.5) > 3 * top_share(0.0)
+
+
+def test_message_size_is_a_parameter() -> None:
+    sizes = {len(r.value) for r in quiet_events(count=10, size_bytes=5000, seed=1).records()}
+    assert min(sizes) >= 5000 and max(sizes) < 5100
+
+
+def test_quiet_then_wake_pauses_between_its_bursts() -> None:
+    steps = list(quiet_then_wake(before=4, idle_s=90, after=6, seed=2).steps())
+    pauses = [i for i, s in enumerate(steps) if isinstance(s, Pause)]
+    assert pauses == [4] and steps[4] == Pause(90) and len(steps) == 11
+
+
+def test_deal_documents_are_about_800kb_with_600_options() -> None:
+    record = next(deal_flood(deals=1, runs=1, run_length=(1, 1), seed=4).records())
+    document = json.loads(record.value)["deal"]
+    assert len(document["options"]) == 600
+    assert 760_000 <= len(record.value) <= 840_000
+
+
+def test_murmur2_matches_kafkas_own_test_vectors() -> None:
+    vectors = {
+        "21": -973932308,
+        "foobar": -790332482,
+        "a-little-bit-long-string": -985981536,
+        "a-little-bit-longer-string": -1486304829,
+        "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        "abc": 479470107,
+    }
+    assert {text: murmur2(text.encode()) for text in vectors} == vectors
+
+
+def test_800kb_deal_runs_land_on_one_partition_as_java_would_put_them(
+    kafka_cluster: Cluster, kafka_topic, tmp_path
+) -> None:
+    topic = kafka_topic("deals", partitions=12)
+    history = RunHistory(tmp_path / "run")
+    workload = deal_flood(deals=3, runs=3, run_length=(6, 9), seed=11)
+    stats = WorkloadProducer(kafka_cluster.bootstrap_servers, topic, history.stream("produce")).run(
+        workload
+    )
+    acks = [e for e in history.read("produce") if e["kind"] == "ack"]
+    assert stats.failed == 0 and len(acks) == stats.sent == len(list(workload.records()))
+    assert all(ack["size"] > 700_000 for ack in acks)
+    for deal, run in groupby(acks, key=lambda ack: ack["key"]):
+        partitions = {ack["partition"] for ack in run}
+        assert partitions == {java_partition(deal, 12)}, deal
+    # offsets are the broker's: strictly increasing per partition, in send order
+    for partition in {ack["partition"] for ack in acks}:
+        offsets = [ack["offset"] for ack in acks if ack["partition"] == partition]
+        assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)

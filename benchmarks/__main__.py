@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
-from benchmarks import broker_start
+from benchmarks import broker_start, producer_throughput
 
-BENCHMARKS = {"broker-start": broker_start.run}
+BENCHMARKS = {
+    "broker-start": broker_start.run,
+    "producer-throughput": producer_throughput.run,
+}
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    parser.add_argument("names", nargs="*", choices=[*BENCHMARKS, []], help="default: all")
+    parser.add_argument("names", nargs="*", help=f"of {', '.join(BENCHMARKS)} (default: all)")
     parser.add_argument("--runs", type=int, default=5, help="repetitions; the median is reported")
     parser.add_argument("--kafka-version", default=None)
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    for noisy in ("harness.librdkafka", "harness.workload"):  # routine client retries
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    unknown = set(args.names) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}")
     for name in args.names or BENCHMARKS:
         BENCHMARKS[name](args)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -95,6 +96,12 @@ class RunHistory:
     def meta(self) -> dict[str, Any]:
         path = self.root / META
         return json.loads(path.read_text()) if path.exists() else {}
+
+    def keep_logs(self, files: list[str]) -> None:
+        """Copy logs written elsewhere (a shared broker's, say) into ``logs/``."""
+        for file in map(Path, files):
+            if file.is_file():
+                shutil.copyfile(file, self.logs_dir / file.name)
 
     def close(self) -> None:
         for stream in self._streams.values():

@@ -2,8 +2,7 @@
 
 Each node is a combined broker and controller bound to 127.0.0.1 on free ports. Kafka's own
 jars come from Maven Central through :mod:`harness.cluster.artifacts` and are cached, so a
-second start works offline. A node is ready when a metadata request through a real client
-lists every broker.
+second start works offline.
 """
 
 from __future__ import annotations
@@ -13,45 +12,26 @@ import logging
 import os
 import shutil
 import subprocess
-import tempfile
-import time
 import uuid
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-
 from . import broker_config
 from .artifacts import kafka_classpath
-from .base import Cluster
-from .errors import BrokerDiedError, BrokerStartError
+from .errors import BrokerStartError
 from .jvm import find_java
-from .ports import accepts_connections, free_ports
+from .nodes import START_TIMEOUT_S, Node, NodeCluster, read_tail
 from .process import spawn
-from .reaper import Lease, reap_orphans
-from .versions import choose_version
+from .reaper import Lease
 
 log = logging.getLogger(__name__)
 
 HEAP_ENV = "KAFKA_REPLAY_BROKER_HEAP"
 DEFAULT_HEAP = "768m"
-START_TIMEOUT_S = 120.0
-STOP_GRACE_S = 10.0
-PORT_CLASH = "Address already in use"
-START_ATTEMPTS = 3
 
 
-def _log_tail(path: Path, lines: int) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
-
-
-def _cluster_id() -> str:
+def cluster_id() -> str:
     """A random KRaft cluster id (base64url UUID, never starting with '-')."""
     while True:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -122,11 +102,20 @@ class BrokerNode:
             self.kill()
 
     def log_tail(self, lines: int = 40) -> str:
-        return _log_tail(self.log_path, lines)
+        return read_tail(self.log_path, lines)
+
+    @property
+    def log_location(self) -> str:
+        return str(self.log_path)
+
+    def exit_code(self) -> int | None:
+        return None if self.process is None else self.process.poll()
 
 
-class EmbeddedCluster(Cluster):
+class EmbeddedCluster(NodeCluster):
     """``brokers`` real Kafka nodes in local JVMs; use as a context manager or call start/stop."""
+
+    backend = "embedded"
 
     def __init__(
         self,
@@ -137,93 +126,30 @@ class EmbeddedCluster(Cluster):
         heap: str | None = None,
         die_with_owner: bool = True,
     ) -> None:
-        super().__init__()
-        if brokers < 1:
-            raise ValueError(f"brokers must be at least 1, got {brokers}")
-        self.version = choose_version(version)
-        self.brokers = brokers
-        self.overrides = broker_config.validate_overrides(broker_config_overrides or {})
+        super().__init__(version, brokers, broker_config_overrides, work_dir)
         self.heap = heap or os.environ.get(HEAP_ENV, DEFAULT_HEAP)
         self.die_with_owner = die_with_owner
-        self._work_dir = Path(work_dir) if work_dir else None
-        self.nodes: list[BrokerNode] = []
-        self._lease: Lease | None = None
-        self.data_dir: Path | None = None
-        self.log_dir: Path | None = None
+        self._classpath: list[Path] = []
 
-    @property
-    def bootstrap_servers(self) -> str:
-        if not self.nodes:
-            raise RuntimeError("the cluster is not started")
-        return ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
+    def _prepare(self) -> None:
+        self._classpath = kafka_classpath(self.version)  # may take a while, once per version
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> EmbeddedCluster:
-        """Start every node and wait until all are serving; raise with their log tail if not."""
-        reap_orphans()
-        classpath = kafka_classpath(self.version)  # before the lease: may take minutes once
-        self._lease = Lease.take()
-        try:
-            self.data_dir = Path(tempfile.mkdtemp(prefix="kafka-replay-data-"))
-            self._lease.add_dir(self.data_dir)
-            if self._work_dir is None:
-                self.log_dir = self.data_dir / "logs"
-            else:
-                self.log_dir = self._work_dir
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            jvm = self._jvm_command(classpath)
-            for attempt in range(1, START_ATTEMPTS + 1):
-                try:
-                    self._start_nodes(jvm, timeout)
-                    break
-                except BrokerStartError as exc:
-                    if PORT_CLASH not in str(exc) or attempt == START_ATTEMPTS:
-                        raise
-                    log.warning("a port was taken before the broker bound it; retrying")
-                    self._stop_nodes(grace=0)
-        except BaseException:
-            self.stop()
-            raise
-        log.info("Kafka %s ready at %s", self.version, self.bootstrap_servers)
-        return self
+    def _launch(self, addresses: list[broker_config.NodeAddress]) -> list[Node]:
+        assert self.data_dir is not None and self.log_dir is not None
+        jvm = self._jvm_command()
+        nodes = []
+        for address in addresses:
+            node_dir = self.data_dir / f"node-{address.node_id}"
+            shutil.rmtree(node_dir, ignore_errors=True)
+            node = BrokerNode(address, node_dir, self.log_dir)
+            node.write_config(self._node_properties(address, addresses, str(node_dir)))
+            nodes.append(node)
+        self._format_storage(jvm, nodes)
+        for node in nodes:
+            node.start(jvm, self.die_with_owner, self.lease)
+        return list(nodes)
 
-    def stop(self, grace: float = STOP_GRACE_S) -> None:
-        """Stop every node (SIGTERM, then SIGKILL after ``grace``) and remove the data."""
-        self._admin = None
-        self._stop_nodes(grace)
-        if self._lease is not None:
-            self._lease.release()
-            self._lease = None
-
-    def check_alive(self) -> None:
-        for node in self.nodes:
-            if node.exited_unexpectedly():
-                assert node.process is not None
-                raise BrokerDiedError(
-                    f"Kafka broker {node.node_id} exited with code {node.process.returncode}; "
-                    f"log {node.log_path}:\n{node.log_tail()}"
-                )
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(
-            f"--- broker {n.node_id} ({n.log_path}) ---\n{n.log_tail(lines)}" for n in self.nodes
-        )
-
-    def log_files(self) -> list[str]:
-        return [str(node.log_path) for node in self.nodes]
-
-    def __enter__(self) -> EmbeddedCluster:
-        if not self.nodes:
-            self.start()
-        return self
-
-    def __repr__(self) -> str:
-        where = self.bootstrap_servers if self.nodes else "not started"
-        return f"EmbeddedCluster(kafka {self.version}, {self.brokers} broker(s), {where})"
-
-    # --- internals ---------------------------------------------------------------------
-
-    def _jvm_command(self, classpath: list[Path]) -> list[str]:
-        assert self._lease is not None and self.log_dir is not None
+    def _jvm_command(self) -> list[str]:
         log4j = resources.files("harness.cluster") / "resources" / "log4j2.properties"
         return [
             find_java(),
@@ -236,39 +162,18 @@ class EmbeddedCluster(Cluster):
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={self.log_dir}",
             "-cp",
-            os.pathsep.join(str(jar) for jar in classpath),
+            os.pathsep.join(str(jar) for jar in self._classpath),
         ]
 
-    def _start_nodes(self, jvm: list[str], timeout: float) -> None:
-        assert self._lease is not None and self.data_dir is not None and self.log_dir is not None
-        ports = free_ports(2 * self.brokers)
-        addresses = [
-            broker_config.NodeAddress(i + 1, ports[2 * i], ports[2 * i + 1])
-            for i in range(self.brokers)
-        ]
-        self.nodes = []
-        for address in addresses:
-            node_dir = self.data_dir / f"node-{address.node_id}"
-            shutil.rmtree(node_dir, ignore_errors=True)
-            node = BrokerNode(address, node_dir, self.log_dir)
-            node.write_config(
-                broker_config.node_properties(address, addresses, str(node_dir), self.overrides)
-            )
-            self.nodes.append(node)
-        self._format_storage(jvm)
-        for node in self.nodes:
-            node.start(jvm, self.die_with_owner, self._lease)
-        self._wait_ready(timeout)
-
-    def _format_storage(self, jvm: list[str]) -> None:
+    def _format_storage(self, jvm: list[str], nodes: list[BrokerNode]) -> None:
         """Run Kafka's own storage formatter for every node at once."""
-        cluster_id = _cluster_id()
+        identity = cluster_id()
         running = []
-        for node in self.nodes:
+        for node in nodes:
             with node.log_path.open("ab") as output:
-                command = [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id,
+                command = [*jvm, "kafka.tools.StorageTool", "format", "-t", identity,
                            "-c", str(node.config_path), "--ignore-formatted"]  # fmt: skip
-                process = spawn(command, output, self._lease, die_with_owner=self.die_with_owner)
+                process = spawn(command, output, self.lease, die_with_owner=self.die_with_owner)
                 running.append((node, process))
         for node, process in running:
             if process.wait(timeout=START_TIMEOUT_S) != 0:
@@ -276,39 +181,3 @@ class EmbeddedCluster(Cluster):
                     f"Kafka {self.version} could not format storage for broker {node.node_id} "
                     f"(exit {process.returncode}); log {node.log_path}:\n{node.log_tail()}"
                 )
-
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        admin: AdminClient | None = None
-        while True:
-            for node in self.nodes:
-                if not node.alive():
-                    assert node.process is not None
-                    raise BrokerStartError(
-                        f"Kafka {self.version} broker {node.node_id} exited with code "
-                        f"{node.process.returncode} while starting; log {node.log_path}:\n"
-                        f"{node.log_tail()}"
-                    )
-            if admin is None and all(accepts_connections(n.port) for n in self.nodes):
-                admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
-            if admin is not None and self._lists_every_broker(admin):
-                return
-            if time.monotonic() > deadline:
-                raise BrokerStartError(
-                    f"Kafka {self.version} did not answer a metadata request listing all "
-                    f"{self.brokers} broker(s) within {timeout:.0f}s:\n{self.log_tail()}"
-                )
-            time.sleep(0.1)
-
-    def _lists_every_broker(self, admin: AdminClient) -> bool:
-        try:
-            metadata = admin.list_topics(timeout=2)
-        except KafkaException:
-            return False
-        return len(metadata.brokers) == self.brokers
-
-    def _stop_nodes(self, grace: float) -> None:
-        for node in self.nodes:
-            node.terminate()
-        for node in self.nodes:
-            node.wait_stopped(grace)

@@ -2,6 +2,7 @@
 
 - ``kafka-replay up``: start a cluster, print its bootstrap address, keep it until Ctrl-C.
 - ``kafka-replay smoke``: the smoke replay against an embedded broker, with its report.
+- ``kafka-replay image build``: build the local Kafka image the container backend runs.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from harness.cluster import ClusterError, EmbeddedCluster, choose_version
+from harness.cluster import ClusterError, choose_version
+from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
+from harness.cluster.images import build_kafka_image
+from harness.cluster.nodes import NodeCluster
 from harness.cluster.versions import DEFAULT_KAFKA_VERSION
 from harness.smoke import run_smoke
 
@@ -52,17 +56,23 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-dir", type=Path, default=None, help="keep broker logs here (default: a temp dir)"
     )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=None,
+        help="embedded JVMs or containers (default: $KAFKA_REPLAY_BACKEND, else embedded)",
+    )
 
 
-def _cluster_from(args: argparse.Namespace) -> EmbeddedCluster:
+def _cluster_from(args: argparse.Namespace) -> NodeCluster:
     overrides = {}
     for item in args.broker_config:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise SystemExit(f"--broker-config expects KEY=VALUE, got {item!r}")
         overrides[key] = value
-    return EmbeddedCluster(
-        choose_version(args.kafka_version), args.brokers, overrides, work_dir=args.log_dir
+    return make_cluster(
+        choose_backend(args.backend), args.kafka_version, args.brokers, overrides, args.log_dir
     )
 
 
@@ -118,6 +128,13 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
+def cmd_image_build(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    tag = build_kafka_image(choose_version(args.kafka_version), progress=console.print)
+    console.print(f"[green]{tag}[/] ready ({time.monotonic() - started:.0f}s)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-replay", description="Replay Kafka incidents against real Kafka."
@@ -131,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster_options(smoke)
     smoke.add_argument("--records", type=int, default=2000)
     smoke.set_defaults(run=cmd_smoke)
+    image = commands.add_parser("image", help="images for the container backend")
+    image_commands = image.add_subparsers(dest="image_command", required=True)
+    build = image_commands.add_parser(
+        "build", help="build kafka-replay/kafka:VERSION from Debian packages and Maven Central"
+    )
+    build.add_argument("--kafka-version", default=None)
+    build.set_defaults(run=cmd_image_build)
     return parser
 
 

@@ -22,6 +22,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from harness.cluster import Cluster, choose_version
+from harness.cluster.backends import BACKENDS, choose_backend
 from harness.cluster.pool import ClusterPool, ClusterSpec, ExternalClusterMismatch
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
@@ -36,6 +37,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Apache Kafka release for embedded brokers "
         "(default: $KAFKA_REPLAY_VERSION, else the newest 4.x)",
+    )
+    group.addoption(
+        "--kafka-backend",
+        default=None,
+        choices=BACKENDS,
+        help="how brokers run: embedded JVMs or containers (default: $KAFKA_REPLAY_BACKEND, "
+        "else embedded)",
+    )
+    group.addoption(
+        "--kafka-image",
+        default=None,
+        help="image for the container backend (default: a local kafka-replay/kafka:<version>, "
+        "else apache/kafka:<version>, else one built on this machine)",
     )
     group.addoption(
         "--kafka-bootstrap",
@@ -60,7 +74,11 @@ def kafka_cluster_pool(
 ) -> Iterator[ClusterPool]:
     """Every cluster of the session; each is stopped when the session ends."""
     bootstrap = request.config.getoption("--kafka-bootstrap") or os.environ.get(BOOTSTRAP_ENV)
-    pool = ClusterPool(tmp_path_factory.mktemp("kafka"), bootstrap_servers=bootstrap)
+    pool = ClusterPool(
+        tmp_path_factory.mktemp("kafka"),
+        bootstrap_servers=bootstrap,
+        image=request.config.getoption("--kafka-image"),
+    )
     try:
         yield pool
     finally:
@@ -74,8 +92,31 @@ def kafka_version(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def kafka_backend(request: pytest.FixtureRequest) -> str:
+    """How brokers run; parametrize this name to run a test on several backends."""
+    return choose_backend(request.config.getoption("--kafka-backend"))
+
+
+@pytest.fixture(scope="session")
+def _docker_problem(request: pytest.FixtureRequest) -> str | None:
+    """Why the container backend cannot run here, or None when it can."""
+    from harness.cluster.images import DockerUnavailable, docker_client
+
+    if request.config.getoption("--kafka-bootstrap") or os.environ.get(BOOTSTRAP_ENV):
+        return None
+    try:
+        docker_client()
+    except DockerUnavailable as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture
 def kafka_cluster(
-    request: pytest.FixtureRequest, kafka_cluster_pool: ClusterPool, kafka_version: str
+    request: pytest.FixtureRequest,
+    kafka_cluster_pool: ClusterPool,
+    kafka_version: str,
+    kafka_backend: str,
 ) -> Cluster:
     """A running Kafka cluster configured by the test's ``kafka`` marker."""
     marker = request.node.get_closest_marker("kafka")
@@ -86,14 +127,26 @@ def kafka_cluster(
             f"{request.node.nodeid}: @pytest.mark.kafka takes brokers= and broker_config= "
             f"keywords only, got {sorted(unknown) or marker.args}"
         )
-    spec = ClusterSpec.of(kafka_version, **options)  # type: ignore[arg-type]
-    default = choose_version(request.config.getoption("--kafka-version"))
+    if kafka_backend == "container":
+        skip_without_docker(request)
+    spec = ClusterSpec.of(kafka_version, backend=kafka_backend, **options)  # type: ignore[arg-type]
+    default = ClusterSpec.of(
+        request.config.getoption("--kafka-version"),
+        backend=request.config.getoption("--kafka-backend"),
+    )
     try:
-        cluster = kafka_cluster_pool.get(spec, default_version=default)
+        cluster = kafka_cluster_pool.get(spec, default=default)
     except ExternalClusterMismatch as exc:
         pytest.skip(str(exc))
     request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
     return cluster
+
+
+def skip_without_docker(request: pytest.FixtureRequest) -> None:
+    """Skip a container-backend test where no Docker daemon runs, saying how to enable it."""
+    problem = request.getfixturevalue("_docker_problem")
+    if problem:
+        pytest.skip(f"container backend unavailable: {problem}")
 
 
 @pytest.fixture

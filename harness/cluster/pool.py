@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .backends import choose_backend, make_cluster
 from .base import Cluster
 from .broker_config import validate_overrides
-from .embedded import EmbeddedCluster
 from .errors import ClusterError
 from .external import ExternalCluster
+from .nodes import NodeCluster
 from .versions import choose_version
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class ClusterSpec:
     version: str
     brokers: int = 1
     broker_config: tuple[tuple[str, str], ...] = field(default=())
+    backend: str = "embedded"
 
     @classmethod
     def of(
@@ -35,13 +37,15 @@ class ClusterSpec:
         version: str | None = None,
         brokers: int = 1,
         broker_config: Mapping[str, object] | None = None,
+        backend: str | None = None,
     ) -> ClusterSpec:
-        overrides = validate_overrides(broker_config or {})
-        return cls(choose_version(version), brokers, tuple(sorted(overrides.items())))
+        overrides = tuple(sorted(validate_overrides(broker_config or {}).items()))
+        return cls(choose_version(version), brokers, overrides, choose_backend(backend))
 
     def describe(self) -> str:
         config = ", ".join(f"{k}={v}" for k, v in self.broker_config)
-        return f"Kafka {self.version}, {self.brokers} broker(s)" + (f", {config}" if config else "")
+        where = f"Kafka {self.version} ({self.backend}), {self.brokers} broker(s)"
+        return where + (f", {config}" if config else "")
 
 
 class ExternalClusterMismatch(ClusterError):
@@ -60,17 +64,19 @@ class ClusterPool:
         log_root: Path,
         bootstrap_servers: str | None = None,
         max_live: int = DEFAULT_MAX_LIVE,
+        image: str | None = None,
     ) -> None:
         self.log_root = log_root
+        self.image = image
         self.max_live = max_live
         self._external = ExternalCluster(bootstrap_servers) if bootstrap_servers else None
-        self._live: OrderedDict[ClusterSpec, EmbeddedCluster] = OrderedDict()
+        self._live: OrderedDict[ClusterSpec, NodeCluster] = OrderedDict()
         self._started = 0
 
-    def get(self, spec: ClusterSpec, *, default_version: str | None = None) -> Cluster:
+    def get(self, spec: ClusterSpec, *, default: ClusterSpec | None = None) -> Cluster:
         """A running cluster for ``spec``, started now or reused from an earlier request."""
         if self._external is not None:
-            self._check_external(spec, default_version)
+            self._check_external(spec, default or spec)
             return self._external
         cluster = self._live.get(spec)
         if cluster is not None and any(node.exited_unexpectedly() for node in cluster.nodes):
@@ -82,8 +88,13 @@ class ClusterPool:
                 self._stop(next(iter(self._live)))
             self._started += 1
             work_dir = self.log_root / f"cluster-{self._started}"
-            cluster = EmbeddedCluster(
-                spec.version, spec.brokers, dict(spec.broker_config), work_dir=work_dir
+            cluster = make_cluster(
+                spec.backend,
+                spec.version,
+                spec.brokers,
+                dict(spec.broker_config),
+                work_dir,
+                image=self.image,
             ).start()
             self._live[spec] = cluster
         self._live.move_to_end(spec)
@@ -98,14 +109,16 @@ class ClusterPool:
     def _stop(self, spec: ClusterSpec) -> None:
         self._live.pop(spec).stop()
 
-    def _check_external(self, spec: ClusterSpec, default_version: str | None) -> None:
+    def _check_external(self, spec: ClusterSpec, default: ClusterSpec) -> None:
         wanted = []
         if spec.brokers != 1:
             wanted.append(f"{spec.brokers} brokers")
         if spec.broker_config:
             wanted.append("broker config " + ", ".join(f"{k}={v}" for k, v in spec.broker_config))
-        if default_version is not None and spec.version != default_version:
+        if spec.version != default.version:
             wanted.append(f"Kafka {spec.version}")
+        if spec.backend != default.backend:
+            wanted.append(f"the {spec.backend} backend")
         if wanted:
             raise ExternalClusterMismatch(
                 f"needs {'; '.join(wanted)}, which an external cluster "

@@ -105,13 +105,25 @@ def _kill_if_tagged(pid: int, token: str) -> bool:
         return False
 
 
+def lease_is_live(token: str) -> bool:
+    """True while the lease ``token`` exists and its owner is running."""
+    lease = _load(registry_dir() / f"{token}.json")
+    return lease is not None and lease.owner_alive()
+
+
+def _load(path: Path) -> Lease | None:
+    try:
+        return Lease(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def reap_orphans() -> list[int]:
     """Clean up after owners that died without tearing down; return the pids killed."""
     killed: list[int] = []
     for path in registry_dir().glob("*.json"):
-        try:
-            lease = Lease(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
+        lease = _load(path)
+        if lease is None:  # unreadable: written by nobody we can trust
             with contextlib.suppress(OSError):
                 path.unlink()
             continue

@@ -1,0 +1,164 @@
+"""The container backend: each KRaft node in a container started with testcontainers.
+
+Containers use host networking and bind 127.0.0.1 only, so no traffic leaves loopback and no
+bridge network is needed (the daemon may run with ``--bridge=none --iptables=false``).
+testcontainers' reaper container cannot be pulled everywhere, so it is switched off: every
+container carries its lease's label, teardown removes it, and the next start removes any
+whose owner died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
+
+from . import broker_config
+from .embedded import cluster_id
+from .images import docker_client, resolve_image
+from .nodes import Node, NodeCluster
+from .reaper import lease_is_live
+
+log = logging.getLogger(__name__)
+
+LEASE_LABEL = "kafka-replay.lease"
+DATA_DIR = "/var/lib/kafka/data"
+
+testcontainers_config.ryuk_disabled = True
+
+
+def environment_name(key: str) -> str:
+    """``log.dirs`` -> ``KAFKA_LOG_DIRS``: the official image's property naming."""
+    return "KAFKA_" + key.replace("-", "___").replace("_", "__").replace(".", "_").upper()
+
+
+def reap_containers() -> list[str]:
+    """Remove containers whose lease is gone or whose owner died; return their names."""
+    removed = []
+    for container in docker_client().containers.list(all=True, filters={"label": LEASE_LABEL}):
+        if not lease_is_live(container.labels.get(LEASE_LABEL, "")):
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+                removed.append(container.name)
+    if removed:
+        log.warning("Removed containers a crashed run left: %s", ", ".join(removed))
+    return removed
+
+
+class ContainerNode:
+    """One node in a container; its log is saved beside the run when it stops."""
+
+    def __init__(
+        self, address: broker_config.NodeAddress, container: DockerContainer, log_path: Path
+    ) -> None:
+        self.address = address
+        self.container = container
+        self.log_path = log_path
+        self._stopping = False
+
+    @property
+    def node_id(self) -> int:
+        return self.address.node_id
+
+    @property
+    def port(self) -> int:
+        return self.address.port
+
+    @property
+    def log_location(self) -> str:
+        return str(self.log_path)
+
+    def _state(self) -> dict[str, Any]:
+        wrapped = self.container.get_wrapped_container()
+        try:
+            wrapped.reload()
+        except Exception:  # removed
+            return {"Running": False, "ExitCode": None}
+        return wrapped.attrs["State"]
+
+    def exit_code(self) -> int | None:
+        state = self._state()
+        return None if state["Running"] else state["ExitCode"]
+
+    def alive(self) -> bool:
+        return bool(self._state()["Running"])
+
+    def exited_unexpectedly(self) -> bool:
+        return not self._stopping and not self.alive()
+
+    def terminate(self) -> None:
+        self._stopping = True
+        with contextlib.suppress(Exception):
+            self.container.get_wrapped_container().kill(signal="SIGTERM")
+
+    def wait_stopped(self, grace: float) -> None:
+        wrapped = self.container.get_wrapped_container()
+        try:
+            wrapped.wait(timeout=max(grace, 0.1))
+        except Exception:
+            log.warning("broker %d ignored SIGTERM for %.0fs; killing it", self.node_id, grace)
+            self.kill()
+        self.save_log()
+        with contextlib.suppress(Exception):
+            wrapped.remove(force=True)
+
+    def kill(self) -> None:
+        self._stopping = True
+        with contextlib.suppress(Exception):
+            self.container.get_wrapped_container().kill()
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.container.get_wrapped_container().logs(tail=lines).decode(errors="replace")
+        except Exception:
+            return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return text.rstrip() or "(empty log)"
+
+    def save_log(self) -> None:
+        with contextlib.suppress(Exception):
+            self.log_path.write_bytes(self.container.get_wrapped_container().logs())
+
+
+class ContainerCluster(NodeCluster):
+    """``brokers`` Kafka nodes in containers; same interface as the embedded cluster."""
+
+    backend = "container"
+
+    def __init__(
+        self,
+        version: str | None = None,
+        brokers: int = 1,
+        broker_config_overrides: Mapping[str, object] | None = None,
+        work_dir: Path | None = None,
+        image: str | None = None,
+        heap: str = "-Xms128m -Xmx768m",
+    ) -> None:
+        super().__init__(version, brokers, broker_config_overrides, work_dir)
+        self.image = image
+        self.heap = heap
+
+    def _prepare(self) -> None:
+        reap_containers()  # also fails early, saying how to get Docker, when there is none
+        self.image = resolve_image(self.version, self.image)
+
+    def _launch(self, addresses: list[broker_config.NodeAddress]) -> list[Node]:
+        assert self.log_dir is not None and self.image is not None
+        identity = cluster_id()
+        nodes: list[Node] = []
+        for address in addresses:
+            properties = self._node_properties(address, addresses, DATA_DIR)
+            labels = {LEASE_LABEL: self.lease.token, "kafka-replay.node": str(address.node_id)}
+            container = DockerContainer(self.image).with_kwargs(network="host", labels=labels)
+            for key, value in properties.items():
+                container.with_env(environment_name(key), value)
+            container.with_env("CLUSTER_ID", identity).with_env("KAFKA_HEAP_OPTS", self.heap)
+            container.start()
+            nodes.append(
+                ContainerNode(address, container, self.log_dir / f"broker-{address.node_id}.log")
+            )
+        return nodes

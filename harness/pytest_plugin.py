@@ -8,6 +8,10 @@ Installed with the package (``pytest11`` entry point). Fixtures:
   parametrizing ``kafka_version``.
 - ``kafka_admin``: an admin client for it.
 - ``kafka_topic``: a factory of uniquely named topics, deleted after the test.
+- ``kafka_cluster_factory``: unshared clusters for tests that break or restart them.
+
+``--kafka-backend container`` (or parametrizing ``kafka_backend``) runs brokers in containers;
+those tests are skipped, saying how to enable them, where no Docker daemon answers.
 
 ``--kafka-bootstrap HOST:PORT`` runs everything against an existing cluster instead; tests
 that need a particular broker configuration are then skipped.
@@ -17,12 +21,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from harness.cluster import Cluster, choose_version
-from harness.cluster.backends import BACKENDS, choose_backend
+from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
+from harness.cluster.nodes import NodeCluster
 from harness.cluster.pool import ClusterPool, ClusterSpec, ExternalClusterMismatch
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
@@ -147,6 +153,30 @@ def skip_without_docker(request: pytest.FixtureRequest) -> None:
     problem = request.getfixturevalue("_docker_problem")
     if problem:
         pytest.skip(f"container backend unavailable: {problem}")
+
+
+@pytest.fixture
+def kafka_cluster_factory(
+    request: pytest.FixtureRequest, kafka_backend: str, kafka_version: str, tmp_path: Path
+) -> Iterator[Callable[..., NodeCluster]]:
+    """Unshared, unstarted clusters for tests that break or restart them; stopped afterwards.
+
+    ``kafka_cluster_factory(brokers=1, broker_config=None)`` uses the test's version and backend.
+    """
+    if kafka_backend == "container":
+        skip_without_docker(request)
+    made: list[NodeCluster] = []
+
+    def make(brokers: int = 1, broker_config: Mapping[str, object] | None = None) -> NodeCluster:
+        work_dir = tmp_path / f"cluster-{len(made) + 1}"
+        cluster = make_cluster(kafka_backend, kafka_version, brokers, broker_config, work_dir)
+        made.append(cluster)
+        request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop()
 
 
 @pytest.fixture

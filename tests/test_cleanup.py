@@ -15,8 +15,12 @@ import psutil
 import pytest
 
 from harness.cluster import EmbeddedCluster, ExternalCluster, reap_orphans
+from harness.cluster.backends import BACKENDS
+from harness.cluster.container import LEASE_LABEL, reap_containers
+from harness.cluster.images import DockerUnavailable, docker_client
 from harness.cluster.paths import REGISTRY_ENV
 from harness.cluster.reaper import LEASE_ENV
+from harness.pytest_plugin import skip_without_docker
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,8 +54,10 @@ def _kill_and_collect(child: subprocess.Popen[str]) -> None:
     child.wait(timeout=30)
 
 
-def _pytest_run_holding_a_broker(tmp_path: Path) -> tuple[subprocess.Popen[str], dict]:
-    """A real pytest run, stopped inside a test that holds an embedded broker."""
+def _pytest_run_holding_a_broker(
+    tmp_path: Path, backend: str
+) -> tuple[subprocess.Popen[str], dict]:
+    """A real pytest run, stopped inside a test that holds a broker of ``backend``."""
     ready = tmp_path / "ready.json"
     test_file = tmp_path / "test_holds_broker.py"
     test_file.write_text(
@@ -60,19 +66,16 @@ def _pytest_run_holding_a_broker(tmp_path: Path) -> tuple[subprocess.Popen[str],
             import json, threading
 
             def test_holds_a_broker(kafka_cluster):
-                nodes = kafka_cluster.nodes
-                json.dump({{"pids": [n.process.pid for n in nodes],
+                json.dump({{"token": kafka_cluster.lease.token,
                            "data_dir": str(kafka_cluster.data_dir)}}, open({str(ready)!r}, "w"))
                 threading.Event().wait()  # until interrupted or killed
             """
         )
     )
+    command = [sys.executable, "-m", "pytest", str(test_file), "-p", "no:cacheprovider", "-q",
+               "--kafka-backend", backend]  # fmt: skip
     child = subprocess.Popen(
-        [sys.executable, "-m", "pytest", str(test_file), "-p", "no:cacheprovider", "-q"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         return child, _wait_for_file(ready, child)
@@ -81,25 +84,82 @@ def _pytest_run_holding_a_broker(tmp_path: Path) -> tuple[subprocess.Popen[str],
         raise
 
 
-def _wait_until_gone(pids: list[int], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while any(_broker_alive(pid) for pid in pids):
-        assert time.monotonic() < deadline, f"broker still running after {timeout}s"
-        time.sleep(0.1)
+def _leftovers(token: str) -> list[str]:
+    """Processes and containers still tagged with a lease."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(LEASE_ENV) == token and process.status() != "zombie":
+                found.append(f"process {process.pid}")
+        except psutil.Error:
+            continue
+    try:
+        client = docker_client()
+    except DockerUnavailable:
+        return found
+    for container in client.containers.list(all=True, filters={"label": f"{LEASE_LABEL}={token}"}):
+        found.append(f"container {container.name}")
+    return found
 
 
-def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(tmp_path: Path) -> None:
-    child, state = _pytest_run_holding_a_broker(tmp_path)
+@pytest.mark.parametrize("kafka_backend", BACKENDS)
+def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(
+    tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
+) -> None:
+    if kafka_backend == "container":
+        skip_without_docker(request)
+    child, state = _pytest_run_holding_a_broker(tmp_path, kafka_backend)
     _kill_and_collect(child)
 
-    reap_orphans()  # what the next run does first when it starts a cluster
+    # what the next run does first when it starts a cluster
+    reap_orphans()
+    if kafka_backend == "container":
+        reap_containers()
 
-    _wait_until_gone(state["pids"])
+    deadline = time.monotonic() + 30
+    while _leftovers(state["token"]):
+        assert time.monotonic() < deadline, f"left behind: {_leftovers(state['token'])}"
+        time.sleep(0.1)
     assert not Path(state["data_dir"]).exists()
 
 
-def test_ctrl_c_in_a_pytest_run_tears_the_broker_down(tmp_path: Path) -> None:
-    child, state = _pytest_run_holding_a_broker(tmp_path)
+@pytest.mark.parametrize("kafka_backend", BACKENDS)
+def test_a_finished_pytest_session_leaves_nothing(
+    tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
+) -> None:
+    if kafka_backend == "container":
+        skip_without_docker(request)
+    state_file = tmp_path / "state.json"
+    (tmp_path / "test_uses_kafka.py").write_text(
+        textwrap.dedent(
+            f"""
+            import json
+
+            def test_uses_kafka(kafka_cluster, kafka_topic):
+                kafka_topic("orders")
+                json.dump({{"token": kafka_cluster.lease.token,
+                           "data_dir": str(kafka_cluster.data_dir)}}, open({str(state_file)!r}, "w"))
+            """
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", str(tmp_path), "-p", "no:cacheprovider", "-q",
+         "--kafka-backend", kafka_backend],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = json.loads(state_file.read_text())
+    assert _leftovers(state["token"]) == []
+    assert not Path(state["data_dir"]).exists()
+
+
+@pytest.mark.parametrize("kafka_backend", BACKENDS)
+def test_ctrl_c_in_a_pytest_run_tears_the_broker_down(
+    tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
+) -> None:
+    if kafka_backend == "container":
+        skip_without_docker(request)
+    child, state = _pytest_run_holding_a_broker(tmp_path, kafka_backend)
     child.send_signal(signal.SIGINT)
     try:
         output, _ = child.communicate(timeout=60)
@@ -107,7 +167,7 @@ def test_ctrl_c_in_a_pytest_run_tears_the_broker_down(tmp_path: Path) -> None:
         _kill_and_collect(child)
     assert "KeyboardInterrupt" in output
     # no reaping here: the interrupted run's own teardown must have done it all
-    assert not any(_broker_alive(pid) for pid in state["pids"])
+    assert _leftovers(state["token"]) == []
     assert not Path(state["data_dir"]).exists()
 
 

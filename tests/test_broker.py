@@ -1,4 +1,7 @@
-"""The embedded broker is real Kafka: clients, groups, transactions and config behave as such."""
+"""Every backend runs real Kafka: clients, groups, transactions and config behave as such.
+
+Each test runs on the embedded backend and in containers (skipped where Docker is absent).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +10,11 @@ import time
 import pytest
 from confluent_kafka import Producer, TopicPartition
 
-from harness.cluster import (
-    TESTED_KAFKA_VERSIONS,
-    BrokerDiedError,
-    BrokerStartError,
-    Cluster,
-    EmbeddedCluster,
-)
+from harness.cluster import TESTED_KAFKA_VERSIONS, BrokerDiedError, BrokerStartError, Cluster
+from harness.cluster.backends import BACKENDS
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
+
+pytestmark = pytest.mark.parametrize("kafka_backend", BACKENDS)
 
 
 @pytest.mark.parametrize("kafka_version", TESTED_KAFKA_VERSIONS)
@@ -135,24 +135,33 @@ def test_three_brokers_serve_a_replication_factor_3_topic(
     assert sorted(m.value() for m in got) == sorted(m.value() for m in acked)
 
 
-def test_broker_with_invalid_config_fails_fast_with_its_log(tmp_path) -> None:
-    cluster = EmbeddedCluster(
-        broker_config_overrides={"num.io.threads": "not-a-number"}, work_dir=tmp_path
-    )
+def test_broker_with_invalid_config_fails_fast_with_its_log(kafka_cluster_factory) -> None:
+    cluster = kafka_cluster_factory(broker_config={"num.io.threads": "not-a-number"})
     with pytest.raises(BrokerStartError) as failure:
         cluster.start(timeout=60)
     message = str(failure.value)
     assert "num.io.threads" in message  # Kafka's own complaint, from the log tail
-    assert str(tmp_path / "broker-1.log") in message
+    assert "broker-1.log" in message
     assert all(not node.alive() for node in cluster.nodes)
     assert cluster.data_dir is not None and not cluster.data_dir.exists()
 
 
-def test_a_dead_broker_is_reported_with_its_log(tmp_path) -> None:
-    with EmbeddedCluster(work_dir=tmp_path) as cluster:
+def _crash(node) -> None:
+    """Kill a node behind the harness's back, as a crash would."""
+    if hasattr(node, "process"):
+        node.process.kill()
+    else:
+        node.container.get_wrapped_container().kill()
+    deadline = time.monotonic() + 30
+    while node.alive():
+        assert time.monotonic() < deadline, "the node did not die"
+        time.sleep(0.1)
+
+
+def test_a_dead_broker_is_reported_with_its_log(kafka_cluster_factory) -> None:
+    with kafka_cluster_factory() as cluster:
         cluster.check_alive()
-        cluster.nodes[0].process.kill()  # a crash nobody asked the harness for
-        cluster.nodes[0].process.wait()
+        _crash(cluster.nodes[0])
         with pytest.raises(BrokerDiedError, match="broker 1 exited"):
             cluster.check_alive()
 

@@ -137,8 +137,9 @@ def test_a_finished_pytest_session_leaves_nothing(
 
             def test_uses_kafka(kafka_cluster, kafka_topic):
                 kafka_topic("orders")
-                json.dump({{"token": kafka_cluster.lease.token,
-                           "data_dir": str(kafka_cluster.data_dir)}}, open({str(state_file)!r}, "w"))
+                state = {{"token": kafka_cluster.lease.token,
+                         "data_dir": str(kafka_cluster.data_dir)}}
+                json.dump(state, open({str(state_file)!r}, "w"))
             """
         )
     )

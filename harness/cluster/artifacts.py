@@ -82,7 +82,7 @@ def resolve_classpath(name: str, artifacts: Sequence[Artifact]) -> list[Path]:
     if cached is not None:
         return cached
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.parent / f"{name}.lock"):
+    with file_lock(target.parent / f"{name}.lock"):
         cached = _read_classpath(target)  # another process may have finished meanwhile
         if cached is not None:
             return cached
@@ -148,7 +148,7 @@ def _run_maven(workdir: Path, artifacts: Sequence[Artifact]) -> None:
 
 
 @contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     """Serialise first-use resolution between processes (pytest-xdist workers, parallel CLIs)."""
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
     try:

@@ -21,8 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .artifacts import kafka_classpath
+from .artifacts import file_lock, kafka_classpath
 from .errors import ClusterError
+from .paths import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,15 @@ def build_kafka_image(version: str, progress: Progress = log.warning) -> str:
     tag = local_image(version)
     if image_exists(client, tag):
         return tag
+    lock = cache_root() / "artifacts" / "image-build.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(lock):  # parallel test workers must not build the same image twice
+        if not image_exists(client, tag):
+            _build_kafka_image(client, version, tag, progress)
+    return tag
+
+
+def _build_kafka_image(client: Any, version: str, tag: str, progress: Progress) -> None:
     _build_java_image(client, progress)
     jars = kafka_classpath(version)
     with tempfile.TemporaryDirectory(prefix="kafka-replay-image-") as context:
@@ -140,7 +150,6 @@ def build_kafka_image(version: str, progress: Progress = log.warning) -> str:
         (root / "Dockerfile").write_text(KAFKA_DOCKERFILE)
         progress(f"Building {tag} from {len(jars)} Maven Central jars")
         _docker_build(client, root, tag, {IMAGE_LABEL: "kafka", "kafka.version": version})
-    return tag
 
 
 def _build_java_image(client: Any, progress: Progress) -> None:

@@ -19,6 +19,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("names", nargs="*", help=f"of {', '.join(BENCHMARKS)} (default: all)")
     parser.add_argument("--runs", type=int, default=5, help="repetitions; the median is reported")
     parser.add_argument("--kafka-version", default=None)
+    parser.add_argument(
+        "--cold-image",
+        action="store_true",
+        help="broker-start: delete and rebuild the container images to time a build from nothing",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     for noisy in ("harness.librdkafka", "harness.workload"):  # routine client retries

@@ -185,3 +185,62 @@ def test_crash_loop_fails_the_run(kafka_cluster: Cluster, history: RunHistory, t
             apps.check()
     kinds = [e["kind"] for e in history.read("lifecycle")]
     assert kinds.count("start") == 4 and kinds[-1] == "crash_loop"
+
+
+def test_two_instances_share_the_partitions_and_a_scale_down_rebalances(
+    kafka_cluster: Cluster, kafka_topic, history: RunHistory
+) -> None:
+    source, sink = kafka_topic("input", partitions=4), kafka_topic("output")
+
+    def owned(instance: int) -> set[int]:
+        """The partitions an instance holds, from its own assigned/revoked reports."""
+        held: set[int] = set()
+        for report in history.read(f"app-{instance}"):
+            partitions = {p["partition"] for p in report.get("partitions", [])}
+            if report["kind"] == "assigned":
+                held = partitions
+            elif report["kind"] in ("revoked", "lost"):
+                held -= partitions
+        return held
+
+    with supervise("tests.apps.echo:run", kafka_cluster, history, (source, sink)) as apps:
+        apps.start(2)
+        wait_for(
+            lambda: owned(0) and owned(1) and owned(0) | owned(1) == {0, 1, 2, 3},
+            timeout=60,
+            what="both instances holding partitions",
+        )
+        assert not owned(0) & owned(1)
+        apps.stop_instance(1)
+        wait_for(lambda: owned(0) == {0, 1, 2, 3}, timeout=60, what="a rebalance to instance 0")
+        assert apps.running() == [0]
+
+
+def test_an_instance_can_be_frozen_and_thawed(kafka_cluster: Cluster, history: RunHistory) -> None:
+    import psutil
+
+    idle = f'{PY} -c "import threading; threading.Event().wait()"'
+    with supervise(idle, kafka_cluster, history) as apps:
+        apps.start(1)
+        (pid,) = [e["pid"] for e in history.read("lifecycle") if e["kind"] == "start"]
+        apps.signal(0, signal.SIGSTOP)
+        wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, 10, "a freeze")
+        apps.signal(0, signal.SIGCONT)
+        wait_for(lambda: psutil.Process(pid).status() != psutil.STATUS_STOPPED, 10, "a thaw")
+    signals = [e["signal"] for e in history.read("lifecycle") if e["kind"] == "signal"]
+    assert signals == ["SIGSTOP", "SIGCONT"]
+
+
+def test_a_user_function_correlates_transformed_output(tmp_path, monkeypatch) -> None:
+    from harness.apps import load_extractor
+
+    (tmp_path / "my_ids.py").write_text(
+        "def event_id(record):\n    return record.value.decode().split('|')[0]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    extract = load_extractor("my_ids:event_id")
+    record = OutputRecord("out", 0, 5, b"k", b"e-42|billed", {})
+    assert extract(record) == "e-42"
+    assert load_extractor(None)(OutputRecord("out", 0, 6, None, b'{"event_id": "e-7"}')) == "e-7"
+    with pytest.raises(ValueError, match="cannot import 'nowhere'"):
+        load_extractor("nowhere:event_id")

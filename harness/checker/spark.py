@@ -1,0 +1,59 @@
+"""The Spark session the checker runs on, with Spark's own Kafka source on its classpath.
+
+``local[2]`` by default (this machine has two cores); any ``spark.master`` URL for a cluster.
+The Kafka connector matching the installed PySpark is resolved from Maven Central once and
+cached (see :mod:`harness.cluster.artifacts`), so later sessions never touch the network.
+The driver binds 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pyspark
+from pyspark.sql import SparkSession
+
+from harness.cluster.artifacts import Artifact, resolve_classpath
+
+MASTER_ENV = "KAFKA_REPLAY_SPARK_MASTER"
+DEFAULT_MASTER = "local[2]"
+SCALA = "2.13"
+_VERSIONED = re.compile(r"^(?P<name>.+?)-\d[\w.\-]*\.jar$")
+
+
+def _artifact_name(jar: str) -> str:
+    match = _VERSIONED.match(jar)
+    return match.group("name") if match else jar
+
+
+def kafka_connector_jars() -> list[Path]:
+    """Spark's Kafka source for this PySpark, minus what PySpark already ships."""
+    version = pyspark.__version__
+    connector = Artifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA}", version)
+    jars = resolve_classpath(f"spark-kafka-{version}", [connector])
+    bundled = Path(pyspark.__file__).parent / "jars"
+    shipped = {_artifact_name(p.name) for p in bundled.glob("*.jar")}
+    return [jar for jar in jars if _artifact_name(jar.name) not in shipped]
+
+
+def spark_session(
+    master: str | None = None, app_name: str = "kafka-replay-checker"
+) -> SparkSession:
+    """A session for the checker (reused if one is already running in this process)."""
+    master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    jars = ",".join(str(jar) for jar in kafka_connector_jars())
+    return (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.jars", jars)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )

@@ -1,0 +1,120 @@
+"""Run the checker on one run and say whether the app's declared guarantee held."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from harness.apps.correlation import OutputRecord
+
+from . import sources
+from .analysis import ANOMALIES, CheckInputs, Finding, analyse
+from .verdict import judge, verdict
+
+
+@dataclass(frozen=True)
+class KafkaOutput:
+    """The app's output topic (read both read_committed and read_uncommitted)."""
+
+    bootstrap_servers: str
+    topic: str
+    event_id: Callable[[OutputRecord], str | None] | None = None  # default: header or JSON
+
+
+@dataclass(frozen=True)
+class FileOutput:
+    """Output the app wrote as files with an ``event_id`` column (JSON lines or Parquet)."""
+
+    path: str
+    file_format: str = "json"
+
+
+@dataclass
+class CheckResult:
+    guarantee: str
+    verdict: str
+    result: str  # pass, fail or unknown
+    totals: dict[str, int]
+    findings: dict[str, Finding] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {name: finding.count for name, finding in self.findings.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "guarantee": self.guarantee,
+            "verdict": self.verdict,
+            "result": self.result,
+            "totals": self.totals,
+            "anomalies": {
+                name: {"count": f.count, "examples": f.examples, **(f.detail or {})}
+                for name, f in self.findings.items()
+            },
+        }
+
+    def summary(self) -> str:
+        lines = [
+            f"verdict {self.verdict} against declared {self.guarantee}: {self.result.upper()}",
+            "  " + ", ".join(f"{name} {count}" for name, count in self.totals.items()),
+        ]
+        for name in ANOMALIES:
+            finding = self.findings[name]
+            if finding.count:
+                lines.append(f"  {name.replace('_', ' ')}: {finding.count}")
+                lines.extend(f"    e.g. {json.dumps(e, default=str)}" for e in finding.examples[:3])
+        return "\n".join(lines)
+
+
+def check_run(
+    spark: SparkSession,
+    run_dir: Path,
+    output: KafkaOutput | FileOutput,
+    guarantee: str,
+    source: KafkaOutput | None = None,
+    examples: int = 5,
+) -> CheckResult:
+    """Read the run's history and output, find every anomaly, and judge the guarantee."""
+    uncommitted = None
+    if isinstance(output, KafkaOutput):
+        event_id = sources.user_event_id(output.event_id) if output.event_id else None
+        committed = sources.kafka_topic(
+            spark, output.bootstrap_servers, output.topic, "read_committed", event_id
+        )
+        uncommitted = sources.kafka_topic(
+            spark, output.bootstrap_servers, output.topic, "read_uncommitted", event_id
+        )
+    else:
+        committed = sources.files(spark, output.path, output.file_format)
+    source_ids = None
+    if source is not None:
+        source_ids = sources.kafka_topic(
+            spark, source.bootstrap_servers, source.topic, "read_uncommitted"
+        ).select("event_id")
+    inputs = CheckInputs(
+        acks=sources.acknowledged_inputs(spark, run_dir),
+        committed=committed,
+        offsets=sources.read_stream(spark, run_dir, "offsets", "offsets"),
+        reports=sources.read_stream(spark, run_dir, "app-*", "app"),
+        lag=sources.read_stream(spark, run_dir, "lag", "lag"),
+        uncommitted=uncommitted,
+        source_ids=source_ids,
+    )
+    findings = analyse(inputs, examples)
+    lost, dup, unseen = (findings[n].count for n in ("lost", "duplicate", "unseen_at_deadline"))
+    totals = {
+        "acknowledged": inputs.acks.count(),
+        "output_records": committed.count(),
+        "delivered": committed.join(inputs.acks, "event_id", "left_semi")
+        .select("event_id")
+        .distinct()
+        .count(),
+    }
+    return CheckResult(
+        guarantee, verdict(lost, dup, unseen), judge(guarantee, lost, dup, unseen), totals, findings
+    )

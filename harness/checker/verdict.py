@@ -1,0 +1,28 @@
+"""From anomaly counts to a verdict, and from a verdict to pass, fail or unknown."""
+
+from __future__ import annotations
+
+GUARANTEES = ("exactly-once", "at-least-once")
+VERDICTS = ("exactly-once", "at-least-once", "at-most-once", "lossy", "unknown")
+
+
+def verdict(lost: int, duplicated: int, unseen: int) -> str:
+    """What the run delivered: loss decides first, then what is still unseen, then duplicates."""
+    if lost:
+        return "lossy" if duplicated else "at-most-once"
+    if unseen:
+        return "unknown"
+    return "at-least-once" if duplicated else "exactly-once"
+
+
+def judge(guarantee: str, lost: int, duplicated: int, unseen: int) -> str:
+    """``pass``, ``fail`` or ``unknown`` for the guarantee the app declares.
+
+    A loss fails both guarantees, a duplicate fails exactly-once, whatever is still unseen;
+    otherwise inputs not yet delivered make the outcome unknown.
+    """
+    if guarantee not in GUARANTEES:
+        raise ValueError(f"guarantee {guarantee!r} is not one of {', '.join(GUARANTEES)}")
+    if lost or (duplicated and guarantee == "exactly-once"):
+        return "fail"
+    return "unknown" if unseen else "pass"

@@ -1,0 +1,246 @@
+"""The checker on small hand-made histories whose answer is known, one anomaly at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.checker import CheckInputs, analyse, judge, sources, verdict
+from harness.history import RunHistory
+
+T = "students"
+
+
+def write_run(tmp_path: Path, acks: list[tuple[str, str, int, int, int]], **streams) -> Path:
+    """A run directory: acks are (event_id, key, seq, partition, offset)."""
+    run = RunHistory(tmp_path / "run")
+    produce = run.stream("produce")
+    for event_id, key, seq, partition, offset in acks:
+        produce.append(
+            {
+                "kind": "ack",
+                "event_id": event_id,
+                "key": key,
+                "seq": seq,
+                "topic": T,
+                "partition": partition,
+                "offset": offset,
+                "size": 10,
+            }
+        )
+    for name, events in streams.items():
+        stream = run.stream(name.replace("_", "-"))
+        for event in events:
+            stream.append(event)
+    run.close()
+    return run.root
+
+
+def output(spark, rows: list[tuple[str | None, int, int, int | None]]):
+    """Output records: (event_id, out_partition, out_offset, out_ts_ms)."""
+    return spark.createDataFrame(rows, sources.OUTPUT_SCHEMA)
+
+
+def findings(spark, run_dir: Path, committed, uncommitted=None):
+    inputs = CheckInputs(
+        acks=sources.acknowledged_inputs(spark, run_dir),
+        committed=committed,
+        offsets=sources.read_stream(spark, run_dir, "offsets", "offsets"),
+        reports=sources.read_stream(spark, run_dir, "app-*", "app"),
+        lag=sources.read_stream(spark, run_dir, "lag", "lag"),
+        uncommitted=uncommitted,
+    )
+    return analyse(inputs)
+
+
+def counts(found) -> dict[str, int]:
+    return {name: f.count for name, f in found.items() if f.count}
+
+
+def commit(offset: int | None, partition: int = 0, log_offset: int = 0, log_ts_ms: int = 10_000):
+    return {
+        "kind": "commit" if offset is not None else "tombstone",
+        "group": "g",
+        "topic": T,
+        "partition": partition,
+        "offset": offset,
+        "commit_ts_ms": log_ts_ms,
+        "log_partition": 3,
+        "log_offset": log_offset,
+        "log_ts_ms": log_ts_ms,
+    }
+
+
+THREE = [("e0", "k", 0, 0, 0), ("e1", "k", 1, 0, 1), ("e2", "k", 2, 0, 2)]
+
+
+def test_a_clean_run_has_no_anomaly(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3, log_offset=1, log_ts_ms=100)])
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e1", 0, 1, 2), ("e2", 0, 2, 3)]))
+    assert counts(found) == {}
+
+
+def test_missing_input_behind_a_commit_is_lost(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3, log_offset=1)])
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e2", 0, 1, 3)]))
+    assert counts(found) == {"lost": 1}
+    assert found["lost"].examples[0]["event_id"] == "e1"
+
+
+def test_missing_input_no_commit_passed_is_unseen(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(2, log_offset=1)])
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e1", 0, 1, 2)]))
+    assert counts(found) == {"unseen_at_deadline": 1}
+
+
+def test_duplicates_are_counted_with_their_distribution(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    rows = [
+        ("e0", 0, 0, 1),
+        ("e1", 0, 1, 2),
+        ("e2", 0, 2, 3),
+        ("e1", 0, 3, 4),
+        ("e2", 0, 4, 5),
+        ("e2", 0, 5, 6),
+    ]
+    found = findings(spark, run, output(spark, rows))
+    assert counts(found) == {"duplicate": 2}
+    assert found["duplicate"].detail == {"distribution": {"2": 1, "3": 1}}
+
+
+def test_output_only_visible_uncommitted_is_an_aborted_read(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    committed = [("e0", 0, 0, 1), ("e1", 0, 2, 2), ("e2", 0, 3, 3)]
+    uncommitted = [*committed, ("e1", 0, 1, 2)]  # offset 1 belonged to an aborted transaction
+    found = findings(spark, run, output(spark, committed), output(spark, uncommitted))
+    assert counts(found) == {"aborted_read": 1}
+
+
+def test_seq_going_backwards_within_an_output_partition_is_reordered(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e2", 0, 1, 2), ("e1", 0, 2, 3)]))
+    assert counts(found) == {"reordered": 1}
+    assert found["reordered"].examples[0]["seq"] == 1
+
+
+def test_order_across_output_partitions_is_not_a_reorder(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e2", 1, 0, 2), ("e1", 0, 1, 3)]))
+    assert counts(found) == {}
+
+
+def test_output_matching_no_input_is_unexpected(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    rows = [("e0", 0, 0, 1), ("e1", 0, 1, 2), ("e2", 0, 2, 3), ("zzz", 0, 3, 4), (None, 0, 4, 5)]
+    assert counts(findings(spark, run, output(spark, rows))) == {"unexpected": 2}
+
+
+def test_a_backward_commit_is_a_regression_but_not_after_a_tombstone(spark, tmp_path) -> None:
+    offsets = [
+        commit(227, log_offset=0),
+        commit(98, log_offset=1),
+        commit(120, log_offset=2),
+        commit(None, log_offset=3),
+        commit(5, log_offset=4),
+    ]
+    run = write_run(tmp_path, [("e0", "k", 0, 0, 0)], offsets=offsets)
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1)]))
+    assert counts(found) == {"committed_offset_regression": 1}
+    example = found["committed_offset_regression"].examples[0]
+    assert (example["previous_offset"], example["offset"]) == (227, 98)
+
+
+def _assigned(ts: float, member: str, partitions: list[int]) -> dict:
+    return {
+        "ts": ts,
+        "kind": "assigned",
+        "instance": 0,
+        "member": member,
+        "partitions": [{"topic": T, "partition": p, "offset": -1001} for p in partitions],
+    }
+
+
+def _commit_report(ts: float, member: str, partition: int, assignment: list[int]) -> dict:
+    return {
+        "ts": ts,
+        "kind": "commit",
+        "instance": 0,
+        "member": member,
+        "offsets": [{"topic": T, "partition": partition, "offset": 5}],
+        "assignment": [{"topic": T, "partition": p, "offset": -1001} for p in assignment],
+    }
+
+
+def test_commits_for_partitions_the_member_did_not_hold(spark, tmp_path) -> None:
+    reports = [
+        _assigned(1, "a", [0, 1]),
+        _commit_report(2, "a", 0, [0, 1]),  # fine
+        _assigned(5, "b", [0]),  # the rebalance moved partition 0 to b
+        _commit_report(6, "a", 0, [0, 1]),  # a zombie: a still thinks it holds 0
+        _commit_report(7, "a", 2, [0, 1]),  # a partition it never held
+        _commit_report(8, "b", 0, [0]),  # fine
+    ]
+    run = write_run(tmp_path, [("e0", "k", 0, 0, 0)], offsets=[commit(1)], app_0=reports)
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1)]))
+    assert counts(found) == {"commit_by_non_owner": 2}
+    assert [e["ts"] for e in found["commit_by_non_owner"].examples] == [6, 7]
+
+
+def test_redelivery_of_committed_work_is_reprocessing_after_reset(spark, tmp_path) -> None:
+    acks = [(f"e{i}", "k", i, 0, i) for i in range(4)]
+    offsets = [commit(2, log_offset=0, log_ts_ms=1500), commit(4, log_offset=1, log_ts_ms=2500)]
+    rows = [
+        ("e0", 0, 0, 1000),
+        ("e1", 0, 1, 1100),
+        ("e2", 0, 2, 2000),
+        ("e3", 0, 3, 2100),
+        ("e2", 0, 4, 2200),  # uncommitted work redone after a crash: a plain duplicate
+        ("e0", 0, 5, 3000),
+        ("e1", 0, 6, 3100),
+    ]  # committed work redone: a reset
+    run = write_run(tmp_path, acks, offsets=offsets)
+    found = findings(spark, run, output(spark, rows))
+    assert counts(found) == {"duplicate": 3, "reprocessing_after_reset": 2}
+    assert {e["event_id"] for e in found["reprocessing_after_reset"].examples} == {"e0", "e1"}
+
+
+def test_lag_that_stays_although_all_was_processed_is_stuck(spark, tmp_path) -> None:
+    acks = [("e0", "k", 0, 0, 0), ("e1", "j", 0, 1, 0), ("e2", "j", 1, 1, 1)]
+    lag = [
+        {"ts": 1, "group": "g", "topic": T, "partition": 0, "committed": 1, "end": 1, "lag": 0},
+        {"ts": 9, "group": "g", "topic": T, "partition": 0, "committed": 0, "end": 1, "lag": 1},
+        {"ts": 9, "group": "g", "topic": T, "partition": 1, "committed": 0, "end": 2, "lag": 2},
+    ]
+    run = write_run(tmp_path, acks, offsets=[commit(1, 0)], lag=lag)
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e1", 0, 1, 2)]))
+    # partition 1 still misses e2 (unseen), so its lag is honest; partition 0's is stuck
+    assert counts(found) == {"unseen_at_deadline": 1, "stuck_lag": 1}
+    assert found["stuck_lag"].examples[0]["partition"] == 0
+
+
+@pytest.mark.parametrize(
+    ("lost", "duplicated", "unseen", "expected"),
+    [
+        (0, 0, 0, "exactly-once"),
+        (0, 3, 0, "at-least-once"),
+        (2, 0, 0, "at-most-once"),
+        (2, 3, 0, "lossy"),
+        (0, 0, 4, "unknown"),
+        (0, 3, 4, "unknown"),
+        (1, 0, 4, "at-most-once"),
+    ],
+)
+def test_verdict(lost: int, duplicated: int, unseen: int, expected: str) -> None:
+    assert verdict(lost, duplicated, unseen) == expected
+
+
+def test_judgement_against_the_declared_guarantee() -> None:
+    assert judge("exactly-once", 0, 0, 0) == "pass"
+    assert judge("exactly-once", 0, 1, 0) == "fail"
+    assert judge("exactly-once", 0, 1, 5) == "fail"  # a duplicate fails it, whatever is unseen
+    assert judge("at-least-once", 0, 1, 0) == "pass"
+    assert judge("at-least-once", 0, 0, 5) == "unknown"
+    assert judge("at-least-once", 1, 0, 0) == "fail"
+    with pytest.raises(ValueError, match="at-most-twice"):
+        judge("at-most-twice", 0, 0, 0)

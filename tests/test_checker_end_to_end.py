@@ -1,0 +1,85 @@
+"""The checker on real runs: apps that duplicate or lose on purpose are caught, and a correct
+transactional app is judged exactly-once. Real broker, real app processes, real Spark."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+
+import pytest
+
+from harness.apps import AppContext, AppSpec, Supervisor
+from harness.checker import KafkaOutput, check_run
+from harness.cluster import Cluster
+from harness.history import OffsetsRecorder, RunHistory
+from harness.history.consumer_offsets import group_reader
+from harness.history.lag import sample_lag
+from harness.workload import WorkloadProducer, student_onboarding
+
+
+def run_app(cluster: Cluster, kafka_topic, tmp_path, mode: str) -> tuple[RunHistory, str]:
+    """Feed 100 records to the app, wait until its group has committed them all, stop it."""
+    source, sink = kafka_topic("input", partitions=3), kafka_topic("output", partitions=2)
+    group = cluster.unique_name("app")
+    history = RunHistory(tmp_path / mode)
+    recorder = OffsetsRecorder(cluster.bootstrap_servers, group, history.stream("offsets")).start()
+    WorkloadProducer(cluster.bootstrap_servers, source, history.stream("produce")).run(
+        student_onboarding(count=100, students=12, seed=3)
+    )
+    command = f"{shlex.quote(sys.executable)} -m tests.apps.faulty {mode}"
+    apps = Supervisor(
+        AppSpec.parse(command),
+        lambda i: AppContext(cluster.bootstrap_servers, source, sink, group, {}, i),
+        history.logs_dir,
+        on_event=history.stream("lifecycle"),
+    ).start(1)
+    reader = group_reader(cluster.bootstrap_servers, group)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            rows = sample_lag(reader, group, source)
+            if all(row["committed"] is not None and row["lag"] == 0 for row in rows):
+                break
+            assert time.monotonic() < deadline, f"the app never caught up: {rows}"
+            time.sleep(0.2)
+    finally:
+        reader.close()
+        apps.stop()
+        recorder.stop()
+    return history, sink
+
+
+@pytest.mark.parametrize(
+    ("mode", "guarantee", "expected_verdict", "expected_result"),
+    [
+        ("duplicate", "exactly-once", "at-least-once", "fail"),
+        ("lose", "at-least-once", "at-most-once", "fail"),
+        ("transactional", "exactly-once", "exactly-once", "pass"),
+    ],
+)
+def test_the_checker_judges_real_runs(
+    kafka_cluster: Cluster,
+    kafka_topic,
+    tmp_path,
+    spark,
+    mode,
+    guarantee,
+    expected_verdict,
+    expected_result,
+) -> None:
+    history, sink = run_app(kafka_cluster, kafka_topic, tmp_path, mode)
+    result = check_run(
+        spark, history.root, KafkaOutput(kafka_cluster.bootstrap_servers, sink), guarantee
+    )
+    print(result.summary())
+    assert (result.verdict, result.result) == (expected_verdict, expected_result)
+    counts = result.counts
+    assert result.totals["acknowledged"] == 100
+    if mode == "duplicate":
+        assert counts["duplicate"] == 20 and counts["lost"] == 0
+    if mode == "lose":
+        assert counts["lost"] == 20 and counts["duplicate"] == 0
+    if mode == "transactional":
+        assert all(count == 0 for count in counts.values()), counts
+        assert result.totals["delivered"] == 100

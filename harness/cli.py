@@ -3,11 +3,13 @@
 - ``kafka-replay up``: start a cluster, print its bootstrap address, keep it until Ctrl-C.
 - ``kafka-replay smoke``: the smoke replay against an embedded broker, with its report.
 - ``kafka-replay image build``: build the local Kafka image the container backend runs.
+- ``kafka-replay check RUN_DIR``: the Spark checker on one run's history and output.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
@@ -135,6 +137,33 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from harness.apps.correlation import load_extractor
+    from harness.checker import FileOutput, KafkaOutput, check_run, spark_session
+
+    if args.output_topic:
+        if not args.bootstrap:
+            raise SystemExit("--output-topic needs --bootstrap")
+        extractor = load_extractor(args.output_id) if args.output_id else None
+        output: KafkaOutput | FileOutput = KafkaOutput(args.bootstrap, args.output_topic, extractor)
+    elif args.output_files:
+        output = FileOutput(args.output_files, args.output_format)
+    else:
+        raise SystemExit("give the output: --output-topic (with --bootstrap) or --output-files")
+    with console.status("Starting Spark…"):
+        spark = spark_session(args.spark_master)
+    try:
+        with console.status("Checking every record…"):
+            result = check_run(spark, args.run_dir, output, args.guarantee)
+    finally:
+        spark.stop()
+    report = args.run_dir / "check.json"
+    report.write_text(json.dumps(result.to_json(), indent=2, default=str))
+    Console().print(result.summary())
+    console.print(f"Report: {report}")
+    return {"pass": 0, "fail": 1}.get(result.result, 3)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-replay", description="Replay Kafka incidents against real Kafka."
@@ -155,6 +184,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--kafka-version", default=None)
     build.set_defaults(run=cmd_image_build)
+    check = commands.add_parser("check", help="what happened to every record of a run (Spark)")
+    check.add_argument("run_dir", type=Path, help="the run's history directory")
+    check.add_argument(
+        "--guarantee", choices=["exactly-once", "at-least-once"], default="at-least-once"
+    )
+    check.add_argument("--bootstrap", help="the cluster holding the output topic")
+    check.add_argument("--output-topic", help="the app's output topic")
+    check.add_argument("--output-id", help="module:function(record) -> event_id for the output")
+    check.add_argument("--output-files", help="output written as files with an event_id column")
+    check.add_argument("--output-format", default="json", choices=["json", "parquet"])
+    check.add_argument("--spark-master", default=None, help="default: local[2]")
+    check.set_defaults(run=cmd_check)
     return parser
 
 

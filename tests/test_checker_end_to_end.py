@@ -83,3 +83,35 @@ def test_the_checker_judges_real_runs(
     if mode == "transactional":
         assert all(count == 0 for count in counts.values()), counts
         assert result.totals["delivered"] == 100
+
+
+def test_kafka_replay_check_writes_the_report_and_gates_on_it(
+    kafka_cluster: Cluster, kafka_topic, tmp_path
+) -> None:
+    import json
+    import subprocess
+
+    history, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "duplicate")
+    command = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "check",
+        str(history.root),
+        "--bootstrap",
+        kafka_cluster.bootstrap_servers,
+        "--output-topic",
+        sink,
+    ]
+    lenient = subprocess.run(
+        [*command, "--guarantee", "at-least-once"], capture_output=True, text=True, timeout=300
+    )
+    strict = subprocess.run(
+        [*command, "--guarantee", "exactly-once"], capture_output=True, text=True, timeout=300
+    )
+    assert lenient.returncode == 0, lenient.stdout + lenient.stderr
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert "verdict at-least-once against declared exactly-once: FAIL" in strict.stdout
+    report = json.loads((history.root / "check.json").read_text())
+    assert report["anomalies"]["duplicate"]["count"] == 20
+    assert report["anomalies"]["duplicate"]["distribution"] == {"2": 20}

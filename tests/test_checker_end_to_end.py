@@ -115,3 +115,39 @@ def test_kafka_replay_check_writes_the_report_and_gates_on_it(
     report = json.loads((history.root / "check.json").read_text())
     assert report["anomalies"]["duplicate"]["count"] == 20
     assert report["anomalies"]["duplicate"]["distribution"] == {"2": 20}
+
+
+def test_the_checker_runs_on_a_spark_standalone_cluster(
+    kafka_cluster: Cluster, kafka_topic, tmp_path
+) -> None:
+    import json
+    import subprocess
+
+    from harness.checker.standalone import StandaloneSpark
+
+    history, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "transactional")
+    with StandaloneSpark(worker_cores=1, worker_memory="1g") as cluster:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness.cli",
+                "check",
+                str(history.root),
+                "--bootstrap",
+                kafka_cluster.bootstrap_servers,
+                "--output-topic",
+                sink,
+                "--guarantee",
+                "exactly-once",
+                "--spark-master",
+                cluster.master_url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        applications = cluster.status()["completedapps"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((history.root / "check.json").read_text())["verdict"] == "exactly-once"
+    assert [app["name"] for app in applications] == ["kafka-replay-checker"]

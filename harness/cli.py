@@ -139,19 +139,28 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from harness.apps.correlation import load_extractor
-    from harness.checker import FileOutput, KafkaOutput, check_run, spark_session
+    from harness.checker import FileOutput, JdbcOutput, KafkaOutput, check_run, spark_session
+    from harness.checker.spark import jdbc_driver_class, maven_jars
 
     if args.output_topic:
         if not args.bootstrap:
             raise SystemExit("--output-topic needs --bootstrap")
         extractor = load_extractor(args.output_id) if args.output_id else None
-        output: KafkaOutput | FileOutput = KafkaOutput(args.bootstrap, args.output_topic, extractor)
+        output: KafkaOutput | FileOutput | JdbcOutput = KafkaOutput(
+            args.bootstrap, args.output_topic, extractor
+        )
     elif args.output_files:
         output = FileOutput(args.output_files, args.output_format)
+    elif args.jdbc_url and args.jdbc_table:
+        driver = jdbc_driver_class(maven_jars(args.jdbc_driver))
+        output = JdbcOutput(args.jdbc_url, args.jdbc_table, driver)
     else:
-        raise SystemExit("give the output: --output-topic (with --bootstrap) or --output-files")
+        raise SystemExit(
+            "give the output: --output-topic (with --bootstrap), --output-files, "
+            "or --jdbc-url with --jdbc-table"
+        )
     with console.status("Starting Spark…"):
-        spark = spark_session(args.spark_master)
+        spark = spark_session(args.spark_master, extra_jars=maven_jars(args.jdbc_driver))
     try:
         with console.status("Checking every record…"):
             result = check_run(spark, args.run_dir, output, args.guarantee)
@@ -194,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output-id", help="module:function(record) -> event_id for the output")
     check.add_argument("--output-files", help="output written as files with an event_id column")
     check.add_argument("--output-format", default="json", choices=["json", "parquet"])
+    check.add_argument("--jdbc-url", help="output written to a database: its JDBC URL")
+    check.add_argument("--jdbc-table", help="the table holding the output's event_id column")
+    check.add_argument(
+        "--jdbc-driver",
+        action="append",
+        default=[],
+        metavar="GROUP:ARTIFACT:VERSION",
+        help="the JDBC driver, from Maven Central (e.g. org.xerial:sqlite-jdbc:3.54.1.0)",
+    )
     check.add_argument("--spark-master", default=None, help="default: local[2]")
     check.set_defaults(run=cmd_check)
     return parser
@@ -216,6 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("Interrupted.")
         return 130
+    except Exception as exc:  # never let a crash pass for a verdict (1 means "fail")
+        console.print_exception()
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        return 2
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Spark's own Kafka source.
 """
 
 from .analysis import ANOMALIES, CheckInputs, Finding, analyse
-from .check import CheckResult, FileOutput, KafkaOutput, check_run
+from .check import CheckResult, FileOutput, JdbcOutput, KafkaOutput, check_run
 from .spark import spark_session
 from .verdict import judge, verdict
 
@@ -15,6 +15,7 @@ __all__ = [
     "CheckResult",
     "FileOutput",
     "Finding",
+    "JdbcOutput",
     "KafkaOutput",
     "analyse",
     "check_run",

@@ -34,6 +34,19 @@ class FileOutput:
     file_format: str = "json"
 
 
+@dataclass(frozen=True)
+class JdbcOutput:
+    """Output the app wrote to a database table with an ``event_id`` column.
+
+    The JDBC driver must be on the session's classpath (``spark_session(extra_jars=...)``);
+    ``driver`` names its class (see :func:`harness.checker.spark.jdbc_driver_class`).
+    """
+
+    url: str
+    table: str
+    driver: str | None = None
+
+
 @dataclass
 class CheckResult:
     guarantee: str
@@ -74,7 +87,7 @@ class CheckResult:
 def check_run(
     spark: SparkSession,
     run_dir: Path,
-    output: KafkaOutput | FileOutput,
+    output: KafkaOutput | FileOutput | JdbcOutput,
     guarantee: str,
     source: KafkaOutput | None = None,
     examples: int = 5,
@@ -89,6 +102,8 @@ def check_run(
         uncommitted = sources.kafka_topic(
             spark, output.bootstrap_servers, output.topic, "read_uncommitted", event_id
         )
+    elif isinstance(output, JdbcOutput):
+        committed = sources.jdbc_table(spark, output.url, output.table, output.driver)
     else:
         committed = sources.files(spark, output.path, output.file_format)
     source_ids = None

@@ -187,13 +187,27 @@ def kafka_topic(
     )
 
 
+def jdbc_table(spark: SparkSession, url: str, table: str, driver: str | None = None) -> DataFrame:
+    """Output written to a database table with an ``event_id`` column.
+
+    Rows carry no Kafka position or time; their order is the table's order, in one partition.
+    """
+    reader = spark.read.format("jdbc").option("url", url).option("dbtable", table)
+    if driver:
+        reader = reader.option("driver", driver)
+    return _positionless(reader.load())
+
+
 def files(spark: SparkSession, path: str, file_format: str = "json") -> DataFrame:
     """Output written as files (JSON lines or Parquet) holding an ``event_id`` column.
 
     Files carry no Kafka position: a row's position is its order in the input, in one
     partition, and its time is unknown.
     """
-    frame = spark.read.format(file_format).load(path)
+    return _positionless(spark.read.format(file_format).load(path))
+
+
+def _positionless(frame: DataFrame) -> DataFrame:
     return frame.select(
         F.col("event_id").cast("string"),
         F.lit(0).alias("out_partition"),

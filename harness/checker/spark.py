@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from pathlib import Path
 
 import pyspark
@@ -38,13 +39,44 @@ def kafka_connector_jars() -> list[Path]:
     return [jar for jar in jars if _artifact_name(jar.name) not in shipped]
 
 
+def maven_jars(coordinates: list[str]) -> list[Path]:
+    """Jars for ``group:artifact:version`` coordinates (a JDBC driver, say), cached."""
+    artifacts = []
+    for coordinate in coordinates:
+        parts = coordinate.split(":")
+        if len(parts) != 3 or not all(parts):
+            raise ValueError(f"{coordinate!r} is not a Maven coordinate group:artifact:version")
+        artifacts.append(Artifact(*parts))
+    if not artifacts:
+        return []
+    return resolve_classpath(
+        "spark-extra-" + "-".join(sorted(c.replace(":", "_") for c in coordinates)), artifacts
+    )
+
+
+def jdbc_driver_class(jars: list[Path]) -> str | None:
+    """The JDBC driver a jar registers (``META-INF/services/java.sql.Driver``), if any."""
+    for jar in jars:
+        with zipfile.ZipFile(jar) as archive:
+            try:
+                text = archive.read("META-INF/services/java.sql.Driver").decode()
+            except KeyError:
+                continue
+        names = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
+        if names:
+            return names[0]
+    return None
+
+
 def spark_session(
-    master: str | None = None, app_name: str = "kafka-replay-checker"
+    master: str | None = None,
+    app_name: str = "kafka-replay-checker",
+    extra_jars: list[Path] | None = None,
 ) -> SparkSession:
     """A session for the checker (reused if one is already running in this process)."""
     master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    jars = ",".join(str(jar) for jar in kafka_connector_jars())
+    jars = ",".join(str(jar) for jar in [*kafka_connector_jars(), *(extra_jars or [])])
     return (
         SparkSession.builder.master(master)
         .appName(app_name)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker import CheckInputs, analyse, judge, sources, verdict
+from harness.checker import analyse, judge, sources, verdict
+from harness.checker.check import history_inputs
 from harness.history import RunHistory
 
 T = "students"
@@ -43,15 +44,7 @@ def output(spark, rows: list[tuple[str | None, int, int, int | None]]):
 
 
 def findings(spark, run_dir: Path, committed, uncommitted=None):
-    inputs = CheckInputs(
-        acks=sources.acknowledged_inputs(spark, run_dir),
-        committed=committed,
-        offsets=sources.read_stream(spark, run_dir, "offsets", "offsets"),
-        reports=sources.read_stream(spark, run_dir, "app-*", "app"),
-        lag=sources.read_stream(spark, run_dir, "lag", "lag"),
-        uncommitted=uncommitted,
-    )
-    return analyse(inputs)
+    return analyse(history_inputs(spark, run_dir, committed, uncommitted))
 
 
 def counts(found) -> dict[str, int]:

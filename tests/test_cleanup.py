@@ -23,8 +23,6 @@ from harness.cluster.reaper import LEASE_ENV
 from harness.pytest_plugin import skip_without_docker
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 def _wait_for_file(path: Path, process: subprocess.Popen[str], timeout: float = 180) -> dict:
     deadline = time.monotonic() + timeout

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from harness.apps.correlation import OutputRecord
 
@@ -84,6 +84,25 @@ class CheckResult:
         return "\n".join(lines)
 
 
+def history_inputs(
+    spark: SparkSession,
+    run_dir: Path,
+    committed: DataFrame,
+    uncommitted: DataFrame | None = None,
+    source_ids: DataFrame | None = None,
+) -> CheckInputs:
+    """The run history's streams beside an output already read."""
+    return CheckInputs(
+        acks=sources.acknowledged_inputs(spark, run_dir),
+        committed=committed,
+        offsets=sources.read_stream(spark, run_dir, "offsets", "offsets"),
+        reports=sources.read_stream(spark, run_dir, "app-*", "app"),
+        lag=sources.read_stream(spark, run_dir, "lag", "lag"),
+        uncommitted=uncommitted,
+        source_ids=source_ids,
+    )
+
+
 def check_run(
     spark: SparkSession,
     run_dir: Path,
@@ -111,15 +130,7 @@ def check_run(
         source_ids = sources.kafka_topic(
             spark, source.bootstrap_servers, source.topic, "read_uncommitted"
         ).select("event_id")
-    inputs = CheckInputs(
-        acks=sources.acknowledged_inputs(spark, run_dir),
-        committed=committed,
-        offsets=sources.read_stream(spark, run_dir, "offsets", "offsets"),
-        reports=sources.read_stream(spark, run_dir, "app-*", "app"),
-        lag=sources.read_stream(spark, run_dir, "lag", "lag"),
-        uncommitted=uncommitted,
-        source_ids=source_ids,
-    )
+    inputs = history_inputs(spark, run_dir, committed, uncommitted, source_ids)
     findings = analyse(inputs, examples)
     lost, dup, unseen = (findings[n].count for n in ("lost", "duplicate", "unseen_at_deadline"))
     totals = {

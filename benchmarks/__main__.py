@@ -6,11 +6,12 @@ import argparse
 import logging
 import sys
 
-from benchmarks import broker_start, producer_throughput
+from benchmarks import broker_start, checker_scale, producer_throughput
 
 BENCHMARKS = {
     "broker-start": broker_start.run,
     "producer-throughput": producer_throughput.run,
+    "checker-scale": checker_scale.run,
 }
 
 
@@ -19,6 +20,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("names", nargs="*", help=f"of {', '.join(BENCHMARKS)} (default: all)")
     parser.add_argument("--runs", type=int, default=5, help="repetitions; the median is reported")
     parser.add_argument("--kafka-version", default=None)
+    parser.add_argument(
+        "--sizes", default=None, help="checker-scale: input counts, e.g. 100000,1000000"
+    )
     parser.add_argument(
         "--cold-image",
         action="store_true",

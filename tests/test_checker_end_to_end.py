@@ -80,6 +80,9 @@ def test_the_checker_judges_real_runs(
         assert counts["duplicate"] == 20 and counts["lost"] == 0
     if mode == "lose":
         assert counts["lost"] == 20 and counts["duplicate"] == 0
+        # each example comes with the app's lifecycle around it: here, the start that lost it
+        context = result.findings["lost"].examples[0]["context"]
+        assert [event["kind"] for event in context][:1] == ["start"]
     if mode == "transactional":
         assert all(count == 0 for count in counts.values()), counts
         assert result.totals["delivered"] == 100

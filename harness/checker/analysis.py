@@ -116,7 +116,7 @@ def _missing(
     ).agg(F.max("offset").alias("max_committed"))
     judged = missing.join(progress, ["in_topic", "in_partition"], "left")
     passed = F.col("max_committed").isNotNull() & (F.col("in_offset") < F.col("max_committed"))
-    columns = ["event_id", "key", "seq", "in_partition", "in_offset", "max_committed"]
+    columns = ["event_id", "key", "seq", "in_partition", "in_offset", "max_committed", "ack_ts"]
     return judged.filter(passed).select(*columns), judged.filter(~passed).select(*columns)
 
 

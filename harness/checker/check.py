@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from harness.apps.correlation import OutputRecord
+from harness.history.store import read_stream
 
 from . import sources
 from .analysis import ANOMALIES, CheckInputs, Finding, analyse
@@ -84,6 +85,35 @@ class CheckResult:
         return "\n".join(lines)
 
 
+CONTEXT_WINDOW_S = 10.0
+CONTEXT_EVENTS = 5
+
+
+def _moment(example: dict[str, Any]) -> float | None:
+    """When an example happened, in seconds, from whichever time it carries."""
+    for field_name, scale in (
+        ("ts", 1),
+        ("ack_ts", 1),
+        ("commit_ts_ms", 1e-3),
+        ("out_ts_ms", 1e-3),
+    ):
+        if example.get(field_name) is not None:
+            return float(example[field_name]) * scale
+    return None
+
+
+def attach_context(findings: dict[str, Finding], lifecycle: list[dict[str, Any]]) -> None:
+    """Give each example the app lifecycle events (starts, exits, signals) nearest to it."""
+    for finding in findings.values():
+        for example in finding.examples:
+            moment = _moment(example)
+            if moment is None:
+                continue
+            near = [e for e in lifecycle if abs(e.get("ts", 0) - moment) <= CONTEXT_WINDOW_S]
+            near.sort(key=lambda e: abs(e["ts"] - moment))
+            example["context"] = sorted(near[:CONTEXT_EVENTS], key=lambda e: e["ts"])
+
+
 def history_inputs(
     spark: SparkSession,
     run_dir: Path,
@@ -132,6 +162,7 @@ def check_run(
         ).select("event_id")
     inputs = history_inputs(spark, run_dir, committed, uncommitted, source_ids)
     findings = analyse(inputs, examples)
+    attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
     lost, dup, unseen = (findings[n].count for n in ("lost", "duplicate", "unseen_at_deadline"))
     totals = {
         "acknowledged": inputs.acks.count(),

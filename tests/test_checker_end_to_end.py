@@ -4,6 +4,7 @@ transactional app is judged exactly-once. Real broker, real app processes, real 
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 import time
 
@@ -50,6 +51,25 @@ def run_app(cluster: Cluster, kafka_topic, tmp_path, mode: str) -> tuple[RunHist
     return history, sink
 
 
+def run_check_command(
+    cluster: Cluster, history: RunHistory, sink: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """``kafka-replay check`` on a run's history and output topic, as its own process."""
+    command = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "check",
+        str(history.root),
+        "--bootstrap",
+        cluster.bootstrap_servers,
+        "--output-topic",
+        sink,
+        *options,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
 @pytest.mark.parametrize(
     ("mode", "guarantee", "expected_verdict", "expected_result"),
     [
@@ -92,26 +112,10 @@ def test_kafka_replay_check_writes_the_report_and_gates_on_it(
     kafka_cluster: Cluster, kafka_topic, tmp_path
 ) -> None:
     import json
-    import subprocess
 
     history, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "duplicate")
-    command = [
-        sys.executable,
-        "-m",
-        "harness.cli",
-        "check",
-        str(history.root),
-        "--bootstrap",
-        kafka_cluster.bootstrap_servers,
-        "--output-topic",
-        sink,
-    ]
-    lenient = subprocess.run(
-        [*command, "--guarantee", "at-least-once"], capture_output=True, text=True, timeout=300
-    )
-    strict = subprocess.run(
-        [*command, "--guarantee", "exactly-once"], capture_output=True, text=True, timeout=300
-    )
+    lenient = run_check_command(kafka_cluster, history, sink, "--guarantee", "at-least-once")
+    strict = run_check_command(kafka_cluster, history, sink, "--guarantee", "exactly-once")
     assert lenient.returncode == 0, lenient.stdout + lenient.stderr
     assert strict.returncode == 1, strict.stdout + strict.stderr
     assert "verdict at-least-once against declared exactly-once: FAIL" in strict.stdout
@@ -124,32 +128,15 @@ def test_the_checker_runs_on_a_spark_standalone_cluster(
     kafka_cluster: Cluster, kafka_topic, tmp_path
 ) -> None:
     import json
-    import subprocess
 
     from harness.checker.standalone import StandaloneSpark
 
     history, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "transactional")
     with StandaloneSpark(worker_cores=1, worker_memory="1g") as cluster:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness.cli",
-                "check",
-                str(history.root),
-                "--bootstrap",
-                kafka_cluster.bootstrap_servers,
-                "--output-topic",
-                sink,
-                "--guarantee",
-                "exactly-once",
-                "--spark-master",
-                cluster.master_url,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        result = run_check_command(
+            kafka_cluster, history, sink, "--guarantee", "exactly-once",
+            "--spark-master", cluster.master_url,
+        )  # fmt: skip
         applications = cluster.status()["completedapps"]
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads((history.root / "check.json").read_text())["verdict"] == "exactly-once"

@@ -73,9 +73,12 @@ def _finding(frame: DataFrame, limit: int, order: list[str]) -> Finding:
 
 
 def analyse(inputs: CheckInputs, examples: int = 5) -> dict[str, Finding]:
-    """Every anomaly of :data:`ANOMALIES`, computed on Spark."""
-    acks = inputs.acks.cache()
-    committed = inputs.committed.cache()
+    """Every anomaly of :data:`ANOMALIES`, computed on Spark.
+
+    Each query reads ``acks`` and ``committed`` again: cache them first when they are costly
+    to read (a Kafka topic), as :func:`~harness.checker.check.check_run` does.
+    """
+    acks, committed = inputs.acks, inputs.committed
     commits = inputs.offsets.filter(F.col("kind") == "commit")
     delivered = committed.join(acks, "event_id")  # known inputs only, one row per delivery
 
@@ -102,8 +105,6 @@ def analyse(inputs: CheckInputs, examples: int = 5) -> dict[str, Finding]:
     findings["stuck_lag"] = _finding(
         _stuck_lag(inputs.lag, lost.unionByName(unseen)), examples, ["partition"]
     )
-    acks.unpersist()
-    committed.unpersist()
     return findings
 
 

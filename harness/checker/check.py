@@ -160,18 +160,23 @@ def check_run(
         source_ids = sources.kafka_topic(
             spark, source.bootstrap_servers, source.topic, "read_uncommitted"
         ).select("event_id")
-    inputs = history_inputs(spark, run_dir, committed, uncommitted, source_ids)
-    findings = analyse(inputs, examples)
+    inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, source_ids)
+    inputs.acks = inputs.acks.cache()  # every query reads both; the output only once from Kafka
+    try:
+        findings = analyse(inputs, examples)
+        totals = {
+            "acknowledged": inputs.acks.count(),
+            "output_records": inputs.committed.count(),
+            "delivered": inputs.committed.join(inputs.acks, "event_id", "left_semi")
+            .select("event_id")
+            .distinct()
+            .count(),
+        }
+    finally:
+        inputs.acks.unpersist()
+        inputs.committed.unpersist()
     attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
     lost, dup, unseen = (findings[n].count for n in ("lost", "duplicate", "unseen_at_deadline"))
-    totals = {
-        "acknowledged": inputs.acks.count(),
-        "output_records": committed.count(),
-        "delivered": committed.join(inputs.acks, "event_id", "left_semi")
-        .select("event_id")
-        .distinct()
-        .count(),
-    }
     return CheckResult(
         guarantee, verdict(lost, dup, unseen), judge(guarantee, lost, dup, unseen), totals, findings
     )

@@ -8,6 +8,7 @@ instrumentation in production code.
     consumer = Consumer(report.client_config({...}))
     consumer.subscribe([topic], **report.rebalance_callbacks())
     ...
+    report.consumed(batch)                      # what each poll handed over, per partition
     report.commit(consumer, offsets=[...])      # records the attempt, the assignment and the result
 """
 
@@ -57,6 +58,33 @@ class Reporter:
 
     def client_error(self, error: KafkaError) -> None:
         self.event("client_error", code=error.name(), error=error.str(), fatal=error.fatal())
+
+    def consumed(self, messages: Sequence[Any]) -> None:
+        """One batch handed to the app: per partition its first and last offset and count."""
+        spans: dict[tuple[str, int], list[int]] = {}
+        for message in messages:
+            if message.error() is None:
+                span = spans.setdefault((message.topic(), message.partition()), [])
+                span.append(message.offset())
+        if spans:
+            self.event(
+                "consumed",
+                partitions=[
+                    {"topic": t, "partition": p, "first": o[0], "last": o[-1], "count": len(o)}
+                    for (t, p), o in sorted(spans.items())
+                ],
+            )
+
+    def failure(self, where: str, error: KafkaError) -> None:
+        """An error the app got from a call (a failed transaction, a message error)."""
+        self.event(
+            "app_error",
+            where=where,
+            code=error.name(),
+            error=error.str(),
+            fatal=error.fatal(),
+            abortable=error.txn_requires_abort(),
+        )
 
     def rebalance_callbacks(
         self,

@@ -77,7 +77,7 @@ class Cluster(ABC):
         new = NewTopic(name, partitions, replication_factor, config=dict(config or {}))
         self.admin().create_topics([new], operation_timeout=timeout)[name].result(timeout)
         self._created_topics.append(name)
-        self._wait_for_leaders(name, partitions, timeout)
+        self.wait_for_leaders(name, partitions, timeout)
         return name
 
     def delete_topics(self, names: list[str], timeout: float = TOPIC_READY_TIMEOUT_S) -> None:
@@ -96,7 +96,8 @@ class Cluster(ABC):
         """Delete every topic this object created (and nothing else)."""
         self.delete_topics(list(self._created_topics))
 
-    def _wait_for_leaders(self, topic: str, partitions: int, timeout: float) -> None:
+    def wait_for_leaders(self, topic: str, partitions: int, timeout: float) -> None:
+        """Wait until ``topic`` has ``partitions`` partitions, each with a leader."""
         deadline = time.monotonic() + timeout
         while True:
             metadata = self.admin().list_topics(topic, timeout=timeout).topics.get(topic)

@@ -15,6 +15,7 @@ from typing import Any
 
 from faker import Faker
 
+from .partitioner import java_partition
 from .records import Pause, Stamper, Step, Workload
 
 STUDENT_STAGES = ("biodata.uploaded", "account.created", "account.confirmed", "student.onboarded")
@@ -145,15 +146,30 @@ def deal_flood(
     target_bytes: int = 800_000,
     seed: int = 0,
     rate: float | None = None,
+    same_partition_of: int | None = None,
 ) -> Workload:
     """Runs of ``run_length`` copies of one ~``target_bytes`` deal, each copy a small change.
 
     Like a save callback firing once per option update: the same deal is republished again
-    and again, so every run lands on the partition its deal id hashes to.
+    and again, so every run lands on the partition its deal id hashes to. With
+    ``same_partition_of=N`` every deal id hashes to one partition of an N-partition topic (the
+    unlucky clump of chatty deals on one partition).
     """
 
+    def deal_ids(fake: Faker) -> list[str]:
+        ids: list[str] = []
+        while len(ids) < deals:
+            deal = f"deal-{fake.unique.random_int(1000000, 9999999)}"
+            if same_partition_of and ids:
+                if java_partition(deal, same_partition_of) != java_partition(
+                    ids[0], same_partition_of
+                ):
+                    continue
+            ids.append(deal)
+        return ids
+
     def build(rng: random.Random, fake: Faker, stamper: Stamper) -> Iterator[Step]:
-        ids = [f"deal-{fake.unique.random_int(1000000, 9999999)}" for _ in range(deals)]
+        ids = deal_ids(fake)
         documents = {deal: _deal_document(fake, deal, options, target_bytes) for deal in ids}
         for run in range(runs):
             deal = ids[run % deals]
@@ -170,5 +186,6 @@ def deal_flood(
         "run_length": list(run_length),
         "options": options,
         "target_bytes": target_bytes,
+        "same_partition_of": same_partition_of,
     }
     return Workload("deal-flood", seed, build, rate, parameters)

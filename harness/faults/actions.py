@@ -1,0 +1,66 @@
+"""The faults incidents use: random kills of an app instance and partition increases."""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+
+from confluent_kafka.admin import NewPartitions
+
+from harness.apps import Supervisor
+from harness.cluster import Cluster
+
+RESTART_WAIT_S = 60.0
+
+
+def kill_at_random(
+    apps: Supervisor,
+    rng: random.Random,
+    times: int,
+    gap_s: tuple[float, float],
+    stop: threading.Event,
+    instance: int = 0,
+    sig: signal.Signals = signal.SIGKILL,
+) -> int:
+    """Send ``sig`` to ``instance`` ``times`` times, a random ``gap_s`` apart; return the count.
+
+    Each gap starts once the instance runs again, so every kill lands on a live process that
+    the supervisor restarted; ``stop`` ends the series early.
+    """
+    sent = 0
+    while sent < times and not stop.is_set():
+        if not _wait_running(apps, instance, stop):
+            break
+        if stop.wait(rng.uniform(*gap_s)):
+            break
+        try:
+            apps.signal(instance, sig)
+        except RuntimeError:  # it exited on its own during the gap; try again once restarted
+            continue
+        sent += 1
+        _wait_exited(apps, instance, stop)
+    return sent
+
+
+def _wait_running(apps: Supervisor, instance: int, stop: threading.Event) -> bool:
+    deadline = time.monotonic() + RESTART_WAIT_S
+    while instance not in apps.running():
+        apps.check()
+        if stop.wait(0.05) or time.monotonic() > deadline:
+            return False
+    return True
+
+
+def _wait_exited(apps: Supervisor, instance: int, stop: threading.Event) -> None:
+    deadline = time.monotonic() + 5.0
+    while instance in apps.running() and time.monotonic() < deadline and not stop.wait(0.02):
+        pass
+
+
+def add_partitions(cluster: Cluster, topic: str, total: int, timeout: float = 30.0) -> None:
+    """Raise ``topic`` to ``total`` partitions (keys then hash onto a different count)."""
+    futures = cluster.admin().create_partitions([NewPartitions(topic, total)])
+    futures[topic].result(timeout)
+    cluster.wait_for_leaders(topic, total, timeout)

@@ -1,0 +1,51 @@
+"""An at-least-once service: poll a batch, do the work for each record, write, commit.
+
+``python -m incidents.apps.batch_forwarder [--batch N] [--work-ms MS]``
+
+The batch size plays the part of the Java client's ``max.poll.records`` (500 by default
+there); ``--work-ms`` is the per-record work (a database write, a call to another service).
+A commit that fails is reported and the loop goes on, as the post's service did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from confluent_kafka import KafkaException
+
+from .common import Service, next_offsets, result_of
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="batch_forwarder")
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--work-ms", type=float, default=0.0)
+    options = parser.parse_args(argv)
+    service = Service()
+    consumer = service.consumer()
+    producer = service.producer()
+    consumer.subscribe([service.context.input_topic], **service.report.rebalance_callbacks())
+    while not service.stopping:
+        batch = service.poll(consumer, options.batch, timeout=0.5)
+        if not batch:
+            continue
+        for message in batch:
+            time.sleep(options.work_ms / 1000)  # the record's work
+            value, headers = result_of(message)
+            producer.produce(
+                service.context.output_topic, value, message.key(), headers=headers
+            )
+            producer.poll(0)
+        producer.flush(30)
+        try:
+            service.report.commit(consumer, offsets=next_offsets(batch))
+        except KafkaException:
+            pass  # reported; the next poll finds out what happened to the group membership
+    consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,74 @@
+"""What every reference app shares: the contract, the report, SIGTERM, the output record."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
+
+from harness.apps import AppContext, Reporter
+
+
+class Service:
+    """One app instance: its context, its report, and whether the harness asked it to stop."""
+
+    def __init__(self) -> None:
+        self.context = AppContext.from_env()
+        self.report = Reporter.from_env()
+        self.stopping = False
+        signal.signal(signal.SIGTERM, self._stop)
+
+    def _stop(self, *_: object) -> None:
+        self.stopping = True
+
+    def consumer(self, **config: Any) -> Consumer:
+        """A consumer of the input topic with the incident's client config on top of ``config``."""
+        base = {
+            "bootstrap.servers": self.context.bootstrap_servers,
+            "group.id": self.context.group_id,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **config,
+            **self.context.client_config,
+        }
+        return Consumer(self.report.client_config(base))
+
+    def producer(self, **config: Any) -> Producer:
+        return Producer(
+            {"bootstrap.servers": self.context.bootstrap_servers, "linger.ms": 5, **config}
+        )
+
+    def poll(self, consumer: Consumer, count: int, timeout: float) -> list[Message]:
+        """A batch of good records; message errors (e.g. a missed poll interval) are reported."""
+        batch = []
+        for message in consumer.consume(count, timeout=timeout):
+            if message.error() is not None:
+                self.report.client_error(message.error())
+            else:
+                batch.append(message)
+        self.report.consumed(batch)
+        return batch
+
+
+def result_of(message: Message, **extra: Any) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """The output for one input: a small JSON result that carries the input's identity."""
+    document = json.loads(message.value())
+    result = {
+        "event_id": document["event_id"],
+        "key": document.get("key"),
+        "seq": document.get("seq"),
+        "source": {"partition": message.partition(), "offset": message.offset()},
+        **extra,
+    }
+    return json.dumps(result).encode(), [("event_id", document["event_id"].encode())]
+
+
+def next_offsets(messages: Iterable[Message]) -> list[TopicPartition]:
+    """The offsets to commit after ``messages``: one past the last of each partition."""
+    last: dict[tuple[str, int], int] = {}
+    for message in messages:
+        last[(message.topic(), message.partition())] = message.offset() + 1
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]

@@ -1,0 +1,369 @@
+"""Incident definitions: TOML files read into checked dataclasses.
+
+A definition names everything a run needs (broker and client config, topics, workloads, the
+app, the steps with their faults, the declared guarantee) and how to tell that the post's
+failure happened (the symptom ``signature``). Every mistake is reported with the file, the
+field and what is allowed, before anything starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.checker.verdict import GUARANTEES
+from harness.workload import Workload, deal_flood, quiet_events, quiet_then_wake, student_onboarding
+
+PROFILES = ("vulnerable", "remediated")
+GENERATORS: dict[str, Callable[..., Workload]] = {
+    "student_onboarding": student_onboarding,
+    "quiet_events": quiet_events,
+    "quiet_then_wake": quiet_then_wake,
+    "deal_flood": deal_flood,
+}
+TOPIC_ROLES = ("input", "output", "side_effects")
+SIGNALS = ("SIGKILL", "SIGTERM", "SIGSTOP", "SIGCONT", "SIGINT")
+
+#: Each step kind and its fields: name -> (type, default; ``...`` means required).
+STEP_FIELDS: dict[str, dict[str, tuple[type | tuple[type, ...], Any]]] = {
+    "produce": {"workload": (str, ...), "background": (bool, False)},
+    "wait_produced": {},
+    "wait_paused": {"timeout_s": ((int, float), 60.0)},
+    "wait_acks": {"count": (int, ...), "timeout_s": ((int, float), 60.0)},
+    "start_apps": {"instances": (int, None), "label": (str, None)},
+    "start_instance": {"instance": (int, ...)},
+    "stop_instance": {"instance": (int, ...)},
+    "stop_apps": {},
+    "drain": {"budget_s": ((int, float), ...), "label": (str, None)},
+    "idle": {"seconds": ((int, float), ...), "label": (str, None)},
+    "kill_at_random": {
+        "times": (int, ...),
+        "gap_s": (list, ...),
+        "instance": (int, 0),
+        "signal": (str, "SIGKILL"),
+        "background": (bool, True),
+    },
+    "add_partitions": {"topic": (str, "input"), "count": (int, ...)},
+}
+
+COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+
+
+class DefinitionError(ValueError):
+    """A definition that cannot run: names the file, the field and what is allowed."""
+
+    def __init__(self, source: Path | str, where: str, problem: str) -> None:
+        super().__init__(f"{source}: {where}: {problem}")
+        self.source, self.where, self.problem = str(source), where, problem
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``symptom OP value``, e.g. ``rejected_commits >= 1`` or ``backlog_drained == false``."""
+
+    symptom: str
+    op: str
+    value: float | bool
+
+    def holds(self, measured: Any) -> bool | None:
+        """Whether the measured value meets it; None when the symptom could not be measured."""
+        if measured is None:
+            return None
+        if isinstance(self.value, bool) != isinstance(measured, bool):
+            return False
+        return bool(COMPARISONS[self.op](measured, self.value))
+
+    def __str__(self) -> str:
+        value = str(self.value).lower() if isinstance(self.value, bool) else f"{self.value:g}"
+        return f"{self.symptom} {self.op} {value}"
+
+
+@dataclass(frozen=True)
+class Step:
+    do: str
+    options: Mapping[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.options[name]
+
+
+@dataclass(frozen=True)
+class AppDefinition:
+    command: str
+    instances: int = 1
+    restart_delay_s: float = 0.5
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The conditions of one profile: everything a run needs, profile overrides applied."""
+
+    name: str
+    description: str
+    broker: Mapping[str, Any]
+    client: Mapping[str, Any]
+    producer: Mapping[str, Any]
+    app: AppDefinition
+    workloads: Mapping[str, Workload]
+
+
+@dataclass(frozen=True)
+class Incident:
+    name: str
+    title: str
+    post: str
+    guarantee: str
+    time_scale: str
+    topics: Mapping[str, int]
+    steps: tuple[Step, ...]
+    conditions: tuple[Condition, ...]
+    signature: tuple[Condition, ...]
+    profiles: Mapping[str, Profile]
+    source: Path
+    seed: int = 0
+    symptoms: tuple[str, ...] = field(default=())  # every symptom reported, signature first
+
+
+class _Table:
+    """Reads one TOML table, field by field, and refuses the fields it was not asked for."""
+
+    def __init__(self, source: Path, where: str, data: Any) -> None:
+        if not isinstance(data, dict):
+            raise DefinitionError(source, where or "(top level)", "must be a table")
+        self.source, self.where, self.data = source, where, data
+        self.read: set[str] = set()
+
+    def path(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else name
+
+    def get(self, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+        self.read.add(name)
+        if name not in self.data:
+            if default is ...:
+                raise DefinitionError(self.source, self.path(name), "is required")
+            return default
+        value = self.data[name]
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+            raise DefinitionError(
+                self.source,
+                self.path(name),
+                f"must be {_describe(kind)}, got {type(value).__name__} {value!r}",
+            )
+        return value
+
+    def table(self, name: str, default: Any = ...) -> _Table:
+        return _Table(self.source, self.path(name), self.get(name, dict, default))
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.read)
+        if unknown:
+            raise DefinitionError(
+                self.source,
+                self.path(unknown[0]),
+                f"unknown field; allowed here: {', '.join(sorted(self.read))}",
+            )
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _describe(kind: type | tuple[type, ...]) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    names |= {list: "a list", dict: "a table"}
+    return " or ".join(names.get(k, k.__name__) for k in _kinds(kind))
+
+
+def parse_condition(source: Path, where: str, symptom: str, text: Any, known: set[str]) -> Condition:
+    if symptom not in known:
+        raise DefinitionError(
+            source, where, f"unknown symptom; known symptoms: {', '.join(sorted(known))}"
+        )
+    parts = str(text).split() if isinstance(text, str) else []
+    if len(parts) != 2 or parts[0] not in COMPARISONS:
+        raise DefinitionError(
+            source,
+            where,
+            f"must be a string like '>= 1' or '== false' (operators: {', '.join(COMPARISONS)})",
+        )
+    raw = parts[1].lower()
+    value: float | bool
+    if raw in ("true", "false"):
+        value = raw == "true"
+    else:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise DefinitionError(source, where, f"{parts[1]!r} is not a number, true or false")
+    return Condition(symptom, parts[0], value)
+
+
+def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _config(table: _Table, name: str) -> dict[str, Any]:
+    config = table.get(name, dict, {})
+    for key, value in config.items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise DefinitionError(
+                table.source, table.path(f"{name}.{key}"), "must be a string, number or boolean"
+            )
+    return dict(config)
+
+
+def _workload(source: Path, where: str, data: Any) -> Workload:
+    table = _Table(source, where, data)
+    generator = table.get("generator", str)
+    if generator not in GENERATORS:
+        raise DefinitionError(
+            source, f"{where}.generator", f"unknown generator; known: {', '.join(GENERATORS)}"
+        )
+    parameters = {k: v for k, v in table.data.items() if k != "generator"}
+    for key in ("run_length",):
+        if isinstance(parameters.get(key), list):
+            parameters[key] = tuple(parameters[key])
+    try:
+        return GENERATORS[generator](**parameters)
+    except TypeError as exc:
+        raise DefinitionError(source, where, f"bad parameters for {generator}: {exc}") from exc
+
+
+def _step(source: Path, index: int, data: Any, workloads: set[str]) -> Step:
+    where = f"steps[{index}]"
+    table = _Table(source, where, data)
+    do = table.get("do", str)
+    if do not in STEP_FIELDS:
+        raise DefinitionError(
+            source, f"{where}.do", f"unknown step {do!r}; steps: {', '.join(STEP_FIELDS)}"
+        )
+    options = {name: table.get(name, kind, default) for name, (kind, default) in STEP_FIELDS[do].items()}
+    table.finish()
+    if do == "produce" and options["workload"] not in workloads:
+        raise DefinitionError(
+            source,
+            f"{where}.workload",
+            f"no workload {options['workload']!r}; defined: {', '.join(sorted(workloads))}",
+        )
+    if do == "kill_at_random":
+        gap = options["gap_s"]
+        if len(gap) != 2 or not all(isinstance(g, (int, float)) for g in gap) or gap[0] > gap[1]:
+            raise DefinitionError(source, f"{where}.gap_s", "must be [shortest, longest] seconds")
+        if options["signal"] not in SIGNALS:
+            raise DefinitionError(
+                source, f"{where}.signal", f"must be one of {', '.join(SIGNALS)}"
+            )
+    if do == "add_partitions" and options["topic"] not in TOPIC_ROLES:
+        raise DefinitionError(source, f"{where}.topic", f"must be one of {', '.join(TOPIC_ROLES)}")
+    return Step(do, options)
+
+
+def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, Any]) -> Profile:
+    where = f"profiles.{name}"
+    merged = _merge(base, {k: v for k, v in override.items() if k != "description"})
+    description = _Table(source, where, override).get("description", str)
+    table = _Table(source, where, merged)
+    app = table.table("app")
+    definition = AppDefinition(
+        command=app.get("command", str),
+        instances=app.get("instances", int, 1),
+        restart_delay_s=float(app.get("restart_delay_s", (int, float), 0.5)),
+    )
+    app.finish()
+    workloads = table.table("workloads")
+    built = {key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict)) for key in list(workloads.data)}
+    return Profile(
+        name,
+        description,
+        _config(table, "broker"),
+        _config(table, "client"),
+        _config(table, "producer"),
+        definition,
+        built,
+    )
+
+
+def load_incident(path: Path, known_symptoms: set[str]) -> Incident:
+    """Read and check one definition file."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise DefinitionError(path, "(file)", str(exc)) from exc
+    top = _Table(path, "", data)
+    name = top.get("name", str)
+    if name != path.stem:
+        raise DefinitionError(path, "name", f"must match the file name ({path.stem!r})")
+    guarantee = top.get("guarantee", str)
+    if guarantee not in GUARANTEES:
+        raise DefinitionError(path, "guarantee", f"must be one of {', '.join(GUARANTEES)}")
+    topics = top.table("topics")
+    partitions = {role: topics.get(role, int, 0) for role in TOPIC_ROLES}
+    topics.finish()
+    if not partitions["input"] or not partitions["output"]:
+        raise DefinitionError(path, "topics", "needs input and output partition counts")
+    base = {key: data[key] for key in ("broker", "client", "producer", "app", "workloads") if key in data}
+    top.read.update(base)
+    if "app" not in base or "workloads" not in base:
+        raise DefinitionError(path, "app" if "app" not in base else "workloads", "is required")
+    profiles_table = top.table("profiles")
+    missing = [p for p in PROFILES if p not in profiles_table.data]
+    extra = [p for p in profiles_table.data if p not in PROFILES]
+    if missing or extra:
+        raise DefinitionError(
+            path, "profiles", f"must define exactly {' and '.join(PROFILES)} (got {sorted(profiles_table.data)})"
+        )
+    profiles = {p: _profile(path, p, base, profiles_table.get(p, dict)) for p in PROFILES}
+    workload_names = set(profiles["vulnerable"].workloads)
+    steps_data = top.get("steps", list)
+    steps = tuple(_step(path, i, s, workload_names) for i, s in enumerate(steps_data))
+    conditions = tuple(
+        parse_condition(path, f"conditions.{k}", k, v, known_symptoms)
+        for k, v in top.get("conditions", dict, {}).items()
+    )
+    signature_data = top.get("signature", dict)
+    if not signature_data:
+        raise DefinitionError(path, "signature", "needs at least one symptom")
+    signature = tuple(
+        parse_condition(path, f"signature.{k}", k, v, known_symptoms)
+        for k, v in signature_data.items()
+    )
+    reported = top.get("report", list, [])
+    for i, symptom in enumerate(reported):
+        if symptom not in known_symptoms:
+            raise DefinitionError(path, f"report[{i}]", f"unknown symptom {symptom!r}")
+    symptoms = tuple(dict.fromkeys([*(c.symptom for c in signature + conditions), *reported]))
+    incident = Incident(
+        name=name,
+        title=top.get("title", str),
+        post=top.get("post", str),
+        guarantee=guarantee,
+        time_scale=top.get("time_scale", str),
+        topics=partitions,
+        steps=steps,
+        conditions=conditions,
+        signature=signature,
+        profiles=profiles,
+        source=path,
+        seed=top.get("seed", int, 0),
+        symptoms=symptoms,
+    )
+    top.finish()
+    return incident

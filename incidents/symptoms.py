@@ -1,0 +1,361 @@
+"""Symptoms: the measurable signs of each post's failure, read from a finished run.
+
+Each symptom is a function of the run's :class:`Evidence` (its history streams and the
+checker's result) returning a number or a boolean, or None when the run holds nothing to
+measure it from (an app that does not report its commits, say). Definitions name symptoms
+in their ``signature`` and ``conditions``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.checker import CheckResult
+
+Value = float | int | bool | None
+PRODUCER_ID_ERRORS = frozenset(
+    {"INVALID_PRODUCER_ID_MAPPING", "UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_EPOCH"}
+)
+#: Lag above this on the hot partition at the end means it did not keep up.
+HOT_LAG_BEHIND = 10
+#: Lag at or below this on the other partitions means they kept up.
+COLD_LAG_KEPT_UP = 5
+
+
+@dataclass
+class Evidence:
+    """Everything a symptom may look at, loaded once per run."""
+
+    produce: list[dict[str, Any]]
+    lifecycle: list[dict[str, Any]]
+    app: list[dict[str, Any]]  # every instance's report, in time order
+    offsets: list[dict[str, Any]]
+    lag: list[dict[str, Any]]
+    steps: list[dict[str, Any]]
+    check: CheckResult
+    side_effects: CheckResult | None = None
+    input_topic: str = ""
+
+    @property
+    def acks(self) -> list[dict[str, Any]]:
+        return [e for e in self.produce if e["kind"] == "ack"]
+
+    def app_events(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.app if e["kind"] == kind]
+
+    def step_windows(self, do: str, label: str | None = None) -> list[tuple[float, float]]:
+        return [
+            (e["started"], e["ended"])
+            for e in self.steps
+            if e["do"] == do and (label is None or e.get("label") == label)
+        ]
+
+    def consumed_spans(self) -> list[tuple[float, dict[str, Any]]]:
+        """(time, span) for every partition span of every ``consumed`` report on the input."""
+        return [
+            (e["ts"], span)
+            for e in self.app_events("consumed")
+            for span in e["partitions"]
+            if span["topic"] == self.input_topic
+        ]
+
+
+Symptom = Callable[[Evidence], Value]
+SYMPTOMS: dict[str, Symptom] = {}
+DESCRIPTIONS: dict[str, str] = {}
+
+
+def symptom(function: Symptom) -> Symptom:
+    """Register ``function`` under its name; its docstring's first line describes it."""
+    SYMPTOMS[function.__name__] = function
+    DESCRIPTIONS[function.__name__] = (function.__doc__ or "").strip().splitlines()[0]
+    return function
+
+
+def measure(evidence: Evidence, names: tuple[str, ...]) -> dict[str, Value]:
+    return {name: SYMPTOMS[name](evidence) for name in names}
+
+
+def _reported(evidence: Evidence) -> bool:
+    return bool(evidence.app)
+
+
+# --- the group and its commits ---------------------------------------------------------------
+
+
+@symptom
+def max_poll_exceeded(evidence: Evidence) -> Value:
+    """Times a consumer was dropped from the group for missing its poll interval."""
+    if not _reported(evidence):
+        return None
+    return sum(1 for e in evidence.app_events("client_error") if e["code"] == "_MAX_POLL_EXCEEDED")
+
+
+@symptom
+def rejected_commits(evidence: Evidence) -> Value:
+    """Offset commits the group coordinator refused."""
+    if not _reported(evidence):
+        return None
+    return sum(1 for e in evidence.app_events("commit_result") if not e["ok"])
+
+
+@symptom
+def consumed_offset_jumps_back(evidence: Evidence) -> Value:
+    """Times a partition was consumed again from before where consumption had reached."""
+    jumps = _jumps_back(evidence)
+    return None if jumps is None else len(jumps)
+
+
+@symptom
+def largest_jump_back(evidence: Evidence) -> Value:
+    """The longest backward jump of the consumed offset, in records."""
+    jumps = _jumps_back(evidence)
+    return None if jumps is None else max(jumps, default=0)
+
+
+def _jumps_back(evidence: Evidence) -> list[int] | None:
+    if not _reported(evidence):
+        return None
+    reached: dict[int, int] = {}
+    jumps = []
+    for _, span in evidence.consumed_spans():
+        partition = span["partition"]
+        if partition in reached and span["first"] < reached[partition]:
+            jumps.append(reached[partition] - span["first"])
+        reached[partition] = max(reached.get(partition, 0), span["last"] + 1)
+    return jumps
+
+
+@symptom
+def reprocessed(evidence: Evidence) -> Value:
+    """Inputs whose result reached the output more than once."""
+    return evidence.check.counts["duplicate"]
+
+
+@symptom
+def committed_offset_regressions(evidence: Evidence) -> Value:
+    """Accepted commits that moved a partition's committed offset backwards."""
+    return evidence.check.counts["committed_offset_regression"]
+
+
+@symptom
+def stale_commits_accepted(evidence: Evidence) -> Value:
+    """Accepted commits for a partition the committing member no longer owned."""
+    return evidence.check.counts["commit_by_non_owner"] if _reported(evidence) else None
+
+
+@symptom
+def stale_commits_fenced(evidence: Evidence) -> Value:
+    """Commits for partitions outside the member's assignment that the broker refused."""
+    if not _reported(evidence):
+        return None
+    last_commit: dict[int, dict[str, Any]] = {}
+    fenced = 0
+    for event in evidence.app:
+        if event["kind"] == "commit":
+            last_commit[event["pid"]] = event
+        elif event["kind"] == "commit_result" and not event["ok"]:
+            commit = last_commit.get(event["pid"])
+            if commit is not None and _outside_assignment(commit):
+                fenced += 1
+    return fenced
+
+
+def _outside_assignment(commit: dict[str, Any]) -> bool:
+    owned = {(p["topic"], p["partition"]) for p in commit["assignment"]}
+    return any((p["topic"], p["partition"]) not in owned for p in commit["offsets"])
+
+
+@symptom
+def stuck_lag_while_idle(evidence: Evidence) -> Value:
+    """Lag an outside monitor saw all through the quiet period (highest partition)."""
+    windows = evidence.step_windows("idle", "quiet")
+    if not windows:
+        return None
+    lowest: dict[int, int] = {}
+    for sample in evidence.lag:
+        if any(start <= sample["ts"] <= end for start, end in windows):
+            partition = sample["partition"]
+            lowest[partition] = min(lowest.get(partition, sample["lag"]), sample["lag"])
+    return max(lowest.values(), default=None)
+
+
+@symptom
+def reprocessing_after_reset(evidence: Evidence) -> Value:
+    """Redeliveries of inputs whose offsets had already been committed as done."""
+    return evidence.check.counts["reprocessing_after_reset"]
+
+
+@symptom
+def backlog_drained(evidence: Evidence) -> Value:
+    """Whether the group caught up with the input within the drain budget."""
+    drains = [e for e in evidence.steps if e["do"] == "drain"]
+    return bool(drains) and all(e["drained"] for e in drains)
+
+
+@symptom
+def drain_s(evidence: Evidence) -> Value:
+    """Seconds the last drain took (its budget when the group never caught up)."""
+    drains = [e for e in evidence.steps if e["do"] == "drain"]
+    return round(drains[-1]["ended"] - drains[-1]["started"], 2) if drains else None
+
+
+# --- offsets and producer ids that expire ---------------------------------------------------
+
+
+@symptom
+def offset_tombstones(evidence: Evidence) -> Value:
+    """Committed offsets of the group deleted by the broker (expired)."""
+    return sum(1 for e in evidence.offsets if e["kind"] == "tombstone")
+
+
+@symptom
+def restarted_from_log_start(evidence: Evidence) -> Value:
+    """Whether the redeployed app began every partition at the start of the log."""
+    windows = evidence.step_windows("start_apps", "redeploy")
+    if not windows or not _reported(evidence):
+        return None
+    log_start: dict[int, int] = {}
+    for ack in evidence.acks:
+        log_start[ack["partition"]] = min(log_start.get(ack["partition"], ack["offset"]), ack["offset"])
+    first_after: dict[int, int] = {}
+    for moment, span in evidence.consumed_spans():
+        if moment >= windows[-1][0]:
+            first_after.setdefault(span["partition"], span["first"])
+    if not first_after:
+        return False
+    return all(first_after.get(p) == start for p, start in log_start.items() if p in first_after)
+
+
+@symptom
+def producer_id_errors(evidence: Evidence) -> Value:
+    """Transactions that failed because the broker no longer knew the app's producer id."""
+    if not _reported(evidence):
+        return None
+    return sum(1 for e in evidence.app_events("app_error") if e["code"] in PRODUCER_ID_ERRORS)
+
+
+@symptom
+def app_restarts(evidence: Evidence) -> Value:
+    """Times the supervisor restarted an app instance after it died."""
+    return sum(1 for e in evidence.lifecycle if e["kind"] == "start" and e.get("restart"))
+
+
+@symptom
+def kills(evidence: Evidence) -> Value:
+    """SIGKILLs sent to app instances."""
+    return sum(
+        1 for e in evidence.lifecycle if e["kind"] == "signal" and e["signal"] == "SIGKILL"
+    )
+
+
+@symptom
+def side_effect_duplicates(evidence: Evidence) -> Value:
+    """Inputs whose side effect (written outside the transaction) happened more than once."""
+    return None if evidence.side_effects is None else evidence.side_effects.counts["duplicate"]
+
+
+# --- one hot partition ----------------------------------------------------------------------
+
+
+def _partition_bytes(evidence: Evidence) -> dict[int, int]:
+    sizes: dict[int, int] = defaultdict(int)
+    for ack in evidence.acks:
+        sizes[ack["partition"]] += ack.get("size", 0)
+    return sizes
+
+
+def _hot_partitions(evidence: Evidence) -> tuple[int | None, set[int]]:
+    """The partition with the most bytes, and every partition with a tenth of the busiest's."""
+    sizes = _partition_bytes(evidence)
+    if not sizes:
+        return None, set()
+    hottest = max(sizes, key=lambda p: sizes[p])
+    return hottest, {p for p, size in sizes.items() if size * 10 >= sizes[hottest]}
+
+
+@symptom
+def hot_partition(evidence: Evidence) -> Value:
+    """The input partition that received the most bytes."""
+    return _hot_partitions(evidence)[0]
+
+
+def _final_lag(evidence: Evidence) -> dict[int, int]:
+    latest: dict[int, dict[str, Any]] = {}
+    for sample in evidence.lag:
+        latest[sample["partition"]] = sample
+    return {p: s["lag"] for p, s in latest.items()}
+
+
+@symptom
+def hot_partition_lag_at_end(evidence: Evidence) -> Value:
+    """Lag of the busiest partitions when the drain budget ran out or the run ended."""
+    _, hot = _hot_partitions(evidence)
+    final = _final_lag(evidence)
+    return max((final.get(p, 0) for p in hot), default=0)
+
+
+@symptom
+def other_partitions_max_lag(evidence: Evidence) -> Value:
+    """The highest lag ever sampled on the partitions the flood did not land on."""
+    _, hot = _hot_partitions(evidence)
+    return max((s["lag"] for s in evidence.lag if s["partition"] not in hot), default=0)
+
+
+@symptom
+def lag_isolated_to_hot_partition(evidence: Evidence) -> Value:
+    """Whether the busiest partitions were left behind while every other one kept up."""
+    hot_lag = hot_partition_lag_at_end(evidence)
+    cold_lag = other_partitions_max_lag(evidence)
+    return bool(hot_lag and hot_lag > HOT_LAG_BEHIND and (cold_lag or 0) <= COLD_LAG_KEPT_UP)
+
+
+def _hot_batches(evidence: Evidence) -> list[tuple[float, dict[str, Any]]]:
+    hottest, _ = _hot_partitions(evidence)
+    return [(t, s) for t, s in evidence.consumed_spans() if s["partition"] == hottest]
+
+
+@symptom
+def hot_arrival_gap_s(evidence: Evidence) -> Value:
+    """Median seconds between consecutive deliveries from the hot partition to the app."""
+    if not _reported(evidence):
+        return None
+    times = [t for t, _ in _hot_batches(evidence)]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    return round(statistics.median(gaps), 3) if gaps else None
+
+
+@symptom
+def hot_drain_rate(evidence: Evidence) -> Value:
+    """Records per second the app took from the hot partition while it had a backlog."""
+    if not _reported(evidence):
+        return None
+    hottest, _ = _hot_partitions(evidence)
+    acks = sorted((a["ts"], a["offset"]) for a in evidence.acks if a["partition"] == hottest)
+    records, seconds, previous = 0, 0.0, None
+    for moment, span in _hot_batches(evidence):
+        end = max((offset + 1 for ts, offset in acks if ts <= moment), default=0)
+        if previous is not None and end > span["last"] + 1:  # more was waiting: it was draining
+            records += span["count"]
+            seconds += moment - previous
+        previous = moment
+    return round(records / seconds, 2) if seconds else None
+
+
+@symptom
+def keys_moved(evidence: Evidence) -> Value:
+    """Keys whose records landed on more than one partition (the partition count changed)."""
+    partitions: dict[str, set[int]] = defaultdict(set)
+    for ack in evidence.acks:
+        partitions[ack["key"]].add(ack["partition"])
+    return sum(1 for seen in partitions.values() if len(seen) > 1)
+
+
+@symptom
+def reordered(evidence: Evidence) -> Value:
+    """Results of one key that reached the output in a different order than their inputs."""
+    return evidence.check.counts["reordered"]

@@ -36,7 +36,7 @@ STEP_FIELDS: dict[str, dict[str, tuple[type | tuple[type, ...], Any]]] = {
     "wait_paused": {"timeout_s": ((int, float), 60.0)},
     "wait_acks": {"count": (int, ...), "timeout_s": ((int, float), 60.0)},
     "start_apps": {"instances": (int, None), "label": (str, None)},
-    "start_instance": {"instance": (int, ...)},
+    "start_instance": {"instance": (int, ...), "label": (str, None)},
     "stop_instance": {"instance": (int, ...)},
     "stop_apps": {},
     "drain": {"budget_s": ((int, float), ...), "label": (str, None)},

@@ -171,17 +171,22 @@ def _outside_assignment(commit: dict[str, Any]) -> bool:
 
 
 @symptom
-def stuck_lag_while_idle(evidence: Evidence) -> Value:
-    """Lag an outside monitor saw all through the quiet period (highest partition)."""
+def lag_while_idle(evidence: Evidence) -> Value:
+    """Lag behind the log end left by commits made in the quiet period (what a monitor sees)."""
     windows = evidence.step_windows("idle", "quiet")
     if not windows:
         return None
-    lowest: dict[int, int] = {}
-    for sample in evidence.lag:
-        if any(start <= sample["ts"] <= end for start, end in windows):
-            partition = sample["partition"]
-            lowest[partition] = min(lowest.get(partition, sample["lag"]), sample["lag"])
-    return max(lowest.values(), default=None)
+    end: dict[int, int] = {}
+    for ack in evidence.acks:
+        end[ack["partition"]] = max(end.get(ack["partition"], 0), ack["offset"] + 1)
+    lags = [
+        end.get(commit["partition"], 0) - commit["offset"]
+        for commit in evidence.offsets
+        if commit["kind"] == "commit"
+        and commit["topic"] == evidence.input_topic
+        and any(start <= commit["commit_ts_ms"] / 1000 <= stop for start, stop in windows)
+    ]
+    return max(lags, default=0)
 
 
 @symptom
@@ -216,7 +221,9 @@ def offset_tombstones(evidence: Evidence) -> Value:
 @symptom
 def restarted_from_log_start(evidence: Evidence) -> Value:
     """Whether the redeployed app began every partition at the start of the log."""
-    windows = evidence.step_windows("start_apps", "redeploy")
+    windows = evidence.step_windows("start_apps", "redeploy") + evidence.step_windows(
+        "start_instance", "redeploy"
+    )
     if not windows or not _reported(evidence):
         return None
     log_start: dict[int, int] = {}
@@ -224,7 +231,7 @@ def restarted_from_log_start(evidence: Evidence) -> Value:
         log_start[ack["partition"]] = min(log_start.get(ack["partition"], ack["offset"]), ack["offset"])
     first_after: dict[int, int] = {}
     for moment, span in evidence.consumed_spans():
-        if moment >= windows[-1][0]:
+        if moment >= max(start for start, _ in windows):
             first_after.setdefault(span["partition"], span["first"])
     if not first_after:
         return False

@@ -147,13 +147,16 @@ def deal_flood(
     seed: int = 0,
     rate: float | None = None,
     same_partition_of: int | None = None,
+    pause_after: int | None = None,
+    pause_s: float = 0.0,
 ) -> Workload:
     """Runs of ``run_length`` copies of one ~``target_bytes`` deal, each copy a small change.
 
     Like a save callback firing once per option update: the same deal is republished again
     and again, so every run lands on the partition its deal id hashes to. With
     ``same_partition_of=N`` every deal id hashes to one partition of an N-partition topic (the
-    unlucky clump of chatty deals on one partition).
+    unlucky clump of chatty deals on one partition). ``pause_after=N`` goes quiet for
+    ``pause_s`` seconds after N records (room to change the topic mid-flood).
     """
 
     def deal_ids(fake: Faker) -> list[str]:
@@ -171,6 +174,7 @@ def deal_flood(
     def build(rng: random.Random, fake: Faker, stamper: Stamper) -> Iterator[Step]:
         ids = deal_ids(fake)
         documents = {deal: _deal_document(fake, deal, options, target_bytes) for deal in ids}
+        sent = 0
         for run in range(runs):
             deal = ids[run % deals]
             document = documents[deal]
@@ -178,6 +182,9 @@ def deal_flood(
                 option = rng.randrange(options)
                 document["options"][option]["active"] = not document["options"][option]["active"]
                 document["revision"] += 1
+                if sent == pause_after:
+                    yield Pause(pause_s)
+                sent += 1
                 yield stamper.stamp(deal, {"type": "deal.updated", "deal": document})
 
     parameters = {
@@ -187,5 +194,7 @@ def deal_flood(
         "options": options,
         "target_bytes": target_bytes,
         "same_partition_of": same_partition_of,
+        "pause_after": pause_after,
+        "pause_s": pause_s,
     }
     return Workload("deal-flood", seed, build, rate, parameters)

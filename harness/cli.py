@@ -4,6 +4,9 @@
 - ``kafka-replay smoke``: the smoke replay against an embedded broker, with its report.
 - ``kafka-replay image build``: build the local Kafka image the container backend runs.
 - ``kafka-replay check RUN_DIR``: the Spark checker on one run's history and output.
+- ``kafka-replay list``: the incident catalog.
+- ``kafka-replay run INCIDENT... | --all``: replay incidents and gate on the outcome
+  (exit 0 every run passed, 1 some run failed, 2 some run could not be judged).
 """
 
 from __future__ import annotations
@@ -214,7 +217,121 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--spark-master", default=None, help="default: local[2]")
     check.set_defaults(run=cmd_check)
+    listing = commands.add_parser("list", help="the incident catalog")
+    listing.set_defaults(run=cmd_list)
+    run = commands.add_parser("run", help="replay incidents against real Kafka and check them")
+    run.add_argument("incidents", nargs="*", metavar="INCIDENT", help="names from `list`")
+    run.add_argument("--all", action="store_true", help="every incident of the catalog")
+    run.add_argument(
+        "--profile",
+        choices=["vulnerable", "remediated"],
+        default=None,
+        help="only this profile (default: both)",
+    )
+    run.add_argument(
+        "--app",
+        help="your app instead of the reference app: a command line (placeholders like "
+        "{bootstrap} allowed) or module:function; the profile picks the conditions it runs under",
+    )
+    run.add_argument("--output-id", help="module:function(record) -> event_id for your output")
+    run.add_argument(
+        "--guarantee",
+        choices=["exactly-once", "at-least-once"],
+        default=None,
+        help="what your app promises (default: the incident's)",
+    )
+    run.add_argument(
+        "--group-protocol",
+        choices=["classic", "consumer"],
+        default=None,
+        help="consumer group protocol the app is told to use (default: classic)",
+    )
+    run.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="write report.json, report.md and every run's history here",
+    )
+    run.add_argument("--kafka-version", default=None)
+    run.add_argument("--backend", choices=BACKENDS, default=None)
+    run.add_argument(
+        "--bootstrap",
+        default=None,
+        help="an existing cluster (incidents that need their own broker config cannot run there)",
+    )
+    run.add_argument("--spark-master", default=None, help="default: local[2]")
+    run.set_defaults(run=cmd_run)
     return parser
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from incidents import catalog
+
+    table = Table(title="Incident catalog", show_lines=True)
+    for column in ("incident", "post", "guarantee", "profiles", "signature"):
+        table.add_column(column, overflow="fold")
+    for incident in catalog().values():
+        profiles = "\n".join(f"{p.name}: {p.description}" for p in incident.profiles.values())
+        signature = "\n".join(str(c) for c in incident.signature)
+        table.add_row(
+            f"{incident.name}\n{incident.title}",
+            incident.post,
+            incident.guarantee,
+            profiles,
+            signature,
+        )
+    Console().print(table)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from incidents import PROFILES, select
+    from incidents.report import summary_table, write_report
+    from incidents.runner import RunOptions
+    from incidents.session import CatalogSession
+
+    if bool(args.all) == bool(args.incidents):
+        raise ValueError("name the incidents to run, or give --all (see `kafka-replay list`)")
+    try:
+        incidents = select(args.incidents)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from exc
+    profiles = [args.profile] if args.profile else list(PROFILES)
+    options = RunOptions(args.app, args.output_id, args.guarantee, args.group_protocol)
+    _interrupt_on_sigterm()
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="kafka-replay-") as scratch:
+        work_dir = args.report or Path(scratch)
+        with CatalogSession(
+            work_dir, args.kafka_version, args.backend, bootstrap_servers=args.bootstrap,
+            spark_master=args.spark_master,
+        ) as session:  # fmt: skip
+            for incident in incidents:
+                for profile in profiles:
+                    title = f"{incident.name} [{profile}]"
+                    with console.status(title) as status:
+                        outcome = session.run(
+                            incident, profile, options,
+                            progress=lambda line, t=title: status.update(f"{t}: {line}"),
+                        )  # fmt: skip
+                    mark = "[green]pass" if outcome.passed else "[red]FAIL"
+                    console.print(f"{mark}[/] {title} in {outcome.duration_s:.0f}s")
+                    if not outcome.passed:
+                        console.print(outcome.explain(), markup=False, highlight=False)
+                    outcomes.append(outcome)
+        Console().print(summary_table(outcomes, "Incident replay"))
+        if args.report:
+            context = {
+                "kafka_version": choose_version(args.kafka_version),
+                "options": vars(options),
+            }
+            path = write_report(args.report, outcomes, context)
+            console.print(f"Report: {path}")
+    if any(o.error for o in outcomes):
+        return 2
+    return 0 if all(o.passed for o in outcomes) else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -186,7 +186,9 @@ def _describe(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in _kinds(kind))
 
 
-def parse_condition(source: Path, where: str, symptom: str, text: Any, known: set[str]) -> Condition:
+def parse_condition(
+    source: Path, where: str, symptom: str, text: Any, known: set[str]
+) -> Condition:
     if symptom not in known:
         raise DefinitionError(
             source, where, f"unknown symptom; known symptoms: {', '.join(sorted(known))}"
@@ -206,7 +208,8 @@ def parse_condition(source: Path, where: str, symptom: str, text: Any, known: se
         try:
             value = float(raw)
         except ValueError:
-            raise DefinitionError(source, where, f"{parts[1]!r} is not a number, true or false")
+            problem = f"{parts[1]!r} is not a number, true or false"
+            raise DefinitionError(source, where, problem) from None
     return Condition(symptom, parts[0], value)
 
 
@@ -255,7 +258,9 @@ def _step(source: Path, index: int, data: Any, workloads: set[str]) -> Step:
         raise DefinitionError(
             source, f"{where}.do", f"unknown step {do!r}; steps: {', '.join(STEP_FIELDS)}"
         )
-    options = {name: table.get(name, kind, default) for name, (kind, default) in STEP_FIELDS[do].items()}
+    options = {
+        name: table.get(name, kind, default) for name, (kind, default) in STEP_FIELDS[do].items()
+    }
     table.finish()
     if do == "produce" and options["workload"] not in workloads:
         raise DefinitionError(
@@ -268,9 +273,7 @@ def _step(source: Path, index: int, data: Any, workloads: set[str]) -> Step:
         if len(gap) != 2 or not all(isinstance(g, (int, float)) for g in gap) or gap[0] > gap[1]:
             raise DefinitionError(source, f"{where}.gap_s", "must be [shortest, longest] seconds")
         if options["signal"] not in SIGNALS:
-            raise DefinitionError(
-                source, f"{where}.signal", f"must be one of {', '.join(SIGNALS)}"
-            )
+            raise DefinitionError(source, f"{where}.signal", f"must be one of {', '.join(SIGNALS)}")
     if do == "add_partitions" and options["topic"] not in TOPIC_ROLES:
         raise DefinitionError(source, f"{where}.topic", f"must be one of {', '.join(TOPIC_ROLES)}")
     return Step(do, options)
@@ -289,7 +292,10 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
     )
     app.finish()
     workloads = table.table("workloads")
-    built = {key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict)) for key in list(workloads.data)}
+    built = {
+        key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
+        for key in list(workloads.data)
+    }
     return Profile(
         name,
         description,
@@ -319,7 +325,11 @@ def load_incident(path: Path, known_symptoms: set[str]) -> Incident:
     topics.finish()
     if not partitions["input"] or not partitions["output"]:
         raise DefinitionError(path, "topics", "needs input and output partition counts")
-    base = {key: data[key] for key in ("broker", "client", "producer", "app", "workloads") if key in data}
+    base = {
+        key: data[key]
+        for key in ("broker", "client", "producer", "app", "workloads")
+        if key in data
+    }
     top.read.update(base)
     if "app" not in base or "workloads" not in base:
         raise DefinitionError(path, "app" if "app" not in base else "workloads", "is required")
@@ -328,7 +338,9 @@ def load_incident(path: Path, known_symptoms: set[str]) -> Incident:
     extra = [p for p in profiles_table.data if p not in PROFILES]
     if missing or extra:
         raise DefinitionError(
-            path, "profiles", f"must define exactly {' and '.join(PROFILES)} (got {sorted(profiles_table.data)})"
+            path,
+            "profiles",
+            f"must define exactly {' and '.join(PROFILES)} (got {sorted(profiles_table.data)})",
         )
     profiles = {p: _profile(path, p, base, profiles_table.get(p, dict)) for p in PROFILES}
     workload_names = set(profiles["vulnerable"].workloads)

@@ -25,7 +25,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from harness.apps import AppContext, AppSpec, AppStartError, RestartPolicy, Supervisor, load_callable
+from harness.apps import (
+    AppContext,
+    AppSpec,
+    AppStartError,
+    RestartPolicy,
+    Supervisor,
+    load_callable,
+)
 from harness.checker import CheckResult, KafkaOutput, check_run
 from harness.cluster import Cluster
 from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
@@ -265,25 +272,28 @@ def _judge(
         produce=history.read("produce"),
         lifecycle=history.read("lifecycle"),
         app=sorted(
-            (e for name in history.stream_names() if name.startswith("app-")
-             for e in read_stream(history.stream_path(name))),
+            (
+                e
+                for name in history.stream_names()
+                if name.startswith("app-")
+                for e in read_stream(history.stream_path(name))
+            ),
             key=lambda e: e["ts"],
-        ),  # fmt: skip
+        ),
         offsets=history.read("offsets"),
         lag=history.read("lag"),
         steps=history.read("steps"),
         check=check,
         side_effects=side_effects,
         input_topic=topics["input"],
+        client_config=history.meta().get("client_config", {}),
     )
     symptoms = measure(evidence, incident.symptoms)
     outcome.symptoms = symptoms
     shown = [(c, c.holds(symptoms[c.symptom])) for c in incident.signature]
     outcome.reproduced = all(held is True for _, held in shown)
     unmet = [c for c in incident.conditions if c.holds(symptoms[c.symptom]) is False]
-    outcome.reasons += [
-        f"condition not met: {c} (measured {symptoms[c.symptom]})" for c in unmet
-    ]
+    outcome.reasons += [f"condition not met: {c} (measured {symptoms[c.symptom]})" for c in unmet]
     guarantee_held = check.result == "pass"
     if not guarantee_held and (options.app or profile == "remediated"):
         outcome.reasons.append(f"the declared {guarantee} guarantee did not hold ({check.verdict})")

@@ -84,7 +84,9 @@ class Stage:
             time.sleep(POLL_S)
         return True
 
-    def on_produce_event(self, sink: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def on_produce_event(
+        self, sink: Callable[[dict[str, Any]], None]
+    ) -> Callable[[dict[str, Any]], None]:
         def record(event: dict[str, Any]) -> None:
             sink(event)
             with self._lock:
@@ -114,9 +116,8 @@ def _produce(stage: Stage, step: Step) -> dict[str, Any]:
 
 
 def _wait_produced(stage: Stage, step: Step) -> dict[str, Any]:
-    producers = [t for t in stage.background if t.name.startswith("produce-")]
-    for thread in producers:
-        while thread.is_alive():
+    for thread in stage.background:
+        while thread.name.startswith("produce-") and thread.is_alive():
             stage.check()
             thread.join(POLL_S)
     stage.check()
@@ -171,10 +172,19 @@ def caught_up(stage: Stage) -> Callable[[], bool]:
     return check
 
 
+def _wait_background(stage: Stage) -> None:
+    for thread in stage.background:
+        while thread.is_alive():
+            stage.check()
+            thread.join(POLL_S)
+    stage.check()
+
+
 def _drain(stage: Stage, step: Step) -> dict[str, Any]:
+    """Wait for the workload and faults to finish, then for the group to catch up."""
     started = time.monotonic()
     deadline = started + step["budget_s"]
-    _wait_produced(stage, step)
+    _wait_background(stage)
     check = caught_up(stage)
     try:
         drained = stage.until(check, max(0.0, deadline - time.monotonic()))

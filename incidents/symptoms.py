@@ -8,10 +8,11 @@ in their ``signature`` and ``conditions``.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.checker import CheckResult
@@ -22,8 +23,8 @@ PRODUCER_ID_ERRORS = frozenset(
 )
 #: Lag above this on the hot partition at the end means it did not keep up.
 HOT_LAG_BEHIND = 10
-#: Lag at or below this on the other partitions means they kept up.
-COLD_LAG_KEPT_UP = 5
+#: Median gaps between deliveries within this factor of the fetch wait are "a fetch wait apart".
+FETCH_WAIT_BAND = (0.8, 1.5)
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Evidence:
     check: CheckResult
     side_effects: CheckResult | None = None
     input_topic: str = ""
+    client_config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def acks(self) -> list[dict[str, Any]]:
@@ -228,7 +230,9 @@ def restarted_from_log_start(evidence: Evidence) -> Value:
         return None
     log_start: dict[int, int] = {}
     for ack in evidence.acks:
-        log_start[ack["partition"]] = min(log_start.get(ack["partition"], ack["offset"]), ack["offset"])
+        log_start[ack["partition"]] = min(
+            log_start.get(ack["partition"], ack["offset"]), ack["offset"]
+        )
     first_after: dict[int, int] = {}
     for moment, span in evidence.consumed_spans():
         if moment >= max(start for start, _ in windows):
@@ -255,9 +259,7 @@ def app_restarts(evidence: Evidence) -> Value:
 @symptom
 def kills(evidence: Evidence) -> Value:
     """SIGKILLs sent to app instances."""
-    return sum(
-        1 for e in evidence.lifecycle if e["kind"] == "signal" and e["signal"] == "SIGKILL"
-    )
+    return sum(1 for e in evidence.lifecycle if e["kind"] == "signal" and e["signal"] == "SIGKILL")
 
 
 @symptom
@@ -315,10 +317,12 @@ def other_partitions_max_lag(evidence: Evidence) -> Value:
 
 @symptom
 def lag_isolated_to_hot_partition(evidence: Evidence) -> Value:
-    """Whether the busiest partitions were left behind while every other one kept up."""
-    hot_lag = hot_partition_lag_at_end(evidence)
-    cold_lag = other_partitions_max_lag(evidence)
-    return bool(hot_lag and hot_lag > HOT_LAG_BEHIND and (cold_lag or 0) <= COLD_LAG_KEPT_UP)
+    """Whether the busiest partitions were left behind while every other one caught up."""
+    _, hot = _hot_partitions(evidence)
+    final = _final_lag(evidence)
+    hot_lag = max((final.get(p, 0) for p in hot), default=0)
+    cold_lag = max((lag for p, lag in final.items() if p not in hot), default=0)
+    return hot_lag > HOT_LAG_BEHIND and cold_lag == 0
 
 
 def _hot_batches(evidence: Evidence) -> list[tuple[float, dict[str, Any]]]:
@@ -332,8 +336,26 @@ def hot_arrival_gap_s(evidence: Evidence) -> Value:
     if not _reported(evidence):
         return None
     times = [t for t, _ in _hot_batches(evidence)]
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     return round(statistics.median(gaps), 3) if gaps else None
+
+
+@symptom
+def hot_records_per_arrival(evidence: Evidence) -> Value:
+    """Median records of the hot partition in one delivery to the app."""
+    counts = [span["count"] for _, span in _hot_batches(evidence)]
+    return statistics.median(counts) if counts and _reported(evidence) else None
+
+
+@symptom
+def hot_arrivals_fetch_wait_apart(evidence: Evidence) -> Value:
+    """Whether the hot partition arrived one record at a time, about one fetch wait apart."""
+    gap, per_arrival = hot_arrival_gap_s(evidence), hot_records_per_arrival(evidence)
+    wait_s = float(evidence.client_config.get("fetch.wait.max.ms", 500)) / 1000
+    if gap is None or per_arrival is None:
+        return None
+    low, high = FETCH_WAIT_BAND
+    return per_arrival <= 1 and low * wait_s <= gap <= high * wait_s
 
 
 @symptom

@@ -163,11 +163,9 @@ def deal_flood(
         ids: list[str] = []
         while len(ids) < deals:
             deal = f"deal-{fake.unique.random_int(1000000, 9999999)}"
-            if same_partition_of and ids:
-                if java_partition(deal, same_partition_of) != java_partition(
-                    ids[0], same_partition_of
-                ):
-                    continue
+            clump = same_partition_of
+            if clump and ids and java_partition(deal, clump) != java_partition(ids[0], clump):
+                continue
             ids.append(deal)
         return ids
 

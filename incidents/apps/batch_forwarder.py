@@ -13,8 +13,6 @@ import argparse
 import sys
 import time
 
-from confluent_kafka import KafkaException
-
 from .common import Service, next_offsets, result_of
 
 
@@ -34,15 +32,10 @@ def main(argv: list[str]) -> int:
         for message in batch:
             time.sleep(options.work_ms / 1000)  # the record's work
             value, headers = result_of(message)
-            producer.produce(
-                service.context.output_topic, value, message.key(), headers=headers
-            )
+            producer.produce(service.context.output_topic, value, message.key(), headers=headers)
             producer.poll(0)
         producer.flush(30)
-        try:
-            service.report.commit(consumer, offsets=next_offsets(batch))
-        except KafkaException:
-            pass  # reported; the next poll finds out what happened to the group membership
+        service.commit(consumer, next_offsets(batch))  # a refusal shows at the next poll
     consumer.close()
     return 0
 

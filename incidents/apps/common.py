@@ -7,7 +7,7 @@ import signal
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from harness.apps import AppContext, Reporter
 
@@ -40,6 +40,14 @@ class Service:
         return Producer(
             {"bootstrap.servers": self.context.bootstrap_servers, "linger.ms": 5, **config}
         )
+
+    def commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> bool:
+        """Commit and report; a refused commit is reported and the service goes on."""
+        try:
+            self.report.commit(consumer, offsets=offsets)
+        except KafkaException:
+            return False
+        return True
 
     def poll(self, consumer: Consumer, count: int, timeout: float) -> list[Message]:
         """A batch of good records; message errors (e.g. a missed poll interval) are reported."""

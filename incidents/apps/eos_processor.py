@@ -21,7 +21,7 @@ import argparse
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from .common import Service, next_offsets, result_of
 
@@ -35,6 +35,15 @@ def keep_alive(service: Service, consumer: Consumer, producer: Producer) -> None
     producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
     producer.commit_transaction(30)
     service.report.event("keepalive", offsets=len(positions))
+
+
+def failed_transaction(producer: Producer) -> KafkaError | None:
+    """Why the current transaction failed (a produce only says the state is erroneous)."""
+    try:
+        producer.commit_transaction(10)
+    except KafkaException as exc:
+        return exc.args[0]
+    return None
 
 
 def main(argv: list[str]) -> int:
@@ -53,7 +62,9 @@ def main(argv: list[str]) -> int:
         producer.init_transactions(60)
     else:
         producer = service.producer(**{"enable.idempotence": True})
-    side_effects = service.producer(**{"enable.idempotence": True}) if options.side_effects else None
+    side_effects = (
+        service.producer(**{"enable.idempotence": True}) if options.side_effects else None
+    )
     consumer.subscribe([context.input_topic], **service.report.rebalance_callbacks())
     last_transaction = time.monotonic()
     while not service.stopping:
@@ -72,7 +83,9 @@ def main(argv: list[str]) -> int:
                 value, headers = result_of(message)
                 producer.produce(context.output_topic, value, message.key(), headers=headers)
                 if side_effects is not None:
-                    side_effects.produce(options.side_effects, value, message.key(), headers=headers)
+                    side_effects.produce(
+                        options.side_effects, value, message.key(), headers=headers
+                    )
             if side_effects is not None:
                 side_effects.flush(30)
             if transactional:
@@ -84,8 +97,11 @@ def main(argv: list[str]) -> int:
                 producer.flush(30)
                 service.report.commit(consumer, offsets=next_offsets(batch))
         except KafkaException as exc:
-            service.report.failure("transaction" if transactional else "commit", exc.args[0])
-            print(f"eos_processor: giving up on {exc.args[0]}", file=sys.stderr, flush=True)
+            error = exc.args[0]
+            if transactional and error.code() == KafkaError._STATE:
+                error = failed_transaction(producer) or error
+            service.report.failure("transaction" if transactional else "commit", error)
+            print(f"eos_processor: giving up on {error}", file=sys.stderr, flush=True)
             return 1
         last_transaction = time.monotonic()
     consumer.close()

@@ -15,7 +15,7 @@ import argparse
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from .common import Service, result_of
 
@@ -34,12 +34,8 @@ class Committer:
         if self.only_assigned:
             keys &= {(p.topic, p.partition) for p in consumer.assignment()}
         offsets = [TopicPartition(t, p, self.done[(t, p)]) for t, p in sorted(keys)]
-        if not offsets:
-            return
-        try:
-            self.service.report.commit(consumer, offsets=offsets)
-        except KafkaException:
-            pass  # reported
+        if offsets:
+            self.service.commit(consumer, offsets)
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self.only_assigned:

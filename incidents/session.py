@@ -1,0 +1,77 @@
+"""Run several incidents in one go, sharing clusters and one Spark session between them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from harness.checker import spark_session
+from harness.cluster import Cluster
+from harness.cluster.pool import ClusterPool, ClusterSpec
+
+from .definition import Incident
+from .runner import Outcome, RunOptions, run_incident
+
+
+class CatalogSession:
+    """Brokers (one per distinct broker config, started on demand) and Spark, until closed."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        kafka_version: str | None = None,
+        backend: str | None = None,
+        image: str | None = None,
+        bootstrap_servers: str | None = None,
+        spark_master: str | None = None,
+    ) -> None:
+        self.work_dir = work_dir
+        self.kafka_version, self.backend = kafka_version, backend
+        self.pool = ClusterPool(work_dir / "kafka", bootstrap_servers, image=image)
+        self._spark_master = spark_master
+        self._spark: SparkSession | None = None
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = spark_session(self._spark_master)
+            self._spark.sparkContext.setLogLevel("ERROR")
+        return self._spark
+
+    def cluster_for(self, broker_config: Mapping[str, Any]) -> Cluster:
+        spec = ClusterSpec.of(self.kafka_version, 1, broker_config, self.backend)
+        return self.pool.get(spec, default=ClusterSpec.of(self.kafka_version, backend=self.backend))
+
+    def run(
+        self,
+        incident: Incident,
+        profile: str,
+        options: RunOptions,
+        progress: Callable[[str], None] = lambda line: None,
+    ) -> Outcome:
+        return run_incident(
+            incident,
+            profile,
+            cluster_for=self.cluster_for,
+            spark=self.spark,
+            run_dir=self.work_dir / "runs" / f"{incident.name}-{profile}",
+            options=options,
+            progress=progress,
+        )
+
+    def close(self) -> None:
+        try:
+            self.pool.close()
+        finally:
+            if self._spark is not None:
+                self._spark.stop()
+                self._spark = None
+
+    def __enter__(self) -> CatalogSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -15,6 +15,12 @@ those tests are skipped, saying how to enable them, where no Docker daemon answe
 
 ``--kafka-bootstrap HOST:PORT`` runs everything against an existing cluster instead; tests
 that need a particular broker configuration are then skipped.
+
+Incidents: ``replay_incident(name, profile)`` replays one incident of the catalog and returns
+its outcome (``incidents/test_catalog.py`` makes every incident and profile an item, so
+``pytest -k incident`` runs them). ``--app``, ``--output-id``, ``--guarantee`` and
+``--group-protocol`` put the user's own app under the incidents' conditions. ``replay_spark``
+is one Spark session per test process.
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
 
+from harness.checker.verdict import GUARANTEES
 from harness.cluster import Cluster, choose_version
 from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
 from harness.cluster.nodes import NodeCluster
 from harness.cluster.pool import ClusterPool, ClusterSpec, ExternalClusterMismatch
+from incidents.runner import GROUP_PROTOCOLS, Outcome
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
 CLUSTERS_KEY = pytest.StashKey[list[Cluster]]()
@@ -63,6 +72,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="HOST:PORT",
         help="use this existing cluster instead of starting brokers "
         "(default: $KAFKA_REPLAY_BOOTSTRAP); only uniquely prefixed topics are created and deleted",
+    )
+    group.addoption(
+        "--app",
+        default=None,
+        help="run the incidents against this app instead of the reference apps: a command line "
+        "({bootstrap}, {input_topic}, ... placeholders allowed) or module:function",
+    )
+    group.addoption(
+        "--output-id",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="how to find the input's event_id in your app's output records",
+    )
+    group.addoption(
+        "--guarantee",
+        default=None,
+        choices=GUARANTEES,
+        help="the delivery guarantee your app declares (default: each incident's)",
+    )
+    group.addoption(
+        "--group-protocol",
+        default=None,
+        choices=GROUP_PROTOCOLS,
+        help="the consumer group protocol apps are told to use (default: classic)",
     )
 
 
@@ -196,6 +229,64 @@ def kafka_topic(kafka_cluster: Cluster) -> Iterator[Callable[..., str]]:
 
     yield create
     kafka_cluster.delete_topics(created)
+
+
+@pytest.fixture(scope="session")
+def replay_spark() -> Iterator[SparkSession]:
+    """One local Spark session per test process (``local[2]``, bound to 127.0.0.1)."""
+    from harness.checker import spark_session
+
+    session = spark_session()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def replay_incident(
+    request: pytest.FixtureRequest,
+    kafka_cluster_pool: ClusterPool,
+    kafka_version: str,
+    kafka_backend: str,
+    replay_spark: SparkSession,
+    tmp_path: Path,
+) -> Callable[[str, str], Outcome]:
+    """``replay_incident(name, profile) -> Outcome``: one incident on real Kafka, checked."""
+    from incidents import select
+    from incidents.runner import RunOptions, run_incident
+
+    config = request.config
+    options = RunOptions(
+        app=config.getoption("--app"),
+        output_id=config.getoption("--output-id"),
+        guarantee=config.getoption("--guarantee"),
+        group_protocol=config.getoption("--group-protocol"),
+    )
+    if kafka_backend == "container":
+        skip_without_docker(request)
+    default = ClusterSpec.of(config.getoption("--kafka-version"), backend=kafka_backend)
+
+    def cluster_for(broker_config: Mapping[str, object]) -> Cluster:
+        spec = ClusterSpec.of(kafka_version, 1, broker_config, kafka_backend)
+        try:
+            cluster = kafka_cluster_pool.get(spec, default=default)
+        except ExternalClusterMismatch as exc:
+            pytest.skip(str(exc))
+        request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
+        return cluster
+
+    def replay(name: str, profile: str) -> Outcome:
+        (incident,) = select([name])
+        return run_incident(
+            incident,
+            profile,
+            cluster_for=cluster_for,
+            spark=replay_spark,
+            run_dir=tmp_path / "run",
+            options=options,
+        )
+
+    return replay
 
 
 @pytest.hookimpl(wrapper=True)

@@ -267,20 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_list(args: argparse.Namespace) -> int:
     from incidents import catalog
 
-    table = Table(title="Incident catalog", show_lines=True)
-    for column in ("incident", "post", "guarantee", "profiles", "signature"):
-        table.add_column(column, overflow="fold")
+    out = Console(highlight=False, soft_wrap=True)
     for incident in catalog().values():
-        profiles = "\n".join(f"{p.name}: {p.description}" for p in incident.profiles.values())
-        signature = "\n".join(str(c) for c in incident.signature)
-        table.add_row(
-            f"{incident.name}\n{incident.title}",
-            incident.post,
-            incident.guarantee,
-            profiles,
-            signature,
-        )
-    Console().print(table)
+        out.print(f"[bold]{incident.name}[/]  ({incident.guarantee}; post {incident.post})")
+        out.print(f"  {incident.title}")
+        for profile in incident.profiles.values():
+            out.print(f"  {profile.name}: {profile.description}")
+        out.print("  signature: " + "; ".join(str(c) for c in incident.signature) + "\n")
     return 0
 
 

@@ -1,0 +1,142 @@
+"""The catalog's definitions: every shipped one loads, and every mistake is named precisely.
+
+Pure logic: no Kafka here. The incidents themselves run in incidents/test_catalog.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from incidents import PROFILES, DefinitionError, catalog
+from incidents.definition import load_incident
+from incidents.symptoms import SYMPTOMS
+
+POSTS = {"000_8bf1f8646e2c87d8", "001_336d53de5af32191", "002_d2e544ec6e17ee0b"}
+POSTS |= {"003_900f23283aa658db"}
+
+VALID = """
+name = "{name}"
+title = "t"
+post = "000"
+guarantee = "at-least-once"
+time_scale = "s"
+
+[topics]
+input = 3
+output = 3
+
+[app]
+command = "{{python}} -m incidents.apps.batch_forwarder"
+
+[workloads.w]
+generator = "student_onboarding"
+count = 10
+
+[[steps]]
+do = "produce"
+workload = "w"
+
+[signature]
+rejected_commits = ">= 1"
+
+[profiles.vulnerable]
+description = "v"
+
+[profiles.remediated]
+description = "r"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "broken") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text.replace("{name}", name).replace("{{python}}", "{python}"))
+    return path
+
+
+def test_the_catalog_has_every_incident_of_the_posts() -> None:
+    incidents = catalog()
+    assert set(incidents) == {
+        "poll-timeout-rebalance",
+        "zombie-commit",
+        "deal-flood",
+        "offset-retention-expiry",
+        "transactional-id-expiry",
+        "crash-restart-eos",
+    }
+    assert {i.post for i in incidents.values()} == POSTS
+    for incident in incidents.values():
+        assert tuple(incident.profiles) == PROFILES
+        assert incident.signature and incident.time_scale.strip()
+        vulnerable, remediated = incident.profiles.values()
+        assert (vulnerable.app, vulnerable.broker, vulnerable.client) != (
+            remediated.app,
+            remediated.broker,
+            remediated.client,
+        ), f"{incident.name}: the fix must change something"
+
+
+def test_a_valid_definition_loads(tmp_path: Path) -> None:
+    incident = load_incident(write(tmp_path, VALID), set(SYMPTOMS))
+    assert incident.steps[0].do == "produce"
+    assert str(incident.signature[0]) == "rejected_commits >= 1"
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        (('guarantee = "at-least-once"', 'guarantee = "maybe"'), "guarantee", "one of"),
+        (('do = "produce"', 'do = "explode"'), "steps[0].do", "unknown step"),
+        (('workload = "w"\n', 'workload = "w"\nspeed = 3\n'), "steps[0].speed", "unknown"),
+        (('workload = "w"\n', 'workload = "nope"\n'), "steps[0].workload", "no workload"),
+        (('rejected_commits = ">= 1"', 'no_such = ">= 1"'), "signature.no_such", "unknown"),
+        (('rejected_commits = ">= 1"', 'rejected_commits = "lots"'), "signature", "like"),
+        (
+            ("count = 10", "count = 10\nwidth = 2"),
+            "profiles.vulnerable.workloads.w",
+            "bad parameters",
+        ),
+        (('[profiles.remediated]\ndescription = "r"\n', ""), "profiles", "exactly"),
+        (("input = 3", 'input = "three"'), "topics.input", "an integer"),
+        (('title = "t"\n', 'title = "t"\ncolour = 1\n'), "colour", "unknown field"),
+    ],
+)
+def test_a_broken_definition_names_the_file_and_field(
+    tmp_path: Path, change: tuple[str, str], field: str, says: str
+) -> None:
+    path = write(tmp_path, VALID.replace(*change))
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(path, set(SYMPTOMS))
+    assert str(path) in str(caught.value)
+    assert caught.value.where.startswith(field), caught.value
+    assert says in caught.value.problem
+
+
+def test_the_name_must_match_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID.replace('name = "{name}"', 'name = "other"'))
+    with pytest.raises(DefinitionError, match="must match the file name"):
+        load_incident(path, set(SYMPTOMS))
+
+
+def test_kafka_replay_list_shows_the_catalog() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "list"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    for name in catalog():
+        assert name in result.stdout
+
+
+def test_kafka_replay_run_refuses_an_unknown_incident() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "no-such-incident"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "no incident named no-such-incident" in result.stderr
+    assert "poll-timeout-rebalance" in result.stderr

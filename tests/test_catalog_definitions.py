@@ -57,7 +57,7 @@ def write(tmp_path: Path, text: str, name: str = "broken") -> Path:
     return path
 
 
-def test_the_catalog_has_every_incident_of_the_posts() -> None:
+def test_the_catalog_covers_every_post() -> None:
     incidents = catalog()
     assert set(incidents) == {
         "poll-timeout-rebalance",
@@ -130,7 +130,7 @@ def test_kafka_replay_list_shows_the_catalog() -> None:
         assert name in result.stdout
 
 
-def test_kafka_replay_run_refuses_an_unknown_incident() -> None:
+def test_kafka_replay_run_refuses_an_unknown_name() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", "no-such-incident"],
         capture_output=True,

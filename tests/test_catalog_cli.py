@@ -1,0 +1,102 @@
+"""``kafka-replay run`` end to end: the user's app under an incident, the report, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+REPORT_FIELDS = {
+    "incident", "profile", "app", "guarantee", "verdict", "passed", "reproduced", "anomalies",
+    "symptoms", "duration_s",
+}  # fmt: skip
+
+
+def kafka_replay(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harness.cli", *args]
+
+
+def test_your_app_is_gated_on_its_declared_guarantee(tmp_path: Path) -> None:
+    app = f"{sys.executable} -m tests.apps.faulty duplicate"  # writes every fifth result twice
+    result = subprocess.run(
+        kafka_replay(
+            "run",
+            "poll-timeout-rebalance",
+            "--profile",
+            "remediated",
+            "--app",
+            app,
+            "--guarantee",
+            "exactly-once",
+            "--report",
+            str(tmp_path / "report"),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    (run,) = report["runs"]
+    assert set(run) >= REPORT_FIELDS
+    assert (run["incident"], run["profile"], run["app"]) == (
+        "poll-timeout-rebalance",
+        "remediated",
+        "tests.apps.faulty",
+    )
+    assert (run["guarantee"], run["verdict"], run["passed"]) == (
+        "exactly-once",
+        "at-least-once",
+        False,
+    )
+    assert run["anomalies"]["duplicate"] == 240  # 1,200 inputs, every fifth written twice
+    assert run["anomalies"]["lost"] == 0
+    assert "the declared exactly-once guarantee did not hold" in " ".join(run["reasons"])
+    assert (tmp_path / "report" / "report.md").exists()
+    assert Path(run["run_dir"], "events", "produce.jsonl").exists()
+
+
+def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    child = subprocess.Popen(
+        kafka_replay("run", "offset-retention-expiry", "--profile", "vulnerable"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    deadline = time.monotonic() + 180
+    descendants: list[psutil.Process] = []
+    while not any("incidents.apps" in " ".join(p.cmdline()) for p in descendants):
+        assert child.poll() is None, child.stdout.read() if child.stdout else ""
+        assert time.monotonic() < deadline, "the reference app never started"
+        time.sleep(0.2)
+        descendants = _descendants(child.pid)
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate(timeout=120)
+    assert child.returncode == 130, output
+    assert "Interrupted" in output
+    alive = [p for p in descendants if _alive(p)]
+    assert not alive, f"left running: {[p.cmdline()[:3] for p in alive]}"
+    assert not list(scratch.iterdir()), "temporary directories were left behind"
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -1,0 +1,108 @@
+"""Symptoms measured on hand-made run histories (pure logic; the real runs are the catalog's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.checker import ANOMALIES, CheckResult
+from harness.checker.analysis import Finding
+from incidents.symptoms import Evidence, measure
+
+TOPIC = "input"
+
+
+def check(**counts: int) -> CheckResult:
+    findings = {name: Finding(counts.get(name, 0), []) for name in ANOMALIES}
+    return CheckResult("at-least-once", "at-least-once", "pass", {}, findings)
+
+
+def evidence(**streams: Any) -> Evidence:
+    fields: dict[str, Any] = {
+        "produce": [], "lifecycle": [], "app": [], "offsets": [], "lag": [], "steps": [],
+        "check": check(), "input_topic": TOPIC,
+    }  # fmt: skip
+    fields.update(streams)
+    return Evidence(**fields)
+
+
+def consumed(ts: float, partition: int, first: int, last: int) -> dict[str, Any]:
+    span = {"topic": TOPIC, "partition": partition, "first": first, "last": last}
+    return {"ts": ts, "kind": "consumed", "partitions": [{**span, "count": last - first + 1}]}
+
+
+def ack(ts: float, partition: int, offset: int, key: str = "k", size: int = 100) -> dict[str, Any]:
+    return {"ts": ts, "kind": "ack", "partition": partition, "offset": offset, "key": key,
+            "size": size}  # fmt: skip
+
+
+def test_consumption_that_starts_over_counts_as_a_jump_back() -> None:
+    app = [consumed(1, 0, 0, 99), consumed(2, 1, 0, 49), consumed(3, 0, 100, 199)]
+    app += [consumed(4, 0, 98, 150)]  # reread from 98 after reaching 200
+    found = measure(evidence(app=app), ("consumed_offset_jumps_back", "largest_jump_back"))
+    assert found == {"consumed_offset_jumps_back": 1, "largest_jump_back": 102}
+
+
+def test_symptoms_an_uninstrumented_app_cannot_show_are_unmeasured() -> None:
+    names = ("max_poll_exceeded", "rejected_commits", "consumed_offset_jumps_back")
+    assert set(measure(evidence(), names).values()) == {None}
+
+
+def test_rejected_commits_and_dropped_members_are_counted() -> None:
+    app = [
+        {"ts": 1, "kind": "client_error", "code": "_MAX_POLL_EXCEEDED"},
+        {"ts": 2, "kind": "commit_result", "ok": False, "code": "UNKNOWN_MEMBER_ID"},
+        {"ts": 3, "kind": "commit_result", "ok": True},
+    ]
+    found = measure(evidence(app=app), ("max_poll_exceeded", "rejected_commits"))
+    assert found == {"max_poll_exceeded": 1, "rejected_commits": 1}
+
+
+def test_a_stale_commit_in_the_quiet_period_shows_as_lag() -> None:
+    acks = [ack(1, 0, offset) for offset in range(10)]
+    steps = [{"do": "idle", "label": "quiet", "started": 100.0, "ended": 105.0}]
+
+    def commit(ts: float, offset: int) -> dict[str, Any]:
+        return {"kind": "commit", "topic": TOPIC, "partition": 0, "offset": offset,
+                "commit_ts_ms": ts * 1000}  # fmt: skip
+
+    before, stale, outside = commit(99, 10), commit(101, 4), commit(106, 2)
+    run = evidence(produce=acks, steps=steps, offsets=[before, stale, outside])
+    assert measure(run, ("lag_while_idle",)) == {"lag_while_idle": 6}
+
+
+def test_the_redeploy_starting_from_the_log_start_is_recognised() -> None:
+    acks = [ack(1, p, o) for p in (0, 1) for o in range(5)]
+    steps = [{"do": "start_apps", "label": "redeploy", "started": 50.0, "ended": 51.0}]
+    early = [consumed(10, 0, 0, 4), consumed(11, 1, 0, 4)]
+    from_start = evidence(produce=acks, steps=steps, app=[*early, consumed(52, 0, 0, 4)])
+    resumed = evidence(produce=acks, steps=steps, app=[*early, consumed(52, 0, 5, 6)])
+    assert measure(from_start, ("restarted_from_log_start",)) == {"restarted_from_log_start": True}
+    assert measure(resumed, ("restarted_from_log_start",)) == {"restarted_from_log_start": False}
+
+
+def test_a_hot_partition_that_drains_one_record_per_fetch_wait() -> None:
+    acks = [ack(0.0, 1, offset, key="deal-1", size=800_000) for offset in range(30)]
+    acks += [ack(0.0, 0, 0, key="account-1"), ack(0.0, 2, 0, key="account-2")]
+    acks.append(ack(5.0, 4, 0, key="deal-1", size=800_000))  # the key moved: 3 -> 6 partitions
+    app = [consumed(1.0 + i, 1, i, i) for i in range(10)]
+    lag = [{"ts": 12, "partition": 1, "lag": 20}, {"ts": 12, "partition": 0, "lag": 0}]
+    lag.append({"ts": 12, "partition": 2, "lag": 0})
+    run = evidence(produce=acks, app=app, lag=lag, client_config={"fetch.wait.max.ms": 1000})
+    names = (
+        "hot_partition", "lag_isolated_to_hot_partition", "hot_arrival_gap_s",
+        "hot_records_per_arrival", "hot_arrivals_fetch_wait_apart", "hot_drain_rate",
+        "keys_moved",
+    )  # fmt: skip
+    assert measure(run, names) == {
+        "hot_partition": 1,
+        "lag_isolated_to_hot_partition": True,
+        "hot_arrival_gap_s": 1.0,
+        "hot_records_per_arrival": 1,
+        "hot_arrivals_fetch_wait_apart": True,
+        "hot_drain_rate": 1.0,
+        "keys_moved": 1,
+    }
+    fast = evidence(produce=acks, app=app, lag=lag, client_config={"fetch.wait.max.ms": 100})
+    assert measure(fast, ("hot_arrivals_fetch_wait_apart",)) == {
+        "hot_arrivals_fetch_wait_apart": False
+    }

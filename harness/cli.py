@@ -281,7 +281,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import tempfile
 
     from incidents import PROFILES, select
-    from incidents.report import summary_table, write_report
+    from incidents.report import comparisons, summary_table, write_report
     from incidents.runner import RunOptions
     from incidents.session import CatalogSession
 
@@ -314,7 +314,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                     if not outcome.passed:
                         console.print(outcome.explain(), markup=False, highlight=False)
                     outcomes.append(outcome)
-        Console().print(summary_table(outcomes, "Incident replay"))
+        out = Console()
+        out.print(summary_table(outcomes, "Incident replay"))
+        for incident, ratios in comparisons(outcomes).items():
+            shown = ", ".join(f"{name} {ratio:g}x" for name, ratio in ratios.items())
+            out.print(f"{incident}, remediated over vulnerable: {shown}", highlight=False)
         if args.report:
             context = {
                 "kafka_version": choose_version(args.kafka_version),

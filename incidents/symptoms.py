@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -326,8 +327,22 @@ def lag_isolated_to_hot_partition(evidence: Evidence) -> Value:
 
 
 def _hot_batches(evidence: Evidence) -> list[tuple[float, dict[str, Any]]]:
+    """Deliveries from the hot partition that held flood records, each with their count.
+
+    Flood records are the large ones (a tenth of the largest or more), so the small records
+    that share the partition do not count as arrivals of the flood.
+    """
     hottest, _ = _hot_partitions(evidence)
-    return [(t, s) for t, s in evidence.consumed_spans() if s["partition"] == hottest]
+    acks = [a for a in evidence.acks if a["partition"] == hottest]
+    largest = max((a.get("size", 0) for a in acks), default=0)
+    flood = sorted(a["offset"] for a in acks if a.get("size", 0) * 10 >= largest)
+    batches = []
+    for moment, span in evidence.consumed_spans():
+        if span["partition"] == hottest:
+            count = bisect_right(flood, span["last"]) - bisect_left(flood, span["first"])
+            if count:
+                batches.append((moment, {**span, "count": count}))
+    return batches
 
 
 @symptom

@@ -37,8 +37,14 @@ class Service:
         return Consumer(self.report.client_config(base))
 
     def producer(self, **config: Any) -> Producer:
+        """An idempotent producer: a retried send is never written twice."""
         return Producer(
-            {"bootstrap.servers": self.context.bootstrap_servers, "linger.ms": 5, **config}
+            {
+                "bootstrap.servers": self.context.bootstrap_servers,
+                "linger.ms": 5,
+                "enable.idempotence": True,
+                **config,
+            }
         )
 
     def commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> bool:

@@ -61,10 +61,8 @@ def main(argv: list[str]) -> int:
         producer = service.producer(**{"transactional.id": context.transactional_id})
         producer.init_transactions(60)
     else:
-        producer = service.producer(**{"enable.idempotence": True})
-    side_effects = (
-        service.producer(**{"enable.idempotence": True}) if options.side_effects else None
-    )
+        producer = service.producer()
+    side_effects = service.producer() if options.side_effects else None
     consumer.subscribe([context.input_topic], **service.report.rebalance_callbacks())
     last_transaction = time.monotonic()
     while not service.stopping:

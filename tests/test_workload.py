@@ -109,3 +109,10 @@ def test_800kb_deal_runs_land_on_one_partition_as_java_would_put_them(
     for partition in {ack["partition"] for ack in acks}:
         offsets = [ack["offset"] for ack in acks if ack["partition"] == partition]
         assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+
+
+def test_different_workloads_never_share_an_event_id_even_with_one_seed() -> None:
+    chatter = {r.event_id for r in quiet_events(count=50, seed=3).records()}
+    students = {r.event_id for r in student_onboarding(count=50, seed=3).records()}
+    assert len(chatter) == len(students) == 50
+    assert not chatter & students

@@ -74,7 +74,9 @@ class Workload:
         rng = random.Random(self.seed)
         fake = Faker()
         fake.seed_instance(self.seed)
-        yield from self.build(rng, fake, Stamper(rng))
+        # identities come from their own source, named after the workload, so two different
+        # workloads of one run never share an event_id even when they share a seed
+        yield from self.build(rng, fake, Stamper(random.Random(f"{self.name}:{self.seed}")))
 
     def records(self) -> Iterator[WorkloadRecord]:
         return (step for step in self.steps() if isinstance(step, WorkloadRecord))

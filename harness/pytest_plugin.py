@@ -38,7 +38,8 @@ from harness.cluster import Cluster, choose_version
 from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
 from harness.cluster.nodes import NodeCluster
 from harness.cluster.pool import ClusterPool, ClusterSpec, ExternalClusterMismatch
-from incidents.runner import GROUP_PROTOCOLS, Outcome
+from incidents import select
+from incidents.runner import GROUP_PROTOCOLS, Outcome, RunOptions, run_incident
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
 CLUSTERS_KEY = pytest.StashKey[list[Cluster]]()
@@ -252,9 +253,6 @@ def replay_incident(
     tmp_path: Path,
 ) -> Callable[[str, str], Outcome]:
     """``replay_incident(name, profile) -> Outcome``: one incident on real Kafka, checked."""
-    from incidents import select
-    from incidents.runner import RunOptions, run_incident
-
     config = request.config
     options = RunOptions(
         app=config.getoption("--app"),

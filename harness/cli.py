@@ -17,12 +17,13 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.status import Status
 from rich.table import Table
 
 from harness.cluster import ClusterError, choose_version
@@ -277,6 +278,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(title: str, status: Status) -> Callable[[str], None]:
+    """Where a run's steps show: the spinner's text on a terminal, a line each in a log."""
+
+    def show(line: str) -> None:
+        if console.is_terminal:
+            status.update(f"{title}: {line}")
+        else:
+            console.print(f"{title}: {line}", highlight=False)
+
+    return show
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -305,10 +318,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 for profile in profiles:
                     title = f"{incident.name} [{profile}]"
                     with console.status(title) as status:
-                        outcome = session.run(
-                            incident, profile, options,
-                            progress=lambda line, t=title: status.update(f"{t}: {line}"),
-                        )  # fmt: skip
+                        outcome = session.run(incident, profile, options, _progress(title, status))
                     mark = "[green]pass" if outcome.passed else "[red]FAIL"
                     console.print(f"{mark}[/] {title} in {outcome.duration_s:.0f}s")
                     if not outcome.passed:

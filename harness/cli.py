@@ -23,6 +23,7 @@ from types import FrameType
 
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 from rich.status import Status
 from rich.table import Table
 
@@ -283,9 +284,9 @@ def _progress(title: str, status: Status) -> Callable[[str], None]:
 
     def show(line: str) -> None:
         if console.is_terminal:
-            status.update(f"{title}: {line}")
+            status.update(escape(f"{title}: {line}"))
         else:
-            console.print(f"{title}: {line}", highlight=False)
+            console.print(escape(f"{title}: {line}"), highlight=False)
 
     return show
 
@@ -317,10 +318,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             for incident in incidents:
                 for profile in profiles:
                     title = f"{incident.name} [{profile}]"
-                    with console.status(title) as status:
+                    with console.status(escape(title)) as status:
                         outcome = session.run(incident, profile, options, _progress(title, status))
                     mark = "[green]pass" if outcome.passed else "[red]FAIL"
-                    console.print(f"{mark}[/] {title} in {outcome.duration_s:.0f}s")
+                    console.print(f"{mark}[/] {escape(title)} in {outcome.duration_s:.0f}s")
                     if not outcome.passed:
                         console.print(outcome.explain(), markup=False, highlight=False)
                     outcomes.append(outcome)

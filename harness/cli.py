@@ -295,7 +295,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import tempfile
 
     from incidents import PROFILES, select
-    from incidents.report import comparisons, summary_table, write_report
+    from incidents.report import comparisons, summary_table, symptom_lines, write_report
     from incidents.runner import RunOptions
     from incidents.session import CatalogSession
 
@@ -325,11 +325,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                     if not outcome.passed:
                         console.print(outcome.explain(), markup=False, highlight=False)
                     outcomes.append(outcome)
-        out = Console()
-        out.print(summary_table(outcomes, "Incident replay"))
+        width = None if sys.stdout.isatty() else 120  # logs are read wider than 80 columns
+        out = Console(highlight=False, soft_wrap=True, width=width)
+        out.print(summary_table(outcomes, "Incident replay"), soft_wrap=False)
+        for line in symptom_lines(outcomes):
+            out.print(line, markup=False)
         for incident, ratios in comparisons(outcomes).items():
             shown = ", ".join(f"{name} {ratio:g}x" for name, ratio in ratios.items())
-            out.print(f"{incident}, remediated over vulnerable: {shown}", highlight=False)
+            out.print(f"{incident}, remediated over vulnerable: {shown}", markup=False)
         if args.report:
             context = {
                 "kafka_version": choose_version(args.kafka_version),

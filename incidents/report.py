@@ -77,18 +77,28 @@ def write_report(directory: Path, outcomes: Sequence[Outcome], context: dict[str
 
 
 def summary_table(outcomes: Sequence[Outcome], title: str) -> Table:
-    table = Table(title=title, show_lines=True)
-    for column in ("incident", "profile", "verdict", "reproduced", "result", "s", "symptoms"):
-        table.add_column(column, overflow="fold")
+    table = Table(title=title)
+    for column in ("incident", "profile", "verdict (declared: result)", "reproduced", "", "s"):
+        table.add_column(column)
     for o in outcomes:
-        result = "[green]pass" if o.passed else "[red]FAIL"
         table.add_row(
             o.incident,
             o.profile,
             f"{o.verdict} ({o.guarantee}: {o.check})",
             _value(o.reproduced),
-            result,
+            "[green]pass" if o.passed else "[red]FAIL",
             f"{o.duration_s:.0f}",
-            _symptoms_text(o) + "".join(f"\n[red]{r}" for r in o.reasons if not o.passed),
         )
     return table
+
+
+def symptom_lines(outcomes: Sequence[Outcome]) -> list[str]:
+    """One line of measured symptoms per run, and why each failed run failed."""
+    lines = []
+    for o in outcomes:
+        lines.append(f"{o.incident} [{o.profile}]: {_symptoms_text(o)}")
+        if not o.passed:
+            lines += [f"    {reason}" for reason in o.reasons]
+            if o.error:
+                lines.append(f"    error: {o.error}")
+    return lines

@@ -326,16 +326,20 @@ def lag_isolated_to_hot_partition(evidence: Evidence) -> Value:
     return hot_lag > HOT_LAG_BEHIND and cold_lag == 0
 
 
+def _flood_offsets(evidence: Evidence, partition: int | None) -> set[int]:
+    """Offsets of the large records (a tenth of the largest or more) on ``partition``."""
+    acks = [a for a in evidence.acks if a["partition"] == partition]
+    largest = max((a.get("size", 0) for a in acks), default=0)
+    return {a["offset"] for a in acks if a.get("size", 0) * 10 >= largest}
+
+
 def _hot_batches(evidence: Evidence) -> list[tuple[float, dict[str, Any]]]:
     """Deliveries from the hot partition that held flood records, each with their count.
 
-    Flood records are the large ones (a tenth of the largest or more), so the small records
-    that share the partition do not count as arrivals of the flood.
+    The small records that share the partition do not count as arrivals of the flood.
     """
     hottest, _ = _hot_partitions(evidence)
-    acks = [a for a in evidence.acks if a["partition"] == hottest]
-    largest = max((a.get("size", 0) for a in acks), default=0)
-    flood = sorted(a["offset"] for a in acks if a.get("size", 0) * 10 >= largest)
+    flood = sorted(_flood_offsets(evidence, hottest))
     batches = []
     for moment, span in evidence.consumed_spans():
         if span["partition"] == hottest:
@@ -375,19 +379,30 @@ def hot_arrivals_fetch_wait_apart(evidence: Evidence) -> Value:
 
 @symptom
 def hot_drain_rate(evidence: Evidence) -> Value:
-    """Records per second the app took from the hot partition while it had a backlog."""
+    """Flood records per second the app took from the hot partition while it had a backlog."""
     if not _reported(evidence):
         return None
     hottest, _ = _hot_partitions(evidence)
-    acks = sorted((a["ts"], a["offset"]) for a in evidence.acks if a["partition"] == hottest)
-    records, seconds, previous = 0, 0.0, None
-    for moment, span in _hot_batches(evidence):
-        end = max((offset + 1 for ts, offset in acks if ts <= moment), default=0)
-        if previous is not None and end > span["last"] + 1:  # more was waiting: it was draining
-            records += span["count"]
-            seconds += moment - previous
+    flood = _flood_offsets(evidence, hottest)
+    marks = [(a["ts"], "end", a["offset"] + 1) for a in evidence.acks if a["partition"] == hottest]
+    marks = [mark for mark in marks if mark[2] - 1 in flood]
+    marks += [
+        (t, "position", s["last"] + 1)
+        for t, s in evidence.consumed_spans()
+        if s["partition"] == hottest
+    ]
+    end = position = 0
+    behind_s, previous = 0.0, None
+    for moment, kind, offset in sorted(marks):
+        if previous is not None and end > position:
+            behind_s += moment - previous
+        if kind == "end":
+            end = max(end, offset)
+        else:
+            position = max(position, offset)
         previous = moment
-    return round(records / seconds, 2) if seconds else None
+    taken = sum(span["count"] for _, span in _hot_batches(evidence))
+    return round(taken / behind_s, 2) if behind_s else None
 
 
 @symptom

@@ -20,6 +20,7 @@ from harness.cluster.artifacts import Artifact, resolve_classpath
 
 MASTER_ENV = "KAFKA_REPLAY_SPARK_MASTER"
 DEFAULT_MASTER = "local[2]"
+LOG_CONFIG = Path(__file__).parent / "resources" / "log4j2.properties"
 SCALA = "2.13"
 _VERSIONED = re.compile(r"^(?P<name>.+?)-\d[\w.\-]*\.jar$")
 
@@ -88,5 +89,8 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
+        .config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+        )
         .getOrCreate()
     )

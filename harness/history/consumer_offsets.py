@@ -22,6 +22,8 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 log = logging.getLogger(__name__)
+#: librdkafka's own lines, with every other Kafka client of the harness
+CLIENT_LOG = logging.getLogger("harness.librdkafka")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_COMMIT_KEY_TYPES = (0, 1)
@@ -177,7 +179,7 @@ class OffsetsRecorder:
                 "group.id": f"kafka-replay-offsets-reader-{self.group}",
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",  # aborted transactional commits never took
-                "logger": log,
+                "logger": CLIENT_LOG,
             }
         )
         self._consumer.assign([TopicPartition(OFFSETS_TOPIC, self._partition, OFFSET_BEGINNING)])
@@ -262,6 +264,6 @@ def group_reader(bootstrap_servers: str, group: str) -> Consumer:
             "bootstrap.servers": bootstrap_servers,
             "group.id": group,
             "enable.auto.commit": False,
-            "logger": log,
+            "logger": CLIENT_LOG,
         }
     )

@@ -19,14 +19,15 @@ from confluent_kafka import KafkaError, Message, Producer
 from .records import Pause, Workload, WorkloadRecord
 
 Sink = Callable[[dict[str, Any]], None]
-log = logging.getLogger(__name__)
+#: librdkafka's own lines, with every other Kafka client of the harness
+CLIENT_LOG = logging.getLogger("harness.librdkafka")
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "partitioner": "murmur2_random",
     "acks": "all",
     "enable.idempotence": True,
     "linger.ms": 5,
-    "logger": log,
+    "logger": CLIENT_LOG,
 }
 
 

@@ -249,7 +249,6 @@ def replay_incident(
     kafka_cluster_pool: ClusterPool,
     kafka_version: str,
     kafka_backend: str,
-    replay_spark: SparkSession,
     tmp_path: Path,
 ) -> Callable[[str, str], Outcome]:
     """``replay_incident(name, profile) -> Outcome``: one incident on real Kafka, checked."""
@@ -279,7 +278,7 @@ def replay_incident(
             incident,
             profile,
             cluster_for=cluster_for,
-            spark=replay_spark,
+            spark=lambda: request.getfixturevalue("replay_spark"),
             run_dir=tmp_path / "run",
             options=options,
         )

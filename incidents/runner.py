@@ -125,12 +125,15 @@ def run_incident(
     profile_name: str,
     *,
     cluster_for: Callable[[Mapping[str, Any]], Cluster],
-    spark: SparkSession,
+    spark: Callable[[], SparkSession],
     run_dir: Path,
     options: RunOptions | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> Outcome:
-    """Replay ``incident`` under ``profile_name`` and judge it."""
+    """Replay ``incident`` under ``profile_name`` and judge it.
+
+    ``spark`` gives the checker's session when it is needed (not for a run that failed).
+    """
     options = options or RunOptions()
     profile = incident.profiles[profile_name]
     guarantee = options.guarantee or incident.guarantee
@@ -172,7 +175,7 @@ def run_incident(
     check, side_effects = None, None
     if error is None:
         progress("checking every record with Spark")
-        check, side_effects = _check(spark, cluster, history, topics, guarantee, options)
+        check, side_effects = _check(spark(), cluster, history, topics, guarantee, options)
     history.keep_logs(cluster.log_files())
     cluster.delete_topics(list(topics.values()))
     outcome = _judge(

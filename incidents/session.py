@@ -56,7 +56,7 @@ class CatalogSession:
             incident,
             profile,
             cluster_for=self.cluster_for,
-            spark=self.spark,
+            spark=lambda: self.spark,
             run_dir=self.work_dir / "runs" / f"{incident.name}-{profile}",
             options=options,
             progress=progress,

@@ -62,6 +62,19 @@ def test_your_app_is_gated_on_its_declared_guarantee(tmp_path: Path) -> None:
     assert Path(run["run_dir"], "events", "produce.jsonl").exists()
 
 
+def test_an_app_that_cannot_start_is_an_error_not_a_verdict(tmp_path: Path) -> None:
+    app = f"{sys.executable} -c 'import sys; print(\"no config\"); sys.exit(3)'"
+    result = subprocess.run(
+        kafka_replay("run", "zombie-commit", "--profile", "remediated", "--app", app),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "exited with code 3" in result.stderr
+    assert "no config" in result.stderr  # its last output comes with the error
+
+
 def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()

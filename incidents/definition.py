@@ -27,6 +27,8 @@ GENERATORS: dict[str, Callable[..., Workload]] = {
     "deal_flood": deal_flood,
 }
 TOPIC_ROLES = ("input", "output", "side_effects")
+#: What a profile may change.
+OVERRIDABLE = ("broker", "client", "producer", "app", "workloads")
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGSTOP", "SIGCONT", "SIGINT")
 
 #: Each step kind and its fields: name -> (type, default; ``...`` means required).
@@ -281,8 +283,11 @@ def _step(source: Path, index: int, data: Any, workloads: set[str]) -> Step:
 
 def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, Any]) -> Profile:
     where = f"profiles.{name}"
+    own = _Table(source, where, override)
+    description = own.get("description", str)
+    own.read.update(OVERRIDABLE)
+    own.finish()
     merged = _merge(base, {k: v for k, v in override.items() if k != "description"})
-    description = _Table(source, where, override).get("description", str)
     table = _Table(source, where, merged)
     app = table.table("app")
     definition = AppDefinition(
@@ -296,7 +301,7 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
         key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
         for key in list(workloads.data)
     }
-    return Profile(
+    profile = Profile(
         name,
         description,
         _config(table, "broker"),
@@ -305,6 +310,8 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
         definition,
         built,
     )
+    table.finish()
+    return profile
 
 
 def load_incident(path: Path, known_symptoms: set[str]) -> Incident:
@@ -325,11 +332,7 @@ def load_incident(path: Path, known_symptoms: set[str]) -> Incident:
     topics.finish()
     if not partitions["input"] or not partitions["output"]:
         raise DefinitionError(path, "topics", "needs input and output partition counts")
-    base = {
-        key: data[key]
-        for key in ("broker", "client", "producer", "app", "workloads")
-        if key in data
-    }
+    base = {key: data[key] for key in OVERRIDABLE if key in data}
     top.read.update(base)
     if "app" not in base or "workloads" not in base:
         raise DefinitionError(path, "app" if "app" not in base else "workloads", "is required")

@@ -102,6 +102,7 @@ def test_a_valid_definition_loads(tmp_path: Path) -> None:
         (('[profiles.remediated]\ndescription = "r"\n', ""), "profiles", "exactly"),
         (("input = 3", 'input = "three"'), "topics.input", "an integer"),
         (('title = "t"\n', 'title = "t"\ncolour = 1\n'), "colour", "unknown field"),
+        (('description = "r"', 'description = "r"\nclinet = 1'), "profiles.remediated", "unknown"),
     ],
 )
 def test_a_broken_definition_names_the_file_and_field(

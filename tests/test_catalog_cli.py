@@ -85,20 +85,38 @@ def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path) -> None:
         text=True,
         env={**os.environ, "TMPDIR": str(scratch)},
     )
+    try:
+        descendants = _wait_for_the_app(child)
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130, output
+    assert "Interrupted" in output
+    alive = [_command(p) for p in descendants if _alive(p)]
+    assert not alive, f"left running: {alive}"
+    assert not list(scratch.iterdir()), "temporary directories were left behind"
+
+
+def _wait_for_the_app(child: subprocess.Popen[str]) -> list[psutil.Process]:
+    """The run's process tree once the reference app runs in it."""
     deadline = time.monotonic() + 180
-    descendants: list[psutil.Process] = []
-    while not any("incidents.apps" in " ".join(p.cmdline()) for p in descendants):
+    while True:
+        descendants = _descendants(child.pid)
+        if any("incidents.apps" in _command(p) for p in descendants):
+            return descendants
         assert child.poll() is None, child.stdout.read() if child.stdout else ""
         assert time.monotonic() < deadline, "the reference app never started"
         time.sleep(0.2)
-        descendants = _descendants(child.pid)
-    child.send_signal(signal.SIGINT)
-    output, _ = child.communicate(timeout=120)
-    assert child.returncode == 130, output
-    assert "Interrupted" in output
-    alive = [p for p in descendants if _alive(p)]
-    assert not alive, f"left running: {[p.cmdline()[:3] for p in alive]}"
-    assert not list(scratch.iterdir()), "temporary directories were left behind"
+
+
+def _command(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:  # gone, or a zombie waiting for its parent
+        return ""
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

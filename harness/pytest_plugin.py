@@ -170,12 +170,19 @@ def kafka_cluster(
     if kafka_backend == "container":
         skip_without_docker(request)
     spec = ClusterSpec.of(kafka_version, backend=kafka_backend, **options)  # type: ignore[arg-type]
+    return _pooled_cluster(request, kafka_cluster_pool, spec)
+
+
+def _pooled_cluster(
+    request: pytest.FixtureRequest, pool: ClusterPool, spec: ClusterSpec
+) -> Cluster:
+    """The pool's cluster for ``spec``, attached to the test (skipped if external and unfit)."""
     default = ClusterSpec.of(
         request.config.getoption("--kafka-version"),
         backend=request.config.getoption("--kafka-backend"),
     )
     try:
-        cluster = kafka_cluster_pool.get(spec, default=default)
+        cluster = pool.get(spec, default=default)
     except ExternalClusterMismatch as exc:
         pytest.skip(str(exc))
     request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
@@ -261,16 +268,10 @@ def replay_incident(
     )
     if kafka_backend == "container":
         skip_without_docker(request)
-    default = ClusterSpec.of(config.getoption("--kafka-version"), backend=kafka_backend)
 
     def cluster_for(broker_config: Mapping[str, object]) -> Cluster:
         spec = ClusterSpec.of(kafka_version, 1, broker_config, kafka_backend)
-        try:
-            cluster = kafka_cluster_pool.get(spec, default=default)
-        except ExternalClusterMismatch as exc:
-            pytest.skip(str(exc))
-        request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
-        return cluster
+        return _pooled_cluster(request, kafka_cluster_pool, spec)
 
     def replay(name: str, profile: str) -> Outcome:
         (incident,) = select([name])

@@ -169,7 +169,7 @@ def run_incident(
         history.logs_dir,
         on_event=history.stream("lifecycle"),
         policy=RestartPolicy(delay_s=profile.app.restart_delay_s),
-        report_dir=history.stream_path("steps").parent,
+        report_dir=history.events_dir,
     )
     error = _play(incident, profile, cluster, history, topics, group, apps, progress)
     check, side_effects = None, None

@@ -69,6 +69,11 @@ class RunHistory:
     def logs_dir(self) -> Path:
         return self.root / LOGS
 
+    @property
+    def events_dir(self) -> Path:
+        """Where the streams live (an instrumented app writes its own there)."""
+        return self.root / EVENTS
+
     def stream_path(self, name: str) -> Path:
         return self.root / EVENTS / f"{name}.jsonl"
 

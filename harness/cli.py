@@ -340,6 +340,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             }
             path = write_report(args.report, outcomes, context)
             console.print(f"Report: {path}")
+        elif not all(o.passed for o in outcomes):
+            console.print("Run again with --report DIR to keep each run's history for a look.")
     if any(o.error for o in outcomes):
         return 2
     return 0 if all(o.passed for o in outcomes) else 1

@@ -67,7 +67,7 @@ class Service:
         return batch
 
 
-def result_of(message: Message, **extra: Any) -> tuple[bytes, list[tuple[str, bytes]]]:
+def result_of(message: Message) -> tuple[bytes, list[tuple[str, bytes]]]:
     """The output for one input: a small JSON result that carries the input's identity."""
     document = json.loads(message.value())
     result = {
@@ -75,7 +75,6 @@ def result_of(message: Message, **extra: Any) -> tuple[bytes, list[tuple[str, by
         "key": document.get("key"),
         "seq": document.get("seq"),
         "source": {"partition": message.partition(), "offset": message.offset()},
-        **extra,
     }
     return json.dumps(result).encode(), [("event_id", document["event_id"].encode())]
 

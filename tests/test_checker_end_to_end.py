@@ -18,6 +18,14 @@ from harness.history.consumer_offsets import group_reader
 from harness.history.lag import sample_lag
 from harness.workload import WorkloadProducer, student_onboarding
 
+#: The app behind each mode: two that break a guarantee on purpose, and the reference
+#: exactly-once app of the catalog.
+APPS = {
+    "duplicate": "-m tests.apps.faulty duplicate",
+    "lose": "-m tests.apps.faulty lose",
+    "transactional": "-m incidents.apps.eos_processor",
+}
+
 
 def run_app(cluster: Cluster, kafka_topic, tmp_path, mode: str) -> tuple[RunHistory, str]:
     """Feed 100 records to the app, wait until its group has committed them all, stop it."""
@@ -28,7 +36,7 @@ def run_app(cluster: Cluster, kafka_topic, tmp_path, mode: str) -> tuple[RunHist
     WorkloadProducer(cluster.bootstrap_servers, source, history.stream("produce")).run(
         student_onboarding(count=100, students=12, seed=3)
     )
-    command = f"{shlex.quote(sys.executable)} -m tests.apps.faulty {mode}"
+    command = f"{shlex.quote(sys.executable)} {APPS[mode]}"
     apps = Supervisor(
         AppSpec.parse(command),
         lambda i: AppContext(cluster.bootstrap_servers, source, sink, group, {}, i),

@@ -1,10 +1,9 @@
 """``kafka-replay``: the command line.
 
 - ``kafka-replay up``: start a cluster, print its bootstrap address, keep it until Ctrl-C.
-- ``kafka-replay smoke``: the smoke replay against an embedded broker, with its report.
 - ``kafka-replay image build``: build the local Kafka image the container backend runs.
 - ``kafka-replay check RUN_DIR``: the Spark checker on one run's history and output.
-- ``kafka-replay list``: the incident catalog.
+- ``kafka-replay list``: the incidents (the catalog and ``--incidents DIR``).
 - ``kafka-replay run INCIDENT... | --all``: replay incidents and gate on the outcome
   (exit 0 every run passed, 1 some run failed, 2 some run could not be judged).
 """
@@ -20,19 +19,24 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 from rich.status import Status
-from rich.table import Table
 
+from harness.apps.supervisor import RESTART_MODES, parse_restart
+from harness.checker.verdict import GUARANTEES
 from harness.cluster import ClusterError, choose_version
 from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
 from harness.cluster.images import build_kafka_image
 from harness.cluster.nodes import NodeCluster
 from harness.cluster.versions import DEFAULT_KAFKA_VERSION
-from harness.smoke import run_smoke
+from harness.replay.model import GROUP_PROTOCOLS, PROFILES
+
+if TYPE_CHECKING:
+    from harness.replay.model import Incident
 
 console = Console(stderr=True)
 
@@ -63,11 +67,15 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-dir", type=Path, default=None, help="keep broker logs here (default: a temp dir)"
     )
+    _add_backend_option(parser)
+
+
+def _add_backend_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--backend",
+        "--kafka-backend",
         choices=BACKENDS,
         default=None,
-        help="embedded JVMs or containers (default: $KAFKA_REPLAY_BACKEND, else embedded)",
+        help="how brokers run (default: $KAFKA_REPLAY_BACKEND, else embedded)",
     )
 
 
@@ -79,7 +87,11 @@ def _cluster_from(args: argparse.Namespace) -> NodeCluster:
             raise SystemExit(f"--broker-config expects KEY=VALUE, got {item!r}")
         overrides[key] = value
     return make_cluster(
-        choose_backend(args.backend), args.kafka_version, args.brokers, overrides, args.log_dir
+        choose_backend(args.kafka_backend),
+        args.kafka_version,
+        args.brokers,
+        overrides,
+        args.log_dir,
     )
 
 
@@ -107,34 +119,6 @@ def cmd_up(args: argparse.Namespace) -> int:
         console.print("Stopped.")
 
 
-def cmd_smoke(args: argparse.Namespace) -> int:
-    _interrupt_on_sigterm()
-    cluster = _cluster_from(args)
-    with console.status(f"Starting Kafka {cluster.version}…"):
-        cluster.start()
-    try:
-        with console.status(f"Replaying {args.records} records…"):
-            result = run_smoke(cluster, records=args.records)
-    finally:
-        cluster.stop()
-    table = Table(title=f"Smoke replay on Kafka {cluster.version}")
-    for column in ("acked", "consumed", "lost", "duplicated", "out-of-order keys", "verdict"):
-        table.add_column(column)
-    verdict = "[green]exactly-once" if result.passed else "[red]FAILED"
-    table.add_row(
-        str(result.acked),
-        str(result.consumed),
-        str(result.lost),
-        str(result.duplicated),
-        str(result.out_of_order_keys),
-        verdict,
-    )
-    Console().print(table)
-    for error in result.errors:
-        console.print(f"[red]producer error:[/] {error}")
-    return 0 if result.passed else 1
-
-
 def cmd_image_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     tag = build_kafka_image(choose_version(args.kafka_version), progress=console.print)
@@ -148,11 +132,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from harness.checker.spark import jdbc_driver_class, maven_jars
 
     if args.output_topic:
-        if not args.bootstrap:
-            raise SystemExit("--output-topic needs --bootstrap")
+        if not args.kafka_bootstrap:
+            raise SystemExit("--output-topic needs --kafka-bootstrap")
         extractor = load_extractor(args.output_id) if args.output_id else None
         output: KafkaOutput | FileOutput | JdbcOutput = KafkaOutput(
-            args.bootstrap, args.output_topic, extractor
+            args.kafka_bootstrap, args.output_topic, extractor
         )
     elif args.output_files:
         output = FileOutput(args.output_files, args.output_format)
@@ -161,7 +145,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         output = JdbcOutput(args.jdbc_url, args.jdbc_table, driver)
     else:
         raise SystemExit(
-            "give the output: --output-topic (with --bootstrap), --output-files, "
+            "give the output: --output-topic (with --kafka-bootstrap), --output-files, "
             "or --jdbc-url with --jdbc-table"
         )
     with console.status("Starting Spark…"):
@@ -187,10 +171,6 @@ def build_parser() -> argparse.ArgumentParser:
     up = commands.add_parser("up", help="start a Kafka cluster and keep it until Ctrl-C")
     _add_cluster_options(up)
     up.set_defaults(run=cmd_up)
-    smoke = commands.add_parser("smoke", help="produce, consume and account for every record")
-    _add_cluster_options(smoke)
-    smoke.add_argument("--records", type=int, default=2000)
-    smoke.set_defaults(run=cmd_smoke)
     image = commands.add_parser("image", help="images for the container backend")
     image_commands = image.add_subparsers(dest="image_command", required=True)
     build = image_commands.add_parser(
@@ -200,10 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.set_defaults(run=cmd_image_build)
     check = commands.add_parser("check", help="what happened to every record of a run (Spark)")
     check.add_argument("run_dir", type=Path, help="the run's history directory")
-    check.add_argument(
-        "--guarantee", choices=["exactly-once", "at-least-once"], default="at-least-once"
-    )
-    check.add_argument("--bootstrap", help="the cluster holding the output topic")
+    check.add_argument("--guarantee", choices=GUARANTEES, default="at-least-once")
+    check.add_argument("--kafka-bootstrap", help="the cluster holding the output topic")
     check.add_argument("--output-topic", help="the app's output topic")
     check.add_argument("--output-id", help="module:function(record) -> event_id for the output")
     check.add_argument("--output-files", help="output written as files with an event_id column")
@@ -219,14 +197,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--spark-master", default=None, help="default: local[2]")
     check.set_defaults(run=cmd_check)
-    listing = commands.add_parser("list", help="the incident catalog")
+    listing = commands.add_parser("list", help="the incidents: the catalog and your own")
+    _add_incidents_option(listing)
     listing.set_defaults(run=cmd_list)
     run = commands.add_parser("run", help="replay incidents against real Kafka and check them")
-    run.add_argument("incidents", nargs="*", metavar="INCIDENT", help="names from `list`")
-    run.add_argument("--all", action="store_true", help="every incident of the catalog")
+    run.add_argument("names", nargs="*", metavar="INCIDENT", help="names from `list`")
+    run.add_argument("--all", action="store_true", help="every incident (see `list`)")
+    _add_incidents_option(run)
     run.add_argument(
         "--profile",
-        choices=["vulnerable", "remediated"],
+        choices=PROFILES,
         default=None,
         help="only this profile (default: both)",
     )
@@ -238,15 +218,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--output-id", help="module:function(record) -> event_id for your output")
     run.add_argument(
         "--guarantee",
-        choices=["exactly-once", "at-least-once"],
+        choices=GUARANTEES,
         default=None,
         help="what your app promises (default: the incident's)",
     )
     run.add_argument(
         "--group-protocol",
-        choices=["classic", "consumer"],
+        choices=GROUP_PROTOCOLS,
         default=None,
         help="consumer group protocol the app is told to use (default: classic)",
+    )
+    run.add_argument(
+        "--restart",
+        default=None,
+        metavar="POLICY",
+        help=f"what happens when the app exits: {', '.join(RESTART_MODES)} "
+        "(default: each incident's, usually always)",
     )
     run.add_argument(
         "--report",
@@ -255,9 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="write report.json, report.md and every run's history here",
     )
     run.add_argument("--kafka-version", default=None)
-    run.add_argument("--backend", choices=BACKENDS, default=None)
+    _add_backend_option(run)
     run.add_argument(
-        "--bootstrap",
+        "--kafka-bootstrap",
         default=None,
         help="an existing cluster (incidents that need their own broker config cannot run there)",
     )
@@ -266,11 +253,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from incidents import catalog
+def _add_incidents_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--incidents",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of your own incident definitions, beside the catalog and those of "
+        "[tool.kafka-replay] in pyproject.toml; repeatable",
+    )
 
+
+def _incidents(args: argparse.Namespace) -> dict[str, Incident]:
+    from harness.replay.catalog import incident_directories, load_incidents
+
+    return load_incidents(tuple(incident_directories(args.incidents)))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
     out = Console(highlight=False, soft_wrap=True)
-    for incident in catalog().values():
+    for incident in _incidents(args).values():
         out.print(f"[bold]{incident.name}[/]  ({incident.guarantee}; post {incident.post})")
         out.print(f"  {incident.title}")
         for profile in incident.profiles.values():
@@ -294,25 +296,30 @@ def _progress(title: str, status: Status) -> Callable[[str], None]:
 def cmd_run(args: argparse.Namespace) -> int:
     import tempfile
 
-    from incidents import PROFILES, select
-    from incidents.report import comparisons, summary_table, symptom_lines, write_report
-    from incidents.runner import RunOptions
-    from incidents.session import CatalogSession
+    from harness.replay.catalog import select
+    from harness.replay.report import comparisons, summary_table, symptom_lines, write_report
+    from harness.replay.runner import RunOptions
+    from harness.replay.session import CatalogSession
 
-    if bool(args.all) == bool(args.incidents):
+    if bool(args.all) == bool(args.names):
         raise ValueError("name the incidents to run, or give --all (see `kafka-replay list`)")
     try:
-        incidents = select(args.incidents)
+        incidents = select(_incidents(args), args.names)
     except KeyError as exc:
         raise ValueError(exc.args[0]) from exc
     profiles = [args.profile] if args.profile else list(PROFILES)
-    options = RunOptions(args.app, args.output_id, args.guarantee, args.group_protocol)
+    options = RunOptions(
+        args.app, args.output_id, args.guarantee, args.group_protocol, args.restart
+    )
+    if args.restart:
+        parse_restart(args.restart)
     _interrupt_on_sigterm()
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="kafka-replay-") as scratch:
         work_dir = args.report or Path(scratch)
         with CatalogSession(
-            work_dir, args.kafka_version, args.backend, bootstrap_servers=args.bootstrap,
+            work_dir, args.kafka_version, args.kafka_backend,
+            bootstrap_servers=args.kafka_bootstrap,
             spark_master=args.spark_master,
         ) as session:  # fmt: skip
             for incident in incidents:

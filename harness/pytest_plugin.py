@@ -16,11 +16,18 @@ those tests are skipped, saying how to enable them, where no Docker daemon answe
 ``--kafka-bootstrap HOST:PORT`` runs everything against an existing cluster instead; tests
 that need a particular broker configuration are then skipped.
 
-Incidents: ``replay_incident(name, profile)`` replays one incident of the catalog and returns
-its outcome (``incidents/test_catalog.py`` makes every incident and profile an item, so
-``pytest -k incident`` runs them). ``--app``, ``--output-id``, ``--guarantee`` and
-``--group-protocol`` put the user's own app under the incidents' conditions. ``replay_spark``
+Incidents: every incident definition (``*.toml``) in an incident directory is collected as
+one pytest item per profile, ``<file>::incident[<name>-<profile>]`` (marked ``incident``), so
+``pytest -k incident`` runs them. Incident directories: the catalog (collected where the
+``incidents`` package is, e.g. ``pytest --pyargs incidents``), ``--incidents DIR`` (repeatable;
+collected wherever pytest runs) and ``incidents = [...]`` under ``[tool.kafka-replay]`` in the
+project's ``pyproject.toml``. ``--app``, ``--output-id``, ``--guarantee``, ``--group-protocol``
+and ``--restart`` put the user's own app under the incidents' conditions.
+``replay_incident(name, profile)`` replays one incident for a test of your own; ``replay_spark``
 is one Spark session per test process.
+
+The plugin imports nothing heavy when it loads: Kafka clients, Spark and the replay engine are
+imported by the fixtures and items that use them.
 """
 
 from __future__ import annotations
@@ -28,21 +35,30 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from confluent_kafka.admin import AdminClient
-from pyspark.sql import SparkSession
 
+from harness.apps.supervisor import RESTART_MODES
 from harness.checker.verdict import GUARANTEES
-from harness.cluster import Cluster, choose_version
-from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
-from harness.cluster.nodes import NodeCluster
-from harness.cluster.pool import ClusterPool, ClusterSpec, ExternalClusterMismatch
-from incidents import select
-from incidents.runner import GROUP_PROTOCOLS, Outcome, RunOptions, run_incident
+from harness.cluster.backends import BACKENDS, choose_backend
+from harness.cluster.versions import choose_version
+from harness.replay.catalog import incident_directories
+from harness.replay.model import GROUP_PROTOCOLS, PROFILES
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+    from pyspark.sql import SparkSession
+
+    from harness.cluster import Cluster
+    from harness.cluster.nodes import NodeCluster
+    from harness.cluster.pool import ClusterPool, ClusterSpec
+    from harness.replay.model import Incident
+    from harness.replay.runner import Outcome
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
-CLUSTERS_KEY = pytest.StashKey[list[Cluster]]()
+CLUSTERS_KEY = pytest.StashKey[list["Cluster"]]()
+DIRECTORIES_KEY = pytest.StashKey[list[Path]]()
 LOG_TAIL_LINES = 60
 
 
@@ -58,8 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--kafka-backend",
         default=None,
         choices=BACKENDS,
-        help="how brokers run: embedded JVMs or containers (default: $KAFKA_REPLAY_BACKEND, "
-        "else embedded)",
+        help="how brokers run (default: $KAFKA_REPLAY_BACKEND, else embedded)",
     )
     group.addoption(
         "--kafka-image",
@@ -73,6 +88,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="HOST:PORT",
         help="use this existing cluster instead of starting brokers "
         "(default: $KAFKA_REPLAY_BOOTSTRAP); only uniquely prefixed topics are created and deleted",
+    )
+    group.addoption(
+        "--incidents",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of your own incident definitions, beside the catalog; repeatable",
     )
     group.addoption(
         "--app",
@@ -98,6 +120,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=GROUP_PROTOCOLS,
         help="the consumer group protocol apps are told to use (default: classic)",
     )
+    group.addoption(
+        "--restart",
+        default=None,
+        metavar="POLICY",
+        help=f"what happens when your app exits: {', '.join(RESTART_MODES)} "
+        "(default: each incident's, usually always)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -106,6 +135,56 @@ def pytest_configure(config: pytest.Config) -> None:
         "kafka(brokers=1, broker_config=None): the Kafka cluster the test needs; tests with "
         "the same arguments and version share one cluster for the session",
     )
+    config.addinivalue_line("markers", "incident: a replay of an incident definition")
+    directories = incident_directories(config.getoption("--incidents"), config.rootpath)
+    config.stash[DIRECTORIES_KEY] = directories
+    _collect_given_directories(config)
+
+
+def _collect_given_directories(config: pytest.Config) -> None:
+    """Make ``--incidents DIR`` collected wherever pytest runs, unless an argument covers it."""
+    given = [Path(d).resolve() for d in config.getoption("--incidents")]
+    covered = [Path(a.split("::")[0]).resolve() for a in config.args]
+    for directory in given:
+        if not any(directory == c or c in directory.parents for c in covered):
+            config.args.append(str(directory))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """An incident definition in an incident directory is a file of incident items."""
+    if file_path.suffix != ".toml" or file_path.name == "pyproject.toml":
+        return None
+    if file_path.parent.resolve() not in parent.config.stash[DIRECTORIES_KEY]:
+        return None
+    return IncidentFile.from_parent(parent, path=file_path)
+
+
+class IncidentFile(pytest.File):
+    """One definition: an item per profile, each replaying it on real Kafka."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from harness.replay.catalog import load_incidents
+
+        incidents = load_incidents(tuple(self.config.stash[DIRECTORIES_KEY]))
+        (incident,) = [i for i in incidents.values() if i.source.resolve() == self.path.resolve()]
+        for profile in PROFILES:
+            item = pytest.Function.from_parent(
+                self,
+                name=f"incident[{incident.name}-{profile}]",
+                callobj=_incident_test(incident, profile),
+            )
+            item.add_marker(pytest.mark.incident)
+            yield item
+
+
+def _incident_test(incident: Incident, profile: str) -> Callable[..., None]:
+    def test_incident(replay_incident: Callable[[str, str], Outcome]) -> None:
+        outcome = replay_incident(incident.name, profile)
+        print(outcome.explain())
+        assert outcome.passed, outcome.explain()
+
+    test_incident.__doc__ = f"{incident.title} ({profile})"
+    return test_incident
 
 
 @pytest.fixture(scope="session")
@@ -113,6 +192,8 @@ def kafka_cluster_pool(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ClusterPool]:
     """Every cluster of the session; each is stopped when the session ends."""
+    from harness.cluster.pool import ClusterPool
+
     bootstrap = request.config.getoption("--kafka-bootstrap") or os.environ.get(BOOTSTRAP_ENV)
     pool = ClusterPool(
         tmp_path_factory.mktemp("kafka"),
@@ -167,6 +248,8 @@ def kafka_cluster(
             f"{request.node.nodeid}: @pytest.mark.kafka takes brokers= and broker_config= "
             f"keywords only, got {sorted(unknown) or marker.args}"
         )
+    from harness.cluster.pool import ClusterSpec
+
     if kafka_backend == "container":
         skip_without_docker(request)
     spec = ClusterSpec.of(kafka_version, backend=kafka_backend, **options)  # type: ignore[arg-type]
@@ -177,6 +260,8 @@ def _pooled_cluster(
     request: pytest.FixtureRequest, pool: ClusterPool, spec: ClusterSpec
 ) -> Cluster:
     """The pool's cluster for ``spec``, attached to the test (skipped if external and unfit)."""
+    from harness.cluster.pool import ClusterSpec, ExternalClusterMismatch
+
     default = ClusterSpec.of(
         request.config.getoption("--kafka-version"),
         backend=request.config.getoption("--kafka-backend"),
@@ -204,6 +289,8 @@ def kafka_cluster_factory(
 
     ``kafka_cluster_factory(brokers=1, broker_config=None)`` uses the test's version and backend.
     """
+    from harness.cluster.backends import make_cluster
+
     if kafka_backend == "container":
         skip_without_docker(request)
     made: list[NodeCluster] = []
@@ -259,12 +346,17 @@ def replay_incident(
     tmp_path: Path,
 ) -> Callable[[str, str], Outcome]:
     """``replay_incident(name, profile) -> Outcome``: one incident on real Kafka, checked."""
+    from harness.cluster.pool import ClusterSpec
+    from harness.replay.catalog import load_incidents, select
+    from harness.replay.runner import RunOptions, run_incident
+
     config = request.config
     options = RunOptions(
         app=config.getoption("--app"),
         output_id=config.getoption("--output-id"),
         guarantee=config.getoption("--guarantee"),
         group_protocol=config.getoption("--group-protocol"),
+        restart=config.getoption("--restart"),
     )
     if kafka_backend == "container":
         skip_without_docker(request)
@@ -274,7 +366,7 @@ def replay_incident(
         return _pooled_cluster(request, kafka_cluster_pool, spec)
 
     def replay(name: str, profile: str) -> Outcome:
-        (incident,) = select([name])
+        (incident,) = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
         return run_incident(
             incident,
             profile,

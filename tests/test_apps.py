@@ -14,7 +14,6 @@ import pytest
 
 from harness.apps import (
     AppContext,
-    AppCrashLoop,
     AppSpec,
     AppStartError,
     OutputRecord,
@@ -24,6 +23,7 @@ from harness.apps import (
 )
 from harness.cluster import Cluster
 from harness.history import RunHistory
+from harness.history.group import group_members
 from harness.workload import WorkloadProducer, student_onboarding
 from tests.kafka_helpers import consume_until, new_consumer
 
@@ -169,7 +169,9 @@ def test_app_that_hangs_at_shutdown_is_killed_after_the_grace_period(
     assert history.read("lifecycle")[-1]["signal"] == "SIGKILL"
 
 
-def test_crash_loop_fails_the_run(kafka_cluster: Cluster, history: RunHistory, tmp_path) -> None:
+def test_a_crash_loop_is_recorded_and_restarted_with_back_off(
+    kafka_cluster: Cluster, history: RunHistory, tmp_path
+) -> None:
     marker = tmp_path / "started-once"
     # survives its first start-up window, then dies at once after every restart
     flaky = (
@@ -177,14 +179,78 @@ def test_crash_loop_fails_the_run(kafka_cluster: Cluster, history: RunHistory, t
         f"open({str(marker)!r}, 'a').close(); time.sleep(4 if first else 0); "
         "print('cannot reach the payments service'); sys.exit(1)\""
     )
-    policy = RestartPolicy(delay_s=0.1, startup_s=3.0, crash_loop=3)
+    policy = RestartPolicy(delay_s=0.2, max_delay_s=1.6, startup_s=3.0, crash_loop=3)
     with supervise(flaky, kafka_cluster, history, policy=policy) as apps:
         apps.start(1)
-        wait_for(lambda: apps.failure is not None, timeout=60, what="a crash loop")
-        with pytest.raises(AppCrashLoop, match="cannot reach the payments service"):
-            apps.check()
+        wait_for(
+            lambda: sum(e["kind"] == "start" for e in history.read("lifecycle")) >= 6,
+            timeout=60,
+            what="restarts through the crash loop",
+        )
+        apps.check()  # a crash loop is what incidents are made of: never a failure
+    events = history.read("lifecycle")
+    assert any(e["kind"] == "crash_loop" and e["short_lives"] == 3 for e in events)
+    exits = [e["ts"] for e in events if e["kind"] == "exit" and not e["expected"]]
+    starts = [e["ts"] for e in events if e["kind"] == "start"][1:]
+    gaps = [start - exit for exit, start in zip(exits, starts, strict=False)]
+    assert gaps[3] > 2 * gaps[1]  # the back-off doubles while it keeps dying young
+
+
+def test_an_app_that_finishes_is_completed_and_its_policy_decides(
+    kafka_cluster: Cluster, history: RunHistory
+) -> None:
+    batch = f"{PY} -c \"print('copied 0 records')\""
+    with supervise(batch, kafka_cluster, history, policy=RestartPolicy(restart="on-failure")) as a:
+        a.start(1)  # exit 0 at once is a finished run, not a failed start
+        a.check()
     kinds = [e["kind"] for e in history.read("lifecycle")]
-    assert kinds.count("start") == 4 and kinds[-1] == "crash_loop"
+    assert kinds == ["start", "exit"] and history.read("lifecycle")[1]["completed"] is True
+
+    scheduled = RestartPolicy(restart="every:0.5")
+    with supervise(batch, kafka_cluster, history, policy=scheduled) as apps:
+        apps.start(1)
+        wait_for(
+            lambda: sum(e["kind"] == "start" for e in history.read("lifecycle")) >= 4,
+            timeout=30,
+            what="the scheduled job to run again",
+        )
+
+
+def test_an_app_that_never_joins_its_group_is_an_error(
+    kafka_cluster: Cluster, history: RunHistory
+) -> None:
+    idle = f"{PY} -c \"import time; print('waiting for a config file'); time.sleep(60)\""
+    group = kafka_cluster.unique_name("app")
+    admin = kafka_cluster.admin()
+    apps = Supervisor(
+        AppSpec.parse(idle),
+        lambda i: AppContext(kafka_cluster.bootstrap_servers, "in", "out", group, {}, i),
+        history.logs_dir,
+        on_event=history.stream("lifecycle"),
+        policy=RestartPolicy(ready_timeout_s=3.0),
+        ready=lambda members: group_members(admin, group) >= members,
+    )
+    with pytest.raises(AppStartError, match=r"did not join its consumer group.*waiting for a"):
+        apps.start(1)
+    assert apps.running() == []
+
+
+def test_readiness_ends_the_start_as_soon_as_the_group_has_the_member(
+    kafka_cluster: Cluster, kafka_topic, history: RunHistory
+) -> None:
+    source, sink = kafka_topic("input"), kafka_topic("output")
+    group = kafka_cluster.unique_name("app")
+    admin = kafka_cluster.admin()
+    apps = Supervisor(
+        AppSpec.parse("tests.apps.echo:run"),
+        lambda i: AppContext(kafka_cluster.bootstrap_servers, source, sink, group, {}, i),
+        history.logs_dir,
+        on_event=history.stream("lifecycle"),
+        ready=lambda members: group_members(admin, group) >= members,
+    )
+    with apps:
+        apps.start(1)
+        assert group_members(admin, group) == 1
 
 
 def test_two_instances_share_the_partitions_and_a_scale_down_rebalances(

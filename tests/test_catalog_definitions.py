@@ -1,6 +1,7 @@
 """The catalog's definitions: every shipped one loads, and every mistake is named precisely.
 
-Pure logic: no Kafka here. The incidents themselves run in incidents/test_catalog.py.
+Pure logic: no Kafka here. The incidents themselves run as the catalog's items
+(``incidents/*.toml``, collected by the plugin).
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from incidents import PROFILES, DefinitionError, catalog
-from incidents.definition import load_incident
-from incidents.symptoms import SYMPTOMS
+from harness.replay.catalog import catalog_dir, load_incidents
+from harness.replay.definition import load_incident
+from harness.replay.model import PROFILES, DefinitionError
+
+
+def catalog():
+    return load_incidents((catalog_dir(),))
+
 
 POSTS = {"000_8bf1f8646e2c87d8", "001_336d53de5af32191", "002_d2e544ec6e17ee0b"}
 POSTS |= {"003_900f23283aa658db"}
@@ -80,7 +86,7 @@ def test_the_catalog_covers_every_post() -> None:
 
 
 def test_a_valid_definition_loads(tmp_path: Path) -> None:
-    incident = load_incident(write(tmp_path, VALID), set(SYMPTOMS))
+    incident = load_incident(write(tmp_path, VALID))
     assert incident.steps[0].do == "produce"
     assert str(incident.signature[0]) == "rejected_commits >= 1"
 
@@ -110,7 +116,7 @@ def test_a_broken_definition_names_the_file_and_field(
 ) -> None:
     path = write(tmp_path, VALID.replace(*change))
     with pytest.raises(DefinitionError) as caught:
-        load_incident(path, set(SYMPTOMS))
+        load_incident(path)
     assert str(path) in str(caught.value)
     assert caught.value.where.startswith(field), caught.value
     assert says in caught.value.problem
@@ -119,7 +125,7 @@ def test_a_broken_definition_names_the_file_and_field(
 def test_the_name_must_match_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, VALID.replace('name = "{name}"', 'name = "other"'))
     with pytest.raises(DefinitionError, match="must match the file name"):
-        load_incident(path, set(SYMPTOMS))
+        load_incident(path)
 
 
 def test_kafka_replay_list_shows_the_catalog() -> None:

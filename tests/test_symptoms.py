@@ -6,7 +6,7 @@ from typing import Any
 
 from harness.checker import ANOMALIES, CheckResult
 from harness.checker.analysis import Finding
-from incidents.symptoms import Evidence, measure
+from harness.replay.symptoms import Evidence, measure
 
 TOPIC = "input"
 

@@ -1,8 +1,11 @@
-"""Run the app under test like a deployment would: N instances, restarted when they crash.
+"""Run the app under test like a deployment would: N instances, restarted when they exit.
 
-Every start, exit, signal and forced kill is reported as a lifecycle event. An app that
-cannot start, or exits before its start-up window is over, fails at once with its last
-output; one that keeps dying right after each restart is a crash loop and fails the run.
+Every start, exit, signal and forced kill is reported as a lifecycle event. An instance is
+started once it is seen working (the readiness probe, e.g. its consumer joined the group) or,
+without a probe, once it outlived its start-up window. An app that cannot start, or fails
+before it is ready the first time, fails at once with its last output. After that, exits are
+what incidents are made of: the instance is restarted by its policy, with a back-off that
+doubles while it keeps dying young (a crash loop, recorded as such), and the run goes on.
 """
 
 from __future__ import annotations
@@ -27,27 +30,61 @@ from .contract import REPORT_FILE, AppContext, AppSpec
 
 log = logging.getLogger(__name__)
 Sink = Callable[[dict[str, Any]], None]
+#: Whether ``n`` instances are up and working (e.g. the group lists ``n`` members).
+ReadinessProbe = Callable[[int], bool]
 TAIL_LINES = 30
+#: What a policy may say: a deployment (``always``), ``on-failure``, a scheduled job run
+#: ``every:SECONDS`` after the last run ended, or ``never``.
+RESTART_MODES = ("always", "on-failure", "every:SECONDS", "never")
 
 
 class AppStartError(RuntimeError):
-    """The app could not start, or exited during its start-up window; ends with its output."""
+    """The app could not start, or failed before it was ready; ends with its output."""
 
 
-class AppCrashLoop(AppStartError):
-    """The app exited right after each of several restarts."""
+def parse_restart(text: str) -> tuple[str, float | None]:
+    """``always``, ``on-failure``, ``never`` or ``every:S``, as (mode, interval in seconds)."""
+    mode, _, interval = text.partition(":")
+    if mode == "every":
+        try:
+            seconds = float(interval)
+        except ValueError:
+            seconds = -1.0
+        if seconds >= 0:
+            return mode, seconds
+    elif mode in ("always", "on-failure", "never") and not interval:
+        return mode, None
+    raise ValueError(f"restart policy {text!r} is not one of {', '.join(RESTART_MODES)}")
 
 
 @dataclass(frozen=True)
 class RestartPolicy:
-    restart: bool = True
+    """What happens when an instance exits, and when an instance counts as started."""
+
+    restart: str = "always"
     delay_s: float = 1.0
-    #: An exit sooner than this after a start counts as a failed start.
+    #: The back-off doubles with each consecutive short life, up to this.
+    max_delay_s: float = 8.0
+    #: A life shorter than this is short; without a probe, outliving it means started.
     startup_s: float = 3.0
-    #: Consecutive failed starts that make a crash loop.
+    #: With a readiness probe: how long a first start may take to be seen working.
+    ready_timeout_s: float = 30.0
+    #: Consecutive short lives that make a crash loop (recorded, and the back-off grows).
     crash_loop: int = 3
     #: How long SIGTERM gets before SIGKILL when the harness stops an instance.
     grace_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        parse_restart(self.restart)
+
+    def next_delay(self, code: int, short_lives: int) -> float | None:
+        """Seconds until the next start after an exit with ``code``; None to stay down."""
+        mode, interval = parse_restart(self.restart)
+        if mode == "never" or (mode == "on-failure" and code == 0):
+            return None
+        if mode == "every":
+            return interval
+        return min(self.max_delay_s, self.delay_s * 2 ** max(0, short_lives - 1))
 
 
 @dataclass
@@ -58,7 +95,7 @@ class _Instance:
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     starts: int = 0
-    failed_starts: int = 0
+    short_lives: int = 0
     stopping: bool = False
     restart_at: float | None = None
     exits: list[int] = field(default_factory=list)
@@ -87,6 +124,7 @@ class Supervisor:
         policy: RestartPolicy | None = None,
         report_dir: Path | None = None,
         python: str = sys.executable,
+        ready: ReadinessProbe | None = None,
     ) -> None:
         self.spec = spec
         self.policy = policy or RestartPolicy()
@@ -95,6 +133,7 @@ class Supervisor:
         self._report_dir = report_dir
         self._emit = on_event or (lambda event: None)
         self._python = python
+        self._ready = ready
         self._instances: dict[int, _Instance] = {}
         self._lock = threading.RLock()
         self._stop = threading.Event()
@@ -105,7 +144,7 @@ class Supervisor:
     # --- public ---------------------------------------------------------------------------
 
     def start(self, instances: int = 1) -> Supervisor:
-        """Start ``instances`` and wait out their start-up window; raise if any exits in it."""
+        """Start ``instances`` and wait until they are working; raise if one fails first."""
         self._log_dir.mkdir(parents=True, exist_ok=True)
         self._lease = Lease.take()
         try:
@@ -181,7 +220,7 @@ class Supervisor:
             ]
 
     def check(self) -> None:
-        """Raise the failure the watcher found (a crash loop), if any."""
+        """Raise the failure the watcher found (a restart that could not launch), if any."""
         if self.failure is not None:
             raise self.failure
 
@@ -244,18 +283,39 @@ class Supervisor:
         )
 
     def _wait_startup(self, instances: list[_Instance]) -> None:
-        deadline = time.monotonic() + self.policy.startup_s
-        while time.monotonic() < deadline:
-            for instance in instances:
+        """Until the instances are seen working; an exit before then fails (code 0 completes)."""
+        waiting = [i for i in instances if i.starts == 1 or self._ready is not None]
+        limit = self.policy.ready_timeout_s if self._ready else self.policy.startup_s
+        deadline = time.monotonic() + limit
+        while waiting:
+            for instance in list(waiting):
                 process = instance.process
-                if process is not None and process.poll() is not None and not instance.stopping:
+                if process is None or process.poll() is None or instance.stopping:
+                    continue
+                with self._lock:
+                    fresh = process.pid not in instance.exits
                     self._record_exit(instance)
+                    if fresh:
+                        self._schedule(instance)
+                if process.returncode != 0 and instance.starts == 1:
+                    instance.restart_at = None
                     raise AppStartError(
                         f"app {self.spec.name!r} instance {instance.index} exited with code "
-                        f"{process.returncode} within its first {self.policy.startup_s:.0f}s; "
-                        f"its last output ({instance.log_path}):\n{instance.tail()}"
+                        f"{process.returncode} before it was ready; its last output "
+                        f"({instance.log_path}):\n{instance.tail()}"
                     )
-            time.sleep(0.05)
+                waiting.remove(instance)
+            if self._ready is not None and waiting and self._ready(len(self.running())):
+                return
+            if time.monotonic() >= deadline:
+                if self._ready is None:
+                    return
+                raise AppStartError(
+                    f"app {self.spec.name!r} instance {waiting[0].index} did not join its "
+                    f"consumer group within {limit:.0f}s; its last output "
+                    f"({waiting[0].log_path}):\n{waiting[0].tail()}"
+                )
+            time.sleep(0.1)
 
     def _watch(self) -> None:
         while not self._stop.wait(0.1):
@@ -265,31 +325,34 @@ class Supervisor:
 
     def _tend(self, instance: _Instance) -> None:
         process = instance.process
-        crashed = process is not None and process.poll() is not None and not instance.stopping
-        if crashed and process.pid not in instance.exits:
+        exited = process is not None and process.poll() is not None and not instance.stopping
+        if exited and process.pid not in instance.exits:
             self._record_exit(instance)
-            self._after_crash(instance)
+            self._schedule(instance)
         if instance.restart_at is not None and time.monotonic() >= instance.restart_at:
-            self._launch(instance, restart=True)
+            try:
+                self._launch(instance, restart=True)
+            except AppStartError as exc:
+                self.failure = exc
 
-    def _after_crash(self, instance: _Instance) -> None:
+    def _schedule(self, instance: _Instance) -> None:
+        """After an exit: count short lives (a crash loop) and set the next start, if any."""
+        process = instance.process
+        assert process is not None and process.returncode is not None
         uptime = time.monotonic() - instance.started_at
-        instance.failed_starts = instance.failed_starts + 1 if uptime < self.policy.startup_s else 0
-        if instance.failed_starts >= self.policy.crash_loop:
+        short = process.returncode != 0 and uptime < self.policy.startup_s
+        instance.short_lives = instance.short_lives + 1 if short else 0
+        delay = self.policy.next_delay(process.returncode, instance.short_lives)
+        if instance.short_lives >= self.policy.crash_loop:
             self._emit(
                 {
                     "kind": "crash_loop",
                     "instance": instance.index,
-                    "failed_starts": instance.failed_starts,
+                    "short_lives": instance.short_lives,
+                    "next_start_in_s": delay,
                 }
             )
-            self.failure = AppCrashLoop(
-                f"app {self.spec.name!r} instance {instance.index} exited within "
-                f"{self.policy.startup_s:.0f}s of each of its last {instance.failed_starts} "
-                f"starts; its last output ({instance.log_path}):\n{instance.tail()}"
-            )
-        elif self.policy.restart:
-            instance.restart_at = time.monotonic() + self.policy.delay_s
+        instance.restart_at = None if delay is None else time.monotonic() + delay
 
     def _record_exit(self, instance: _Instance) -> None:
         process = instance.process
@@ -305,6 +368,7 @@ class Supervisor:
                 "code": code,
                 "signal": _signal_name(code),
                 "expected": instance.stopping,
+                "completed": code == 0 and not instance.stopping,
                 "uptime_s": round(time.monotonic() - instance.started_at, 3),
             }
         )

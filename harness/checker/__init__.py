@@ -2,24 +2,34 @@
 
 It depends only on the run history's format (docs/history.md) and on Kafka, read through
 Spark's own Kafka source.
+
+Names are imported on first use, so a light part of this package (its constants) never
+pays for the heavy ones (Spark, testcontainers).
 """
 
-from .analysis import ANOMALIES, CheckInputs, Finding, analyse
-from .check import CheckResult, FileOutput, JdbcOutput, KafkaOutput, check_run
-from .spark import spark_session
-from .verdict import judge, verdict
+from __future__ import annotations
 
-__all__ = [
-    "ANOMALIES",
-    "CheckInputs",
-    "CheckResult",
-    "FileOutput",
-    "Finding",
-    "JdbcOutput",
-    "KafkaOutput",
-    "analyse",
-    "check_run",
-    "judge",
-    "spark_session",
-    "verdict",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ANOMALIES": ".analysis",
+    "CheckInputs": ".analysis",
+    "CheckResult": ".check",
+    "FileOutput": ".check",
+    "Finding": ".analysis",
+    "JdbcOutput": ".check",
+    "KafkaOutput": ".check",
+    "analyse": ".analysis",
+    "check_run": ".check",
+    "judge": ".verdict",
+    "spark_session": ".spark",
+    "verdict": ".verdict",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)

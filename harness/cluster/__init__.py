@@ -1,37 +1,38 @@
 """Real Kafka on demand: embedded KRaft brokers (default), containers, or an external cluster.
 
 This room knows nothing else of the harness; everything else reaches Kafka through it.
+
+Names are imported on first use, so a light part of this package (its constants) never
+pays for the heavy ones (Spark, testcontainers).
 """
 
-from .backends import BACKENDS, choose_backend, make_cluster
-from .base import Cluster
-from .embedded import BrokerNode, EmbeddedCluster
-from .errors import (
-    ArtifactResolutionError,
-    BrokerDiedError,
-    BrokerStartError,
-    ClusterError,
-)
-from .external import ExternalCluster
-from .nodes import NodeCluster
-from .reaper import reap_orphans
-from .versions import DEFAULT_KAFKA_VERSION, TESTED_KAFKA_VERSIONS, choose_version
+from __future__ import annotations
 
-__all__ = [
-    "BACKENDS",
-    "DEFAULT_KAFKA_VERSION",
-    "TESTED_KAFKA_VERSIONS",
-    "ArtifactResolutionError",
-    "BrokerDiedError",
-    "BrokerNode",
-    "BrokerStartError",
-    "Cluster",
-    "ClusterError",
-    "EmbeddedCluster",
-    "ExternalCluster",
-    "NodeCluster",
-    "choose_backend",
-    "choose_version",
-    "make_cluster",
-    "reap_orphans",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ArtifactResolutionError": ".errors",
+    "BACKENDS": ".backends",
+    "BrokerDiedError": ".errors",
+    "BrokerNode": ".embedded",
+    "BrokerStartError": ".errors",
+    "Cluster": ".base",
+    "ClusterError": ".errors",
+    "DEFAULT_KAFKA_VERSION": ".versions",
+    "EmbeddedCluster": ".embedded",
+    "ExternalCluster": ".external",
+    "NodeCluster": ".nodes",
+    "TESTED_KAFKA_VERSIONS": ".versions",
+    "choose_backend": ".backends",
+    "choose_version": ".versions",
+    "make_cluster": ".backends",
+    "reap_orphans": ".reaper",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)

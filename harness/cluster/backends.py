@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .nodes import NodeCluster
+if TYPE_CHECKING:
+    from .nodes import NodeCluster
 
 BACKEND_ENV = "KAFKA_REPLAY_BACKEND"
 IMAGE_ENV = "KAFKA_REPLAY_IMAGE"

@@ -1,18 +1,27 @@
 """Realistic, seeded inputs stamped with identity, and the producer that records their acks."""
 
-from .generators import deal_flood, quiet_events, quiet_then_wake, student_onboarding
+from .generators import (
+    GENERATORS,
+    deal_flood,
+    generator,
+    quiet_events,
+    quiet_then_wake,
+    student_onboarding,
+)
 from .partitioner import java_partition, murmur2
 from .producer import ProduceStats, WorkloadProducer
 from .records import EVENT_ID_HEADER, Pause, Workload, WorkloadRecord
 
 __all__ = [
     "EVENT_ID_HEADER",
+    "GENERATORS",
     "Pause",
     "ProduceStats",
     "Workload",
     "WorkloadProducer",
     "WorkloadRecord",
     "deal_flood",
+    "generator",
     "java_partition",
     "murmur2",
     "quiet_events",

@@ -10,13 +10,23 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from faker import Faker
 
 from .partitioner import java_partition
 from .records import Pause, Stamper, Step, Workload
+
+#: Every generator a definition may name, by name (``@generator`` adds one).
+GENERATORS: dict[str, Callable[..., Workload]] = {}
+
+
+def generator(function: Callable[..., Workload]) -> Callable[..., Workload]:
+    """Register a workload generator under its function name, for incident definitions."""
+    GENERATORS[function.__name__] = function
+    return function
+
 
 STUDENT_STAGES = ("biodata.uploaded", "account.created", "account.confirmed", "student.onboarded")
 
@@ -27,6 +37,7 @@ def _skewed_keys(rng: random.Random, keys: list[str], skew: float, count: int) -
     return rng.choices(keys, weights=weights, k=count)
 
 
+@generator
 def student_onboarding(
     count: int = 1000,
     students: int = 100,
@@ -77,6 +88,7 @@ def _small_event(fake: Faker) -> dict[str, Any]:
     }
 
 
+@generator
 def quiet_events(
     count: int = 20, keys: int = 2, size_bytes: int = 0, seed: int = 0, rate: float | None = 2.0
 ) -> Workload:
@@ -92,6 +104,7 @@ def quiet_events(
     )
 
 
+@generator
 def quiet_then_wake(
     before: int = 20,
     idle_s: float = 70.0,
@@ -138,6 +151,7 @@ def _deal_document(fake: Faker, deal_id: str, options: int, target_bytes: int) -
     }
 
 
+@generator
 def deal_flood(
     deals: int = 2,
     runs: int = 2,

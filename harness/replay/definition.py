@@ -9,133 +9,30 @@ field and what is allowed, before anything starts.
 from __future__ import annotations
 
 import copy
-import operator
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.apps.supervisor import RESTART_MODES, parse_restart
 from harness.checker.verdict import GUARANTEES
-from harness.workload import Workload, deal_flood, quiet_events, quiet_then_wake, student_onboarding
+from harness.workload import GENERATORS, Workload
 
-PROFILES = ("vulnerable", "remediated")
-GENERATORS: dict[str, Callable[..., Workload]] = {
-    "student_onboarding": student_onboarding,
-    "quiet_events": quiet_events,
-    "quiet_then_wake": quiet_then_wake,
-    "deal_flood": deal_flood,
-}
-TOPIC_ROLES = ("input", "output", "side_effects")
+from .model import (
+    COMPARISONS,
+    PROFILES,
+    AppDefinition,
+    Condition,
+    DefinitionError,
+    Incident,
+    Profile,
+    Step,
+)
+from .steps import STEPS, TOPIC_ROLES
+from .symptoms import SYMPTOMS
+
 #: What a profile may change.
 OVERRIDABLE = ("broker", "client", "producer", "app", "workloads")
-SIGNALS = ("SIGKILL", "SIGTERM", "SIGSTOP", "SIGCONT", "SIGINT")
-
-#: Each step kind and its fields: name -> (type, default; ``...`` means required).
-STEP_FIELDS: dict[str, dict[str, tuple[type | tuple[type, ...], Any]]] = {
-    "produce": {"workload": (str, ...), "background": (bool, False)},
-    "wait_produced": {},
-    "wait_paused": {"timeout_s": ((int, float), 60.0)},
-    "wait_acks": {"count": (int, ...), "timeout_s": ((int, float), 60.0)},
-    "start_apps": {"instances": (int, None), "label": (str, None)},
-    "start_instance": {"instance": (int, ...), "label": (str, None)},
-    "stop_instance": {"instance": (int, ...)},
-    "stop_apps": {},
-    "drain": {"budget_s": ((int, float), ...), "label": (str, None)},
-    "idle": {"seconds": ((int, float), ...), "label": (str, None)},
-    "kill_at_random": {
-        "times": (int, ...),
-        "gap_s": (list, ...),
-        "instance": (int, 0),
-        "signal": (str, "SIGKILL"),
-        "background": (bool, True),
-    },
-    "add_partitions": {"topic": (str, "input"), "count": (int, ...)},
-}
-
-COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
-    ">=": operator.ge,
-    "<=": operator.le,
-    "==": operator.eq,
-    "!=": operator.ne,
-    ">": operator.gt,
-    "<": operator.lt,
-}
-
-
-class DefinitionError(ValueError):
-    """A definition that cannot run: names the file, the field and what is allowed."""
-
-    def __init__(self, source: Path | str, where: str, problem: str) -> None:
-        super().__init__(f"{source}: {where}: {problem}")
-        self.source, self.where, self.problem = str(source), where, problem
-
-
-@dataclass(frozen=True)
-class Condition:
-    """``symptom OP value``, e.g. ``rejected_commits >= 1`` or ``backlog_drained == false``."""
-
-    symptom: str
-    op: str
-    value: float | bool
-
-    def holds(self, measured: Any) -> bool | None:
-        """Whether the measured value meets it; None when the symptom could not be measured."""
-        if measured is None:
-            return None
-        if isinstance(self.value, bool) != isinstance(measured, bool):
-            return False
-        return bool(COMPARISONS[self.op](measured, self.value))
-
-    def __str__(self) -> str:
-        value = str(self.value).lower() if isinstance(self.value, bool) else f"{self.value:g}"
-        return f"{self.symptom} {self.op} {value}"
-
-
-@dataclass(frozen=True)
-class Step:
-    do: str
-    options: Mapping[str, Any]
-
-    def __getitem__(self, name: str) -> Any:
-        return self.options[name]
-
-
-@dataclass(frozen=True)
-class AppDefinition:
-    command: str
-    instances: int = 1
-    restart_delay_s: float = 0.5
-
-
-@dataclass(frozen=True)
-class Profile:
-    """The conditions of one profile: everything a run needs, profile overrides applied."""
-
-    name: str
-    description: str
-    broker: Mapping[str, Any]
-    client: Mapping[str, Any]
-    producer: Mapping[str, Any]
-    app: AppDefinition
-    workloads: Mapping[str, Workload]
-
-
-@dataclass(frozen=True)
-class Incident:
-    name: str
-    title: str
-    post: str
-    guarantee: str
-    time_scale: str
-    topics: Mapping[str, int]
-    steps: tuple[Step, ...]
-    conditions: tuple[Condition, ...]
-    signature: tuple[Condition, ...]
-    profiles: Mapping[str, Profile]
-    source: Path
-    seed: int = 0
-    symptoms: tuple[str, ...] = field(default=())  # every symptom reported, signature first
 
 
 class _Table:
@@ -256,28 +153,21 @@ def _step(source: Path, index: int, data: Any, workloads: set[str]) -> Step:
     where = f"steps[{index}]"
     table = _Table(source, where, data)
     do = table.get("do", str)
-    if do not in STEP_FIELDS:
+    if do not in STEPS:
         raise DefinitionError(
-            source, f"{where}.do", f"unknown step {do!r}; steps: {', '.join(STEP_FIELDS)}"
+            source, f"{where}.do", f"unknown step {do!r}; steps: {', '.join(STEPS)}"
         )
-    options = {
-        name: table.get(name, kind, default) for name, (kind, default) in STEP_FIELDS[do].items()
-    }
+    kind = STEPS[do]
+    options = {name: table.get(name, spec.kind, spec.default) for name, spec in kind.fields.items()}
     table.finish()
-    if do == "produce" and options["workload"] not in workloads:
-        raise DefinitionError(
-            source,
-            f"{where}.workload",
-            f"no workload {options['workload']!r}; defined: {', '.join(sorted(workloads))}",
-        )
-    if do == "kill_at_random":
-        gap = options["gap_s"]
-        if len(gap) != 2 or not all(isinstance(g, (int, float)) for g in gap) or gap[0] > gap[1]:
-            raise DefinitionError(source, f"{where}.gap_s", "must be [shortest, longest] seconds")
-        if options["signal"] not in SIGNALS:
-            raise DefinitionError(source, f"{where}.signal", f"must be one of {', '.join(SIGNALS)}")
-    if do == "add_partitions" and options["topic"] not in TOPIC_ROLES:
-        raise DefinitionError(source, f"{where}.topic", f"must be one of {', '.join(TOPIC_ROLES)}")
+    for name, spec in kind.fields.items():
+        if spec.choices and options[name] not in spec.choices:
+            raise DefinitionError(
+                source, f"{where}.{name}", f"must be one of {', '.join(spec.choices)}"
+            )
+    problem = kind.validate(options, workloads) if kind.validate else None
+    if problem:
+        raise DefinitionError(source, f"{where}.{problem[0]}", problem[1])
     return Step(do, options)
 
 
@@ -294,7 +184,14 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
         command=app.get("command", str),
         instances=app.get("instances", int, 1),
         restart_delay_s=float(app.get("restart_delay_s", (int, float), 0.5)),
+        restart=app.get("restart", str, "always"),
     )
+    try:
+        parse_restart(definition.restart)
+    except ValueError:
+        raise DefinitionError(
+            source, f"{where}.app.restart", f"must be one of {', '.join(RESTART_MODES)}"
+        ) from None
     app.finish()
     workloads = table.table("workloads")
     built = {
@@ -314,8 +211,9 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
     return profile
 
 
-def load_incident(path: Path, known_symptoms: set[str]) -> Incident:
+def load_incident(path: Path) -> Incident:
     """Read and check one definition file."""
+    known_symptoms = set(SYMPTOMS)
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:

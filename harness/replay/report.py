@@ -53,12 +53,13 @@ def _value(value: Any) -> str:
 
 def markdown(outcomes: Sequence[Outcome]) -> str:
     columns = ["incident", "profile", "app", "guarantee", "verdict", "reproduced", "result"]
-    columns += ["seconds", "symptoms"]
+    columns += ["gate", "seconds", "symptoms"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for o in outcomes:
         lines.append(
             f"| {o.incident} | {o.profile} | {o.app} | {o.guarantee} | {o.verdict} | "
-            f"{_value(o.reproduced)} | {'pass' if o.passed else 'FAIL'} | {o.duration_s:.0f} | "
+            f"{_value(o.reproduced)} | {o.result} | {'pass' if o.passed else 'FAIL'} | "
+            f"{o.duration_s:.0f} | "
             f"{_symptoms_text(o)} |"
         )
     for o in outcomes:
@@ -78,14 +79,15 @@ def write_report(directory: Path, outcomes: Sequence[Outcome], context: dict[str
 
 def summary_table(outcomes: Sequence[Outcome], title: str) -> Table:
     table = Table(title=title)
-    for column in ("incident", "profile", "verdict (declared: result)", "reproduced", "", "s"):
+    columns = ("incident", "profile", "delivered (declared: held?)", "result", "gate", "seconds")
+    for column in columns:
         table.add_column(column)
     for o in outcomes:
         table.add_row(
             o.incident,
             o.profile,
             f"{o.verdict} ({o.guarantee}: {o.check})",
-            _value(o.reproduced),
+            o.result,
             "[green]pass" if o.passed else "[red]FAIL",
             f"{o.duration_s:.0f}",
         )
@@ -100,5 +102,5 @@ def symptom_lines(outcomes: Sequence[Outcome]) -> list[str]:
         if not o.passed:
             lines += [f"    {reason}" for reason in o.reasons]
             if o.error:
-                lines.append(f"    error: {o.error}")
+                lines.append(f"    error in {o.failed_stage}: {o.error}")
     return lines

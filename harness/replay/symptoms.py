@@ -14,9 +14,10 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.checker import CheckResult
+if TYPE_CHECKING:
+    from harness.checker import CheckResult
 
 Value = float | int | bool | None
 PRODUCER_ID_ERRORS = frozenset(

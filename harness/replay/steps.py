@@ -1,8 +1,10 @@
 """The steps of an incident's scenario, each done to the real cluster and the real app.
 
-A :class:`Stage` holds what the steps act on. Every step is recorded in the run history's
-``steps`` stream with when it started and ended and what it found, so symptoms can look at
-what happened during a given step (the quiet period, the redeploy).
+Every step kind is one function registered with ``@step_kind``, which declares the fields a
+definition may give it; the definition reader, the runner and the docs all take the list of
+steps from :data:`STEPS`. A :class:`Stage` holds what the steps act on. Every step is recorded
+in the run history's ``steps`` stream with when it started and ended and what it found, so
+symptoms can look at what happened during a given step (the quiet period, the redeploy).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +24,7 @@ from harness.history import RunHistory, sample_lag
 from harness.history.consumer_offsets import group_reader
 from harness.workload import Workload, WorkloadProducer
 
-from .definition import Profile, Step
+from .model import Profile, Step
 
 POLL_S = 0.2
 
@@ -100,7 +102,68 @@ class Stage:
         return record
 
 
+REQUIRED = ...
+TOPIC_ROLES = ("input", "output", "side_effects")
+SIGNALS = ("SIGKILL", "SIGTERM", "SIGSTOP", "SIGCONT", "SIGINT")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field a step takes: its type, its default (``REQUIRED`` if none), allowed values."""
+
+    kind: type | tuple[type, ...]
+    default: Any = REQUIRED
+    choices: tuple[str, ...] = ()
+
+
+#: Checks a step's options against the rest of its definition: ``(field, problem)`` or None.
+Validator = Callable[[Mapping[str, Any], set[str]], tuple[str, str] | None]
+Play = Callable[[Stage, Step], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StepKind:
+    name: str
+    fields: Mapping[str, Field]
+    play: Play
+    summary: str
+    validate: Validator | None = None
+
+
+#: Every step a definition may use, by name, in the order they were registered.
+STEPS: dict[str, StepKind] = {}
+
+
+def step_kind(
+    name: str, validate: Validator | None = None, **fields: Field
+) -> Callable[[Play], Play]:
+    """Register a step; its docstring's first line is its summary in the docs."""
+
+    def register(play: Play) -> Play:
+        summary = (play.__doc__ or "").strip().splitlines()[0]
+        STEPS[name] = StepKind(name, fields, play, summary, validate)
+        return play
+
+    return register
+
+
+def _known_workload(options: Mapping[str, Any], workloads: set[str]) -> tuple[str, str] | None:
+    if options["workload"] not in workloads:
+        defined = ", ".join(sorted(workloads))
+        return "workload", f"no workload {options['workload']!r}; defined: {defined}"
+    return None
+
+
+def _gap(options: Mapping[str, Any], workloads: set[str]) -> tuple[str, str] | None:
+    gap = options["gap_s"]
+    if len(gap) != 2 or not all(isinstance(g, (int, float)) for g in gap) or gap[0] > gap[1]:
+        return "gap_s", "must be [shortest, longest] seconds"
+    return None
+
+
+@step_kind("produce", _known_workload, workload=Field(str), background=Field(bool, False))
 def _produce(stage: Stage, step: Step) -> dict[str, Any]:
+    """Produce a workload to the input topic, recording every ack."""
     workload: Workload = stage.profile.workloads[step["workload"]]
     producer = WorkloadProducer(
         stage.cluster.bootstrap_servers,
@@ -115,7 +178,9 @@ def _produce(stage: Stage, step: Step) -> dict[str, Any]:
     return {"workload": workload.name, "sent": stats.sent, "seconds": round(stats.seconds, 2)}
 
 
+@step_kind("wait_produced")
 def _wait_produced(stage: Stage, step: Step) -> dict[str, Any]:
+    """Wait until background workloads finish."""
     for thread in stage.background:
         while thread.name.startswith("produce-") and thread.is_alive():
             stage.check()
@@ -124,36 +189,48 @@ def _wait_produced(stage: Stage, step: Step) -> dict[str, Any]:
     return {"acks": stage.acks}
 
 
+@step_kind("wait_paused", timeout_s=Field((int, float), 60.0))
 def _wait_paused(stage: Stage, step: Step) -> dict[str, Any]:
+    """Wait until a background workload reaches a pause."""
     if not stage.until(lambda: stage.paused, step["timeout_s"]):
         raise StepFailed(f"the workload did not pause within {step['timeout_s']}s")
     return {"acks": stage.acks}
 
 
+@step_kind("wait_acks", count=Field(int), timeout_s=Field((int, float), 60.0))
 def _wait_acks(stage: Stage, step: Step) -> dict[str, Any]:
+    """Wait until that many records were acknowledged."""
     if not stage.until(lambda: stage.acks >= step["count"], step["timeout_s"]):
         raise StepFailed(f"only {stage.acks} of {step['count']} records acknowledged in time")
     return {"acks": stage.acks}
 
 
+@step_kind("start_apps", instances=Field(int, None), label=Field(str, None))
 def _start_apps(stage: Stage, step: Step) -> dict[str, Any]:
+    """Start the app's instances (default ``app.instances``)."""
     count = step["instances"] or stage.profile.app.instances
     for index in range(count):
         stage.apps.start_instance(index)
     return {"instances": count}
 
 
+@step_kind("start_instance", instance=Field(int), label=Field(str, None))
 def _start_instance(stage: Stage, step: Step) -> dict[str, Any]:
+    """One instance up (a scale-up, forcing a rebalance)."""
     stage.apps.start_instance(step["instance"])
     return {}
 
 
+@step_kind("stop_instance", instance=Field(int), label=Field(str, None))
 def _stop_instance(stage: Stage, step: Step) -> dict[str, Any]:
+    """One instance down with SIGTERM (a scale-down)."""
     stage.apps.stop_instance(step["instance"])
     return {}
 
 
+@step_kind("stop_apps", label=Field(str, None))
 def _stop_apps(stage: Stage, step: Step) -> dict[str, Any]:
+    """Stop every running instance."""
     running = stage.apps.running()
     for index in running:
         stage.apps.stop_instance(index)
@@ -180,8 +257,9 @@ def _wait_background(stage: Stage) -> None:
     stage.check()
 
 
+@step_kind("drain", budget_s=Field((int, float)), label=Field(str, None))
 def _drain(stage: Stage, step: Step) -> dict[str, Any]:
-    """Wait for the workload and faults to finish, then for the group to catch up."""
+    """Wait for background steps, then until the group has committed up to the log end."""
     started = time.monotonic()
     deadline = started + step["budget_s"]
     _wait_background(stage)
@@ -193,12 +271,25 @@ def _drain(stage: Stage, step: Step) -> dict[str, Any]:
     return {"drained": drained, "drain_s": round(time.monotonic() - started, 2)}
 
 
+@step_kind("idle", seconds=Field((int, float)), label=Field(str, None))
 def _idle(stage: Stage, step: Step) -> dict[str, Any]:
+    """Nothing happens for that long (a quiet period)."""
     stage.wait(step["seconds"])
     return {}
 
 
+@step_kind(
+    "kill_at_random",
+    _gap,
+    times=Field(int),
+    gap_s=Field(list),
+    instance=Field(int, 0),
+    signal=Field(str, "SIGKILL", SIGNALS),
+    background=Field(bool, True),
+)
 def _kill_at_random(stage: Stage, step: Step) -> dict[str, Any]:
+    """Send a signal (SIGKILL by default) at random intervals; the supervisor restarts the app."""
+
     def kill() -> int:
         return kill_at_random(
             stage.apps,
@@ -216,25 +307,11 @@ def _kill_at_random(stage: Stage, step: Step) -> dict[str, Any]:
     return {"sent": kill()}
 
 
+@step_kind("add_partitions", topic=Field(str, "input", TOPIC_ROLES), count=Field(int))
 def _add_partitions(stage: Stage, step: Step) -> dict[str, Any]:
+    """Raise the topic's partition count."""
     add_partitions(stage.cluster, stage.topics[step["topic"]], step["count"])
     return {"partitions": step["count"]}
-
-
-STEPS: dict[str, Callable[[Stage, Step], dict[str, Any]]] = {
-    "produce": _produce,
-    "wait_produced": _wait_produced,
-    "wait_paused": _wait_paused,
-    "wait_acks": _wait_acks,
-    "start_apps": _start_apps,
-    "start_instance": _start_instance,
-    "stop_instance": _stop_instance,
-    "stop_apps": _stop_apps,
-    "drain": _drain,
-    "idle": _idle,
-    "kill_at_random": _kill_at_random,
-    "add_partitions": _add_partitions,
-}
 
 
 def run_steps(stage: Stage, steps: tuple[Step, ...], progress: Callable[[str], None]) -> None:
@@ -245,7 +322,7 @@ def run_steps(stage: Stage, steps: tuple[Step, ...], progress: Callable[[str], N
         label = step.options.get("label")
         progress(f"step {index + 1}/{len(steps)}: {step.do}" + (f" ({label})" if label else ""))
         started = time.time()
-        found = STEPS[step.do](stage, step)
+        found = STEPS[step.do].play(stage, step)
         record.append(
             {
                 "kind": "step",

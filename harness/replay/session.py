@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import SparkSession
-
-from harness.checker import spark_session
 from harness.cluster import Cluster
 from harness.cluster.pool import ClusterPool, ClusterSpec
 
-from .definition import Incident
+from .model import Incident
 from .runner import Outcome, RunOptions, run_incident
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class CatalogSession:
@@ -37,6 +37,8 @@ class CatalogSession:
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
+            from harness.checker import spark_session
+
             self._spark = spark_session(self._spark_master)
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark

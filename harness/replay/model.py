@@ -1,0 +1,100 @@
+"""What an incident definition says, once read and checked: plain, frozen data."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.workload import Workload
+
+PROFILES = ("vulnerable", "remediated")
+GROUP_PROTOCOLS = ("classic", "consumer")
+
+COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+
+
+class DefinitionError(ValueError):
+    """A definition that cannot run: names the file, the field and what is allowed."""
+
+    def __init__(self, source: Path | str, where: str, problem: str) -> None:
+        super().__init__(f"{source}: {where}: {problem}")
+        self.source, self.where, self.problem = str(source), where, problem
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``symptom OP value``, e.g. ``rejected_commits >= 1`` or ``backlog_drained == false``."""
+
+    symptom: str
+    op: str
+    value: float | bool
+
+    def holds(self, measured: Any) -> bool | None:
+        """Whether the measured value meets it; None when the symptom could not be measured."""
+        if measured is None:
+            return None
+        if isinstance(self.value, bool) != isinstance(measured, bool):
+            return False
+        return bool(COMPARISONS[self.op](measured, self.value))
+
+    def __str__(self) -> str:
+        value = str(self.value).lower() if isinstance(self.value, bool) else f"{self.value:g}"
+        return f"{self.symptom} {self.op} {value}"
+
+
+@dataclass(frozen=True)
+class Step:
+    do: str
+    options: Mapping[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.options[name]
+
+
+@dataclass(frozen=True)
+class AppDefinition:
+    command: str
+    instances: int = 1
+    restart_delay_s: float = 0.5
+    restart: str = "always"  # always, on-failure or every:SECONDS (see harness.apps.RestartPolicy)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The conditions of one profile: everything a run needs, profile overrides applied."""
+
+    name: str
+    description: str
+    broker: Mapping[str, Any]
+    client: Mapping[str, Any]
+    producer: Mapping[str, Any]
+    app: AppDefinition
+    workloads: Mapping[str, Workload]
+
+
+@dataclass(frozen=True)
+class Incident:
+    name: str
+    title: str
+    post: str
+    guarantee: str
+    time_scale: str
+    topics: Mapping[str, int]
+    steps: tuple[Step, ...]
+    conditions: tuple[Condition, ...]
+    signature: tuple[Condition, ...]
+    profiles: Mapping[str, Profile]
+    source: Path
+    seed: int = 0
+    symptoms: tuple[str, ...] = field(default=())  # every symptom reported, signature first

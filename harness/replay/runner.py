@@ -1,0 +1,361 @@
+"""Run one incident under one profile: set the stage, play the steps, check every record.
+
+Each run gets its own directory (the run history format of ``docs/history.md`` plus
+``check.json`` and ``outcome.json``), its own topics and consumer group, and a cluster with
+the profile's broker config. :func:`harness.replay.judge.judge` turns what was measured into
+the outcome. Whatever stage fails (start-up, a step, the checker, the symptoms), the run still
+ends with an outcome naming that stage and its error, and the history kept so far.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.apps import (
+    AppContext,
+    AppSpec,
+    AppStartError,
+    RestartPolicy,
+    Supervisor,
+    load_callable,
+)
+from harness.checker import CheckResult, KafkaOutput, check_run
+from harness.cluster import Cluster
+from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
+from harness.history.group import group_members
+
+from .judge import judge
+from .model import Incident, Profile
+from .steps import Stage, StepFailed, run_steps, stop_background
+from .symptoms import Evidence, Value, measure
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: Client settings the KIP-848 ``consumer`` protocol moves to the broker.
+CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
+LAG_SAMPLE_S = 0.5
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the person running the catalog chose, over the definition's defaults."""
+
+    app: str | None = None  # the user's app: a command line or module:function
+    output_id: str | None = None  # module:function(OutputRecord) -> event_id
+    guarantee: str | None = None  # what the user's app declares
+    group_protocol: str | None = None  # classic or consumer (KIP-848)
+    restart: str | None = None  # the app's restart policy (default: the definition's)
+
+
+@dataclass
+class Outcome:
+    incident: str
+    profile: str
+    app: str
+    guarantee: str
+    verdict: str
+    passed: bool
+    reproduced: bool | None
+    anomalies: dict[str, int]
+    symptoms: dict[str, Value]
+    duration_s: float
+    run_dir: str
+    group_protocol: str = "classic"
+    check: str = "unknown"  # the checker's pass, fail or unknown for the guarantee
+    result: str = "not judged"  # reproduced, cured, vulnerable, guarantee broken, ...
+    reasons: list[str] = field(default_factory=list)
+    error: str | None = None
+    failed_stage: str | None = None  # start-up, steps, checker, symptoms or judgement
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def explain(self) -> str:
+        lines = [
+            f"{self.incident} [{self.profile}] app {self.app}: "
+            f"{'PASSED' if self.passed else 'FAILED'} ({self.result}) in {self.duration_s:.0f}s",
+            f"  verdict {self.verdict} against declared {self.guarantee}: {self.check}",
+            f"  reproduced: {self.reproduced}",
+            "  symptoms: " + ", ".join(f"{k}={v}" for k, v in self.symptoms.items()),
+        ]
+        lines += [f"  - {reason}" for reason in self.reasons]
+        if self.error:
+            lines.append(f"  error in {self.failed_stage}: {self.error}")
+        lines.append(f"  run directory: {self.run_dir}")
+        return "\n".join(lines)
+
+
+def client_config(profile: Profile, group_protocol: str | None) -> dict[str, Any]:
+    """The client properties the app is told to use (``REPLAY_CLIENT_CONFIG``)."""
+    config = dict(profile.client)
+    if group_protocol == "consumer":
+        config = {k: v for k, v in config.items() if k not in CLASSIC_ONLY}
+        config["group.protocol"] = "consumer"
+    elif group_protocol is not None:
+        config["group.protocol"] = group_protocol
+    return config
+
+
+def app_command(profile: Profile, options: RunOptions, topics: Mapping[str, str]) -> AppSpec:
+    """The app to run: the user's, or the reference app with its ``{python}`` and topics."""
+    if options.app:
+        return AppSpec.parse(options.app)
+    command = profile.app.command.replace("{python}", sys.executable)
+    return AppSpec.parse(command.replace("{side_effects_topic}", topics.get("side_effects", "")))
+
+
+def app_label(spec: AppSpec) -> str:
+    """How reports name the app: the module of a ``python -m`` command, else the spec's name."""
+    argv = list(spec.argv)
+    if "-m" in argv[:-1]:
+        return argv[argv.index("-m") + 1]
+    return spec.name
+
+
+def run_incident(
+    incident: Incident,
+    profile_name: str,
+    *,
+    cluster_for: Callable[[Mapping[str, Any]], Cluster],
+    spark: Callable[[], SparkSession],
+    run_dir: Path,
+    options: RunOptions | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+) -> Outcome:
+    """Replay ``incident`` under ``profile_name`` and judge it.
+
+    ``spark`` gives the checker's session when it is needed (not for a run that failed).
+    """
+    options = options or RunOptions()
+    run = _Run(incident, profile_name, options, RunHistory(run_dir), progress)
+    try:
+        run.play(cluster_for)
+        run.check(spark)
+        run.judge()
+    except Exception as exc:  # any stage: the run still gets an outcome that says what broke
+        run.outcome.error = f"{type(exc).__name__}: {exc}" if run.stage != "steps" else str(exc)
+        run.outcome.failed_stage = run.stage
+        run.outcome.reasons.append(f"the run could not be judged: its {run.stage} failed")
+    finally:
+        run.finish()
+    return run.outcome
+
+
+class _Run:
+    """One replay, stage by stage; :attr:`stage` names the one under way."""
+
+    def __init__(
+        self,
+        incident: Incident,
+        profile_name: str,
+        options: RunOptions,
+        history: RunHistory,
+        progress: Callable[[str], None],
+    ) -> None:
+        self.incident, self.options, self.history = incident, options, history
+        self.profile = incident.profiles[profile_name]
+        self.progress = progress
+        self.guarantee = options.guarantee or incident.guarantee
+        self.started = time.monotonic()
+        self.stage = "start-up"
+        self.cluster: Cluster | None = None
+        self.topics: dict[str, str] = {}
+        self.check_result: CheckResult | None = None
+        self.side_effects: CheckResult | None = None
+        self.outcome = Outcome(
+            incident=incident.name,
+            profile=profile_name,
+            app=options.app or self.profile.app.command,
+            guarantee=self.guarantee,
+            verdict="unknown",
+            passed=False,
+            reproduced=None,
+            anomalies={},
+            symptoms={},
+            duration_s=0.0,
+            run_dir=str(history.root),
+            group_protocol=options.group_protocol or "classic",
+        )
+
+    def play(self, cluster_for: Callable[[Mapping[str, Any]], Cluster]) -> None:
+        incident, profile, history = self.incident, self.profile, self.history
+        self.cluster = cluster = cluster_for(profile.broker)
+        self.topics = topics = {
+            role: cluster.create_topic(f"{incident.name}-{role}", partitions)
+            for role, partitions in incident.topics.items()
+            if partitions
+        }
+        group = cluster.unique_name(incident.name)
+        spec = app_command(profile, self.options, topics)
+        self.outcome.app = app_label(spec)
+        config = client_config(profile, self.options.group_protocol)
+        history.write_meta(
+            incident=incident.name,
+            profile=profile.name,
+            app=self.outcome.app,
+            app_command=list(spec.argv) or spec.target,
+            guarantee=self.guarantee,
+            topics=topics,
+            group=group,
+            client_config=config,
+            broker_config=dict(profile.broker),
+            bootstrap_servers=cluster.bootstrap_servers,
+            started=time.time(),
+        )
+        admin = cluster.admin()
+        apps = Supervisor(
+            spec,
+            lambda i: AppContext(
+                cluster.bootstrap_servers, topics["input"], topics["output"], group, config, i
+            ),
+            history.logs_dir,
+            on_event=history.stream("lifecycle"),
+            policy=RestartPolicy(
+                restart=self.options.restart or profile.app.restart,
+                delay_s=profile.app.restart_delay_s,
+            ),
+            report_dir=history.events_dir,
+            ready=lambda members: group_members(admin, group) >= members,
+        )
+        self.stage = "steps"
+        error = _play(incident, profile, cluster, history, topics, group, apps, self.progress)
+        if error is not None:
+            raise StepFailed(error)
+
+    def check(self, spark: Callable[[], SparkSession]) -> None:
+        assert self.cluster is not None
+        self.stage = "checker"
+        self.progress("checking every record with Spark")
+        self.check_result, self.side_effects = _check(
+            spark(), self.cluster, self.history, self.topics, self.guarantee, self.options
+        )
+        self.outcome.verdict = self.check_result.verdict
+        self.outcome.check = self.check_result.result
+        self.outcome.anomalies = self.check_result.counts
+
+    def judge(self) -> None:
+        assert self.check_result is not None
+        self.stage = "symptoms"
+        symptoms = measure(_evidence(self.history, self.topics, self.check_result,
+                                     self.side_effects), self.incident.symptoms)  # fmt: skip
+        self.outcome.symptoms = symptoms
+        self.stage = "judgement"
+        judgement = judge(
+            profile=self.profile.name,
+            users_app=bool(self.options.app),
+            signature=self.incident.signature,
+            conditions=self.incident.conditions,
+            symptoms=symptoms,
+            guarantee=self.guarantee,
+            check=self.check_result.result,
+            verdict=self.check_result.verdict,
+            counts=self.check_result.counts,
+        )
+        self.outcome.passed = judgement.passed
+        self.outcome.reproduced = judgement.reproduced
+        self.outcome.result = judgement.result
+        self.outcome.reasons += judgement.reasons
+
+    def finish(self) -> None:
+        """Keep the broker logs and the outcome, drop the run's topics; never raises."""
+        self.outcome.duration_s = round(time.monotonic() - self.started, 1)
+        if self.outcome.failed_stage:
+            self.outcome.result = f"{self.outcome.failed_stage} failed"
+        try:
+            if self.cluster is not None:
+                self.history.keep_logs(self.cluster.log_files())
+                self.cluster.delete_topics(list(self.topics.values()))
+        except Exception as exc:  # a dead broker must not hide the outcome
+            self.outcome.reasons.append(f"cleaning up the run's topics failed: {exc}")
+        (self.history.root / "outcome.json").write_text(
+            json.dumps(self.outcome.to_json(), indent=2, default=str)
+        )
+        self.history.close()
+
+
+def _play(
+    incident: Incident,
+    profile: Profile,
+    cluster: Cluster,
+    history: RunHistory,
+    topics: dict[str, str],
+    group: str,
+    apps: Supervisor,
+    progress: Callable[[str], None],
+) -> str | None:
+    """Run the steps with the recorders on; the error that stopped them, if any."""
+    recorder = OffsetsRecorder(cluster.bootstrap_servers, group, history.stream("offsets")).start()
+    lag = LagSampler(
+        cluster.bootstrap_servers, group, topics["input"], history.stream("lag"), LAG_SAMPLE_S
+    ).start()
+    apps.start(0)  # the instances come from the steps
+    stage = Stage(cluster, history, profile, topics, group, apps, random.Random(incident.seed))
+    try:
+        run_steps(stage, incident.steps, progress)
+        stage.check()
+        return None
+    except (StepFailed, AppStartError) as exc:
+        return str(exc)
+    finally:
+        stop_background(stage)
+        apps.stop()
+        lag.stop()
+        recorder.stop()
+
+
+def _check(
+    spark: SparkSession,
+    cluster: Cluster,
+    history: RunHistory,
+    topics: dict[str, str],
+    guarantee: str,
+    options: RunOptions,
+) -> tuple[CheckResult, CheckResult | None]:
+    extractor = load_callable(options.output_id) if options.output_id else None
+    output = KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor)
+    check = check_run(spark, history.root, output, guarantee)
+    (history.root / "check.json").write_text(json.dumps(check.to_json(), indent=2, default=str))
+    side_effects = None
+    if "side_effects" in topics:
+        side = KafkaOutput(cluster.bootstrap_servers, topics["side_effects"])
+        side_effects = check_run(spark, history.root, side, guarantee)
+        (history.root / "check-side-effects.json").write_text(
+            json.dumps(side_effects.to_json(), indent=2, default=str)
+        )
+    return check, side_effects
+
+
+def _evidence(
+    history: RunHistory,
+    topics: dict[str, str],
+    check: CheckResult,
+    side_effects: CheckResult | None,
+) -> Evidence:
+    return Evidence(
+        produce=history.read("produce"),
+        lifecycle=history.read("lifecycle"),
+        app=sorted(
+            (
+                e
+                for name in history.stream_names()
+                if name.startswith("app-")
+                for e in read_stream(history.stream_path(name))
+            ),
+            key=lambda e: e["ts"],
+        ),
+        offsets=history.read("offsets"),
+        lag=history.read("lag"),
+        steps=history.read("steps"),
+        check=check,
+        side_effects=side_effects,
+        input_topic=topics["input"],
+        client_config=history.meta().get("client_config", {}),
+    )

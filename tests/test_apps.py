@@ -230,7 +230,7 @@ def test_an_app_that_never_joins_its_group_is_an_error(
         policy=RestartPolicy(ready_timeout_s=3.0),
         ready=lambda members: group_members(admin, group) >= members,
     )
-    with pytest.raises(AppStartError, match=r"did not join its consumer group.*waiting for a"):
+    with pytest.raises(AppStartError, match=r"(?s)did not join its consumer group.*waiting for a"):
         apps.start(1)
     assert apps.running() == []
 

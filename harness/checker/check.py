@@ -55,6 +55,8 @@ class CheckResult:
     result: str  # pass, fail or unknown
     totals: dict[str, int]
     findings: dict[str, Finding] = field(default_factory=dict)
+    #: With ``check_run(..., deliveries=True)``: every matched output record, in output time.
+    deliveries: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -140,6 +142,7 @@ def check_run(
     guarantee: str,
     source: KafkaOutput | None = None,
     examples: int = 5,
+    deliveries: bool = False,
 ) -> CheckResult:
     """Read the run's history and output, find every anomaly, and judge the guarantee."""
     uncommitted = None
@@ -172,11 +175,31 @@ def check_run(
             .distinct()
             .count(),
         }
+        timeline = _deliveries(inputs) if deliveries else []
     finally:
         inputs.acks.unpersist()
         inputs.committed.unpersist()
     attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
     lost, dup, unseen = (findings[n].count for n in ("lost", "duplicate", "unseen_at_deadline"))
     return CheckResult(
-        guarantee, verdict(lost, dup, unseen), judge(guarantee, lost, dup, unseen), totals, findings
+        guarantee,
+        verdict(lost, dup, unseen),
+        judge(guarantee, lost, dup, unseen),
+        totals,
+        findings,
+        timeline,
     )
+
+
+def _deliveries(inputs: CheckInputs) -> list[dict[str, Any]]:
+    """Each output record matched to its input: what the output shows of how the app consumed.
+
+    Collected to the driver: meant for runs of an incident's size, not for benchmarks.
+    """
+    rows = (
+        inputs.committed.join(inputs.acks, "event_id")
+        .select("event_id", "in_partition", "in_offset", "out_partition", "out_offset", "out_ts_ms")
+        .orderBy("out_ts_ms", "out_partition", "out_offset")
+        .collect()
+    )
+    return [row.asDict() for row in rows]

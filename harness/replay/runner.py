@@ -29,6 +29,7 @@ from harness.apps import (
 from harness.checker import CheckResult, KafkaOutput, check_run
 from harness.cluster import Cluster
 from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
+from harness.history.broker_log import group_events
 from harness.history.group import group_members
 
 from .judge import judge
@@ -74,6 +75,8 @@ class Outcome:
     reasons: list[str] = field(default_factory=list)
     error: str | None = None
     failed_stage: str | None = None  # start-up, steps, checker, symptoms or judgement
+    #: For an instrumented app: the symptoms measured without its reports (they must agree).
+    symptoms_outside: dict[str, Value] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -243,10 +246,17 @@ class _Run:
 
     def judge(self) -> None:
         assert self.check_result is not None
+        assert self.cluster is not None
         self.stage = "symptoms"
-        symptoms = measure(_evidence(self.history, self.topics, self.check_result,
-                                     self.side_effects), self.incident.symptoms)  # fmt: skip
+        evidence = _evidence(
+            self.history, self.cluster, self.topics, self.check_result, self.side_effects
+        )
+        symptoms = measure(evidence, self.incident.symptoms)
         self.outcome.symptoms = symptoms
+        if evidence.app:  # what the same run shows without the app's own reports
+            self.outcome.symptoms_outside = measure(
+                evidence.without_reports(), self.incident.symptoms
+            )
         self.stage = "judgement"
         judgement = judge(
             profile=self.profile.name,
@@ -321,7 +331,7 @@ def _check(
 ) -> tuple[CheckResult, CheckResult | None]:
     extractor = load_callable(options.output_id) if options.output_id else None
     output = KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor)
-    check = check_run(spark, history.root, output, guarantee)
+    check = check_run(spark, history.root, output, guarantee, deliveries=True)
     (history.root / "check.json").write_text(json.dumps(check.to_json(), indent=2, default=str))
     side_effects = None
     if "side_effects" in topics:
@@ -335,10 +345,17 @@ def _check(
 
 def _evidence(
     history: RunHistory,
+    cluster: Cluster,
     topics: dict[str, str],
     check: CheckResult,
     side_effects: CheckResult | None,
 ) -> Evidence:
+    """Everything the symptoms look at; the brokers' group events are kept as a stream too."""
+    logs = cluster.log_files()
+    group = group_events(logs, history.meta()["group"]) if logs else None
+    stream = history.stream("group")
+    for event in group or []:
+        stream.append(event)
     return Evidence(
         produce=history.read("produce"),
         lifecycle=history.read("lifecycle"),
@@ -358,4 +375,6 @@ def _evidence(
         side_effects=side_effects,
         input_topic=topics["input"],
         client_config=history.meta().get("client_config", {}),
+        group=group,
+        deliveries=check.deliveries,
     )

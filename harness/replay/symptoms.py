@@ -1,13 +1,16 @@
 """Symptoms: the measurable signs of each post's failure, read from a finished run.
 
-Each symptom is a function of the run's :class:`Evidence` (its history streams and the
-checker's result) returning a number or a boolean, or None when the run holds nothing to
-measure it from (an app that does not report its commits, say). Definitions name symptoms
+Each symptom is a function of the run's :class:`Evidence` (its history streams, the brokers'
+group events and the checker's result) returning a number or a boolean, or None when the run
+holds nothing to measure it from. Symptoms the brokers, the output data or the supervisor can
+show are measured from them for any app; an instrumented app's own reports (``Reporter``) are
+used where it sends them, and must agree (the runner records both). Definitions name symptoms
 in their ``signature`` and ``conditions``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import statistics
 from bisect import bisect_left, bisect_right
@@ -15,6 +18,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from harness.history.broker_log import POLL_TIMEOUT
 
 if TYPE_CHECKING:
     from harness.checker import CheckResult
@@ -43,6 +48,14 @@ class Evidence:
     side_effects: CheckResult | None = None
     input_topic: str = ""
     client_config: dict[str, Any] = field(default_factory=dict)
+    #: The coordinators' events for the run's group (None: no broker logs, e.g. external).
+    group: list[dict[str, Any]] | None = None
+    #: Every output record matched to its input, in output time order (from the checker).
+    deliveries: list[dict[str, Any]] = field(default_factory=list)
+
+    def without_reports(self) -> Evidence:
+        """The same run as an app that reports nothing would leave it."""
+        return dataclasses.replace(self, app=[])
 
     @property
     def acks(self) -> list[dict[str, Any]]:
@@ -59,13 +72,19 @@ class Evidence:
         ]
 
     def consumed_spans(self) -> list[tuple[float, dict[str, Any]]]:
-        """(time, span) for every partition span of every ``consumed`` report on the input."""
-        return [
-            (e["ts"], span)
-            for e in self.app_events("consumed")
-            for span in e["partitions"]
-            if span["topic"] == self.input_topic
-        ]
+        """(time, span) for each batch the app took from an input partition.
+
+        From the app's ``consumed`` reports where it sends them; otherwise from the output: a
+        run of results of one input partition, consecutive in output time, is one span.
+        """
+        if self.app:
+            return [
+                (e["ts"], span)
+                for e in self.app_events("consumed")
+                for span in e["partitions"]
+                if span["topic"] == self.input_topic
+            ]
+        return _spans_from_output(self.deliveries)
 
 
 Symptom = Callable[[Evidence], Value]
@@ -88,15 +107,73 @@ def _reported(evidence: Evidence) -> bool:
     return bool(evidence.app)
 
 
+#: Output results further apart than this (seconds) belong to different deliveries.
+ARRIVAL_GAP_S = 0.25
+
+
+def _spans_from_output(deliveries: list[dict[str, Any]]) -> list[tuple[float, dict[str, Any]]]:
+    """Batches as the output shows them, per input partition: results close in time form one
+    span; a result of an input delivered before, below where the span reached, or a long gap,
+    starts another. Results out of order within one millisecond are not mistaken for a jump.
+    """
+    spans: list[tuple[float, dict[str, Any]]] = []
+    open_spans: dict[int, tuple[float, dict[str, Any]]] = {}
+    seen: set[tuple[int, int]] = set()
+    for row in deliveries:
+        moment, partition, offset = row["out_ts_ms"] / 1000, row["in_partition"], row["in_offset"]
+        repeat = (partition, offset) in seen
+        seen.add((partition, offset))
+        current = open_spans.get(partition)
+        if current is not None and moment - current[0] <= ARRIVAL_GAP_S:
+            span = current[1]
+            if not (repeat and offset <= span["last"]):
+                span["first"], span["last"] = min(span["first"], offset), max(span["last"], offset)
+                open_spans[partition] = (moment, span)
+                continue
+        span = {"topic": "", "partition": partition, "first": offset, "last": offset}
+        spans.append((moment, span))
+        open_spans[partition] = (moment, span)
+    return spans
+
+
+def _unexplained_leaves(evidence: Evidence) -> list[dict[str, Any]]:
+    """Members that left while their process ran on: not around a stop, exit or signal."""
+    assert evidence.group is not None
+    own = [e["ts"] for e in evidence.lifecycle if e["kind"] in ("stop", "exit", "signal")]
+    return [
+        e
+        for e in evidence.group
+        if e["kind"] == "leave"
+        and (POLL_TIMEOUT in e["reason"] or not any(abs(e["ts"] - t) <= 2.0 for t in own))
+    ]
+
+
 # --- the group and its commits ---------------------------------------------------------------
 
 
 @symptom
 def max_poll_exceeded(evidence: Evidence) -> Value:
     """Times a consumer was dropped from the group for missing its poll interval."""
-    if not _reported(evidence):
+    if _reported(evidence):
+        errors = evidence.app_events("client_error")
+        return sum(1 for e in errors if e["code"] == "_MAX_POLL_EXCEEDED")
+    return None if evidence.group is None else len(_unexplained_leaves(evidence))
+
+
+@symptom
+def members_removed(evidence: Evidence) -> Value:
+    """Members the coordinator removed or fenced (session or rebalance timeout), from its log."""
+    if evidence.group is None:
         return None
-    return sum(1 for e in evidence.app_events("client_error") if e["code"] == "_MAX_POLL_EXCEEDED")
+    return sum(1 for e in evidence.group if e["kind"] == "removed")
+
+
+@symptom
+def rebalances(evidence: Evidence) -> Value:
+    """Rebalances the group went through, from the coordinator's log."""
+    if evidence.group is None:
+        return None
+    return sum(1 for e in evidence.group if e["kind"] == "rebalance")
 
 
 @symptom
@@ -122,7 +199,7 @@ def largest_jump_back(evidence: Evidence) -> Value:
 
 
 def _jumps_back(evidence: Evidence) -> list[int] | None:
-    if not _reported(evidence):
+    if not _reported(evidence) and not evidence.deliveries:
         return None
     reached: dict[int, int] = {}
     jumps = []
@@ -228,7 +305,7 @@ def restarted_from_log_start(evidence: Evidence) -> Value:
     windows = evidence.step_windows("start_apps", "redeploy") + evidence.step_windows(
         "start_instance", "redeploy"
     )
-    if not windows or not _reported(evidence):
+    if not windows or not (_reported(evidence) or evidence.deliveries):
         return None
     log_start: dict[int, int] = {}
     for ack in evidence.acks:
@@ -253,9 +330,41 @@ def producer_id_errors(evidence: Evidence) -> Value:
 
 
 @symptom
+def producer_ids_expired(evidence: Evidence) -> Value:
+    """Times an app's transactional id came back with a new producer id (the old one expired)."""
+    if evidence.group is None:
+        return None
+    held: dict[str, int] = {}
+    expired = 0
+    for event in (e for e in evidence.group if e["kind"] == "producer_id"):
+        previous = held.get(event["transactional_id"])
+        expired += previous is not None and previous != event["id"]
+        held[event["transactional_id"]] = event["id"]
+    return expired
+
+
+@symptom
 def app_restarts(evidence: Evidence) -> Value:
     """Times the supervisor restarted an app instance after it died."""
     return sum(1 for e in evidence.lifecycle if e["kind"] == "start" and e.get("restart"))
+
+
+@symptom
+def crash_loops(evidence: Evidence) -> Value:
+    """Times an instance entered a crash loop (kept dying young; restarted with back-off)."""
+    return sum(1 for e in evidence.lifecycle if e["kind"] == "crash_loop")
+
+
+@symptom
+def app_down_s(evidence: Evidence) -> Value:
+    """Seconds instances spent down between an unexpected exit and their next start."""
+    down, exited = 0.0, {}
+    for event in evidence.lifecycle:
+        if event["kind"] == "exit" and not event.get("expected"):
+            exited[event["instance"]] = event["ts"]
+        elif event["kind"] == "start" and event["instance"] in exited:
+            down += event["ts"] - exited.pop(event["instance"])
+    return round(down, 2)
 
 
 @symptom
@@ -353,8 +462,6 @@ def _hot_batches(evidence: Evidence) -> list[tuple[float, dict[str, Any]]]:
 @symptom
 def hot_arrival_gap_s(evidence: Evidence) -> Value:
     """Median seconds between consecutive deliveries from the hot partition to the app."""
-    if not _reported(evidence):
-        return None
     times = [t for t, _ in _hot_batches(evidence)]
     gaps = [b - a for a, b in itertools.pairwise(times)]
     return round(statistics.median(gaps), 3) if gaps else None
@@ -364,14 +471,14 @@ def hot_arrival_gap_s(evidence: Evidence) -> Value:
 def hot_records_per_arrival(evidence: Evidence) -> Value:
     """Median records of the hot partition in one delivery to the app."""
     counts = [span["count"] for _, span in _hot_batches(evidence)]
-    return statistics.median(counts) if counts and _reported(evidence) else None
+    return statistics.median(counts) if counts else None
 
 
 @symptom
 def hot_arrivals_fetch_wait_apart(evidence: Evidence) -> Value:
     """Whether the hot partition arrived one record at a time, about one fetch wait apart."""
     gap, per_arrival = hot_arrival_gap_s(evidence), hot_records_per_arrival(evidence)
-    wait_s = float(evidence.client_config.get("fetch.wait.max.ms", 500)) / 1000
+    wait_s = float(evidence.client_config.get("fetch.max.wait.ms", 500)) / 1000
     if gap is None or per_arrival is None:
         return None
     low, high = FETCH_WAIT_BAND
@@ -381,8 +488,6 @@ def hot_arrivals_fetch_wait_apart(evidence: Evidence) -> Value:
 @symptom
 def hot_drain_rate(evidence: Evidence) -> Value:
     """Flood records per second the app took from the hot partition while it had a backlog."""
-    if not _reported(evidence):
-        return None
     hottest, _ = _hot_partitions(evidence)
     flood = _flood_offsets(evidence, hottest)
     marks = [(a["ts"], "end", a["offset"] + 1) for a in evidence.acks if a["partition"] == hottest]

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -177,11 +177,28 @@ class IncidentFile(pytest.File):
             yield item
 
 
+def disagreements(incident: Incident, outcome: Outcome) -> list[str]:
+    """Signature symptoms whose verdict differs between the app's reports and outside sources."""
+    outside = outcome.symptoms_outside
+    if outside is None:
+        return []
+    return [
+        f"{c.symptom}: reported {outcome.symptoms[c.symptom]}, seen {outside[c.symptom]}"
+        for c in incident.signature
+        if outside[c.symptom] is not None
+        and c.holds(outside[c.symptom]) != c.holds(outcome.symptoms[c.symptom])
+    ]
+
+
 def _incident_test(incident: Incident, profile: str) -> Callable[..., None]:
-    def test_incident(replay_incident: Callable[[str, str], Outcome]) -> None:
+    def test_incident(replay_incident: Callable[..., Outcome]) -> None:
         outcome = replay_incident(incident.name, profile)
         print(outcome.explain())
         assert outcome.passed, outcome.explain()
+        assert not disagreements(incident, outcome), (
+            "the app's own reports and what the brokers and the data show disagree: "
+            + "; ".join(disagreements(incident, outcome))
+        )
 
     test_incident.__doc__ = f"{incident.title} ({profile})"
     return test_incident
@@ -344,14 +361,20 @@ def replay_incident(
     kafka_version: str,
     kafka_backend: str,
     tmp_path: Path,
-) -> Callable[[str, str], Outcome]:
-    """``replay_incident(name, profile) -> Outcome``: one incident on real Kafka, checked."""
+) -> Callable[..., Outcome]:
+    """``replay_incident(name, profile, **options) -> Outcome``: one incident, checked.
+
+    Options default to the command line's (``--app``, ``--output-id``, ``--guarantee``,
+    ``--group-protocol``, ``--restart``); keywords of the same names override them.
+    """
+    import dataclasses
+
     from harness.cluster.pool import ClusterSpec
     from harness.replay.catalog import load_incidents, select
     from harness.replay.runner import RunOptions, run_incident
 
     config = request.config
-    options = RunOptions(
+    defaults = RunOptions(
         app=config.getoption("--app"),
         output_id=config.getoption("--output-id"),
         guarantee=config.getoption("--guarantee"),
@@ -360,20 +383,21 @@ def replay_incident(
     )
     if kafka_backend == "container":
         skip_without_docker(request)
+    runs = iter(range(1, 1000))
 
     def cluster_for(broker_config: Mapping[str, object]) -> Cluster:
         spec = ClusterSpec.of(kafka_version, 1, broker_config, kafka_backend)
         return _pooled_cluster(request, kafka_cluster_pool, spec)
 
-    def replay(name: str, profile: str) -> Outcome:
+    def replay(name: str, profile: str, **options: Any) -> Outcome:
         (incident,) = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
         return run_incident(
             incident,
             profile,
             cluster_for=cluster_for,
             spark=lambda: request.getfixturevalue("replay_spark"),
-            run_dir=tmp_path / "run",
-            options=options,
+            run_dir=tmp_path / f"run-{next(runs)}",
+            options=dataclasses.replace(defaults, **options),
         )
 
     return replay

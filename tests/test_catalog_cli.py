@@ -57,7 +57,11 @@ def test_your_app_is_gated_on_its_declared_guarantee(tmp_path: Path) -> None:
     )
     assert run["anomalies"]["duplicate"] == 240  # 1,200 inputs, every fifth written twice
     assert run["anomalies"]["lost"] == 0
-    assert "the declared exactly-once guarantee did not hold" in " ".join(run["reasons"])
+    assert (
+        "the declared exactly-once guarantee broke: at-least-once (240 inputs delivered twice)"
+        in (" ".join(run["reasons"]))
+    )
+    assert run["result"] == "guarantee broken"
     assert (tmp_path / "report" / "report.md").exists()
     assert Path(run["run_dir"], "events", "produce.jsonl").exists()
 

@@ -87,7 +87,7 @@ def test_a_hot_partition_that_drains_one_record_per_fetch_wait() -> None:
     app = [consumed(1.0 + i, 1, i, i) for i in range(10)]
     lag = [{"ts": 12, "partition": 1, "lag": 20}, {"ts": 12, "partition": 0, "lag": 0}]
     lag.append({"ts": 12, "partition": 2, "lag": 0})
-    run = evidence(produce=acks, app=app, lag=lag, client_config={"fetch.wait.max.ms": 1000})
+    run = evidence(produce=acks, app=app, lag=lag, client_config={"fetch.max.wait.ms": 1000})
     names = (
         "hot_partition", "lag_isolated_to_hot_partition", "hot_arrival_gap_s",
         "hot_records_per_arrival", "hot_arrivals_fetch_wait_apart", "hot_drain_rate",
@@ -102,7 +102,7 @@ def test_a_hot_partition_that_drains_one_record_per_fetch_wait() -> None:
         "hot_drain_rate": 1.0,
         "keys_moved": 1,
     }
-    fast = evidence(produce=acks, app=app, lag=lag, client_config={"fetch.wait.max.ms": 100})
+    fast = evidence(produce=acks, app=app, lag=lag, client_config={"fetch.max.wait.ms": 100})
     assert measure(fast, ("hot_arrivals_fetch_wait_apart",)) == {
         "hot_arrivals_fetch_wait_apart": False
     }

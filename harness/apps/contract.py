@@ -3,19 +3,30 @@
 An app is a command line or a Python ``module:function``; either runs as its own process and
 receives these environment variables (the names are a stable interface):
 
-=========================== ============================================================
-``KAFKA_BOOTSTRAP_SERVERS`` where the brokers are
-``REPLAY_INPUT_TOPIC``      topic to consume
-``REPLAY_OUTPUT_TOPIC``     topic to produce results to
-``REPLAY_GROUP_ID``         consumer group
-``REPLAY_CLIENT_CONFIG``    JSON object of client properties the incident imposes
-``REPLAY_TRANSACTIONAL_ID`` stable per instance, for exactly-once apps
-``REPLAY_INSTANCE``         0, 1, ... when several instances run
-=========================== ============================================================
+============================ ============================================================
+``KAFKA_BOOTSTRAP_SERVERS``  where the brokers are
+``REPLAY_INPUT_TOPIC``       topic to consume
+``REPLAY_OUTPUT_TOPIC``      topic to produce results to
+``REPLAY_GROUP_ID``          consumer group
+``REPLAY_CLIENT_PROPERTIES`` path of a Java ``.properties`` file of the client settings the
+                             incident imposes, in Apache Kafka's names (any Kafka client)
+``REPLAY_CLIENT_CONFIG``     the same settings as a JSON object in librdkafka's names
+                             (confluent-kafka and other librdkafka clients); settings
+                             librdkafka has no property for are left out
+``REPLAY_MAX_POLL_RECORDS``  records to take per poll, when the incident sets
+                             ``max.poll.records`` (librdkafka: ``consume(num_messages=N)``)
+``REPLAY_TRANSACTIONAL_ID``  stable per instance, for exactly-once apps
+``REPLAY_INSTANCE``          0, 1, ... when several instances run
+============================ ============================================================
+
+``REPLAY_CLIENT_PROPERTIES`` is set when the context has a ``properties_dir`` (the harness
+gives one); ``REPLAY_MAX_POLL_RECORDS`` only when the incident sets ``max.poll.records``.
+The translation between the two dialects is :mod:`harness.apps.client_config`.
 
 A command may use ``{bootstrap}``, ``{input_topic}``, ``{output_topic}``, ``{group_id}``,
-``{transactional_id}`` and ``{instance}`` in its arguments. ``REPLAY_REPORT_FILE`` is set
-too: where :mod:`harness.apps.instrument` writes what an instrumented app reports.
+``{transactional_id}``, ``{instance}`` and ``{client_properties}`` in its arguments.
+``REPLAY_REPORT_FILE`` is set too: where :mod:`harness.apps.instrument` writes what an
+instrumented app reports.
 """
 
 from __future__ import annotations
@@ -27,20 +38,26 @@ import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from .client_config import batch_size, java_properties, librdkafka_config
 
 BOOTSTRAP = "KAFKA_BOOTSTRAP_SERVERS"
 INPUT_TOPIC = "REPLAY_INPUT_TOPIC"
 OUTPUT_TOPIC = "REPLAY_OUTPUT_TOPIC"
 GROUP_ID = "REPLAY_GROUP_ID"
 CLIENT_CONFIG = "REPLAY_CLIENT_CONFIG"
+CLIENT_PROPERTIES = "REPLAY_CLIENT_PROPERTIES"
+MAX_POLL_RECORDS = "REPLAY_MAX_POLL_RECORDS"
 TRANSACTIONAL_ID = "REPLAY_TRANSACTIONAL_ID"
 INSTANCE = "REPLAY_INSTANCE"
 REPORT_FILE = "REPLAY_REPORT_FILE"
 
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _PLACEHOLDER = re.compile(
-    r"\{(bootstrap|input_topic|output_topic|group_id|transactional_id|instance)\}"
+    r"\{(bootstrap|input_topic|output_topic|group_id|transactional_id|instance"
+    r"|client_properties)\}"
 )
 
 
@@ -64,7 +81,13 @@ def load_callable(spec: str) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class AppContext:
-    """What one instance of the app under test is told."""
+    """What one instance of the app under test is told.
+
+    The harness builds it with ``client_config`` in Apache Kafka's names (a definition's
+    ``[client]``); :meth:`env` hands them over in both dialects. In an app,
+    :meth:`from_env` gives ``client_config`` in librdkafka's names, ready for a
+    confluent-kafka client, and :attr:`max_poll_records` from ``REPLAY_MAX_POLL_RECORDS``.
+    """
 
     bootstrap_servers: str
     input_topic: str
@@ -72,24 +95,61 @@ class AppContext:
     group_id: str
     client_config: dict[str, Any] = field(default_factory=dict)
     instance: int = 0
+    #: Where :meth:`env` writes ``client-<instance>.properties``; None: no properties file.
+    properties_dir: Path | None = None
+    #: ``REPLAY_MAX_POLL_RECORDS`` as :meth:`from_env` read it (librdkafka has no such key).
+    poll_records: int | None = None
 
     @property
     def transactional_id(self) -> str:
         return f"{self.group_id}-tx-{self.instance}"
 
+    @property
+    def max_poll_records(self) -> int | None:
+        """Records to take per poll when the incident sets ``max.poll.records``, else None."""
+        if self.poll_records is not None:
+            return self.poll_records
+        return batch_size(self.client_config)
+
+    @property
+    def client_properties(self) -> Path | None:
+        """The Java ``.properties`` file of this instance's client settings (see :meth:`env`)."""
+        if self.properties_dir is None:
+            return None
+        return Path(self.properties_dir) / f"client-{self.instance}.properties"
+
+    def write_client_properties(self) -> Path | None:
+        """Write :attr:`client_properties` (unless it already holds the same text)."""
+        path = self.client_properties
+        if path is None:
+            return None
+        text = java_properties(self.client_config)
+        if not path.is_file() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(path.name + ".partial")
+            partial.write_text(text)
+            partial.replace(path)
+        return path
+
     def env(self) -> dict[str, str]:
-        return {
+        env = {
             BOOTSTRAP: self.bootstrap_servers,
             INPUT_TOPIC: self.input_topic,
             OUTPUT_TOPIC: self.output_topic,
             GROUP_ID: self.group_id,
-            CLIENT_CONFIG: json.dumps(self.client_config),
+            CLIENT_CONFIG: json.dumps(librdkafka_config(self.client_config)),
             TRANSACTIONAL_ID: self.transactional_id,
             INSTANCE: str(self.instance),
         }
+        properties = self.write_client_properties()
+        if properties is not None:
+            env[CLIENT_PROPERTIES] = str(properties)
+        if self.max_poll_records is not None:
+            env[MAX_POLL_RECORDS] = str(self.max_poll_records)
+        return env
 
     def placeholders(self) -> dict[str, str]:
-        return {
+        values = {
             "bootstrap": self.bootstrap_servers,
             "input_topic": self.input_topic,
             "output_topic": self.output_topic,
@@ -97,14 +157,22 @@ class AppContext:
             "transactional_id": self.transactional_id,
             "instance": str(self.instance),
         }
+        properties = self.write_client_properties()
+        if properties is not None:
+            values["client_properties"] = str(properties)
+        return values
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AppContext:
-        """The context a process was started with (raises naming any missing variable)."""
+        """The context a process was started with (raises naming any missing variable).
+
+        ``client_config`` is ``REPLAY_CLIENT_CONFIG``: librdkafka's names.
+        """
         env = os.environ if environ is None else environ
         missing = [n for n in (BOOTSTRAP, INPUT_TOPIC, OUTPUT_TOPIC, GROUP_ID) if n not in env]
         if missing:
             raise RuntimeError(f"not started by kafka-replay: {', '.join(missing)} unset")
+        poll_records = env.get(MAX_POLL_RECORDS)
         return cls(
             bootstrap_servers=env[BOOTSTRAP],
             input_topic=env[INPUT_TOPIC],
@@ -112,6 +180,7 @@ class AppContext:
             group_id=env[GROUP_ID],
             client_config=json.loads(env.get(CLIENT_CONFIG) or "{}"),
             instance=int(env.get(INSTANCE, "0")),
+            poll_records=int(poll_records) if poll_records else None,
         )
 
 
@@ -142,4 +211,11 @@ class AppSpec:
         if self.target is not None:
             return [python, "-m", "harness.apps.run_callable", self.target]
         values = context.placeholders()
-        return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], arg) for arg in self.argv]
+
+        def fill(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in values:
+                raise ValueError(f"{{{name}}} is not available to this app (no properties_dir)")
+            return values[name]
+
+        return [_PLACEHOLDER.sub(fill, arg) for arg in self.argv]

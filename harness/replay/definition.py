@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.apps.client_config import check_client_config
 from harness.apps.supervisor import RESTART_MODES, parse_restart
 from harness.checker.verdict import GUARANTEES
 from harness.workload import GENERATORS, Workload
@@ -198,11 +199,15 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
         key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
         for key in list(workloads.data)
     }
+    client = _config(table, "client")
+    problem = check_client_config(client)
+    if problem:
+        raise DefinitionError(source, f"{where}.client", problem)
     profile = Profile(
         name,
         description,
         _config(table, "broker"),
-        _config(table, "client"),
+        client,
         _config(table, "producer"),
         definition,
         built,

@@ -97,7 +97,11 @@ class Outcome:
 
 
 def client_config(profile: Profile, group_protocol: str | None) -> dict[str, Any]:
-    """The client properties the app is told to use (``REPLAY_CLIENT_CONFIG``)."""
+    """The client settings the app is told to use, in Apache Kafka's names.
+
+    The contract hands them over in both dialects (``REPLAY_CLIENT_PROPERTIES``, and the
+    librdkafka translation in ``REPLAY_CLIENT_CONFIG``); the run's meta records these names.
+    """
     config = dict(profile.client)
     if group_protocol == "consumer":
         config = {k: v for k, v in config.items() if k not in CLASSIC_ONLY}
@@ -217,7 +221,13 @@ class _Run:
         apps = Supervisor(
             spec,
             lambda i: AppContext(
-                cluster.bootstrap_servers, topics["input"], topics["output"], group, config, i
+                cluster.bootstrap_servers,
+                topics["input"],
+                topics["output"],
+                group,
+                config,
+                i,
+                properties_dir=history.root,
             ),
             history.logs_dir,
             on_event=history.stream("lifecycle"),

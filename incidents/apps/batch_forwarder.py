@@ -2,9 +2,10 @@
 
 ``python -m incidents.apps.batch_forwarder [--batch N] [--work-ms MS]``
 
-The batch size plays the part of the Java client's ``max.poll.records`` (500 by default
-there); ``--work-ms`` is the per-record work (a database write, a call to another service).
-A commit that fails is reported and the loop goes on, as the post's service did.
+The batch size is the Java client's ``max.poll.records``: the incident's, given by the
+contract (``REPLAY_MAX_POLL_RECORDS``), else ``--batch`` (500, the Java default). ``--work-ms``
+is the per-record work (a database write, a call to another service). A commit that fails is
+reported and the loop goes on, as the post's service did.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ from .common import Service, next_offsets, result_of
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="batch_forwarder")
-    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--batch", type=int, default=500, help="unless the incident sets one")
     parser.add_argument("--work-ms", type=float, default=0.0)
     options = parser.parse_args(argv)
     service = Service()
+    batch_size = service.context.max_poll_records or options.batch
     consumer = service.consumer()
     producer = service.producer()
     consumer.subscribe([service.context.input_topic], **service.report.rebalance_callbacks())
     while not service.stopping:
-        batch = service.poll(consumer, options.batch, timeout=0.5)
+        batch = service.poll(consumer, batch_size, timeout=0.5)
         if not batch:
             continue
         for message in batch:

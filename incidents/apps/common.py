@@ -25,7 +25,12 @@ class Service:
         self.stopping = True
 
     def consumer(self, **config: Any) -> Consumer:
-        """A consumer of the input topic with the incident's client config on top of ``config``."""
+        """A consumer of the input topic with the incident's client config on top of ``config``.
+
+        The incident's settings are ``REPLAY_CLIENT_CONFIG``: already translated to librdkafka's
+        names by the contract (``max.poll.records`` is not among them: see :meth:`poll`'s
+        ``count`` and ``AppContext.max_poll_records``).
+        """
         base = {
             "bootstrap.servers": self.context.bootstrap_servers,
             "group.id": self.context.group_id,

@@ -1,0 +1,134 @@
+"""Apps nobody shaped to the harness get the incident's conditions and are judged from outside.
+
+Two apps carry no instrumentation: a plain Java consumer compiled here from source against
+the cached kafka-clients jars (``tests/apps/java/PlainApp.java``), and a Python app written
+only against the documented contract (``tests/apps/plain.py``). Everything they are judged on
+comes from the brokers' logs, the data and the supervisor.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.cluster.artifacts import kafka_classpath
+from harness.replay.runner import Outcome
+
+JAVA_SOURCE = Path(__file__).parent / "apps" / "java" / "PlainApp.java"
+PLAIN_PYTHON = Path(__file__).parent / "apps" / "plain.py"
+
+Replay = Callable[..., Outcome]
+
+
+@pytest.fixture(scope="session")
+def java_app(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> str:
+    """``java -cp ... PlainApp``, compiled once against the kafka-clients of the broker in use."""
+    from harness.cluster import choose_version
+
+    jars = kafka_classpath(choose_version(request.config.getoption("--kafka-version")))
+    classpath = ":".join(str(jar) for jar in jars)
+    classes = tmp_path_factory.mktemp("java-app")
+    subprocess.run(
+        ["javac", "-cp", classpath, "-d", str(classes), str(JAVA_SOURCE)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return shlex.join(["java", "-Xmx256m", "-cp", f"{classes}:{classpath}", "PlainApp"])
+
+
+def plain_python(*args: str) -> str:
+    return shlex.join([sys.executable, str(PLAIN_PYTHON), *args])
+
+
+def test_a_java_consumer_is_found_vulnerable_to_slow_batches(
+    replay_incident: Replay, java_app: str
+) -> None:
+    outcome = replay_incident(
+        "poll-timeout-rebalance", "vulnerable", app=f"{java_app} --work-ms 12",
+        guarantee="at-least-once",
+    )  # fmt: skip
+    print(outcome.explain())
+    assert (outcome.passed, outcome.result, outcome.reproduced) == (False, "vulnerable", True)
+    symptoms = outcome.symptoms
+    assert symptoms["max_poll_exceeded"] >= 1  # the coordinator's log, not the app, says so
+    assert symptoms["consumed_offset_jumps_back"] >= 1  # the output shows it
+    assert symptoms["reprocessed"] >= 1 and symptoms["backlog_drained"] is False
+    assert symptoms["rejected_commits"] is None  # only the app itself could tell
+    assert outcome.reasons[0].startswith("your app is vulnerable to this incident: ")
+
+
+def test_the_setting_that_fixes_slow_batches_reaches_a_java_consumer(
+    replay_incident: Replay, java_app: str
+) -> None:
+    outcome = replay_incident(
+        "poll-timeout-rebalance", "remediated", app=f"{java_app} --work-ms 12",
+        guarantee="at-least-once",
+    )  # fmt: skip
+    print(outcome.explain())
+    assert (outcome.passed, outcome.result) == (True, "guarantee held"), outcome.explain()
+    assert outcome.reproduced is False
+    assert outcome.symptoms["max_poll_exceeded"] == 0
+
+
+@pytest.mark.parametrize("profile", ["vulnerable", "remediated"])
+def test_a_java_consumer_under_the_deal_flood(
+    replay_incident: Replay, java_app: str, profile: str
+) -> None:
+    outcome = replay_incident("deal-flood", profile, app=java_app, guarantee="at-least-once")
+    print(outcome.explain())
+    assert outcome.reproduced is (profile == "vulnerable"), outcome.explain()
+    assert outcome.symptoms["hot_arrivals_fetch_wait_apart"] is (profile == "vulnerable")
+
+
+def test_a_java_exactly_once_app_killed_at_random_is_judged(
+    replay_incident: Replay, java_app: str
+) -> None:
+    outcome = replay_incident(
+        "crash-restart-eos", "remediated", app=f"{java_app} --transactional",
+        guarantee="exactly-once",
+    )  # fmt: skip
+    print(outcome.explain())
+    assert outcome.passed, outcome.explain()
+    assert outcome.symptoms["kills"] >= 5
+
+
+def test_a_batch_job_that_exits_when_caught_up_is_run_again_and_judged(
+    replay_incident: Replay, java_app: str
+) -> None:
+    """Headers not copied, value unchanged, exit 0 when idle: restarted on a schedule."""
+    outcome = replay_incident(
+        "crash-restart-eos",
+        "remediated",
+        app=f"{java_app} --transactional --exit-when-idle-s 2",
+        guarantee="exactly-once",
+        restart="every:1",
+    )
+    print(outcome.explain())
+    assert outcome.passed, outcome.explain()
+    assert (outcome.verdict, outcome.check) == ("exactly-once", "pass")
+    assert outcome.symptoms["kills"] >= 5
+
+
+@pytest.mark.parametrize(
+    ("mode", "verdicts"),
+    [(("--commit-first",), {"at-most-once", "lossy"}), ((), {"at-least-once"})],
+    ids=["commits-then-writes", "writes-then-commits"],
+)
+def test_an_app_that_keeps_crashing_on_its_own_still_gets_a_verdict(
+    replay_incident: Replay, mode: tuple[str, ...], verdicts: set[str]
+) -> None:
+    outcome = replay_incident(
+        "poll-timeout-rebalance", "remediated", app=plain_python(*mode, "--crash-every", "3"),
+        guarantee="at-least-once",
+    )  # fmt: skip
+    print(outcome.explain())
+    assert outcome.error is None, outcome.explain()
+    assert outcome.verdict in verdicts, outcome.explain()
+    assert outcome.symptoms_outside is None  # it reported nothing: everything came from outside
+    assert outcome.passed is (outcome.verdict == "at-least-once")

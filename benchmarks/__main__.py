@@ -6,12 +6,13 @@ import argparse
 import logging
 import sys
 
-from benchmarks import broker_start, checker_scale, producer_throughput
+from benchmarks import broker_start, checker_scale, collection, producer_throughput
 
 BENCHMARKS = {
     "broker-start": broker_start.run,
     "producer-throughput": producer_throughput.run,
     "checker-scale": checker_scale.run,
+    "collection": collection.run,
 }
 
 

@@ -69,14 +69,45 @@ def test_your_app_is_gated_on_its_declared_guarantee(tmp_path: Path) -> None:
 def test_an_app_that_cannot_start_is_an_error_not_a_verdict(tmp_path: Path) -> None:
     app = f"{sys.executable} -c 'import sys; print(\"no config\"); sys.exit(3)'"
     result = subprocess.run(
-        kafka_replay("run", "zombie-commit", "--profile", "remediated", "--app", app),
+        kafka_replay(
+            "run", "zombie-commit", "--profile", "remediated", "--app", app,
+            "--report", str(tmp_path / "report"),
+        ),
         capture_output=True,
         text=True,
         timeout=300,
-    )
+    )  # fmt: skip
     assert result.returncode == 2, result.stdout + result.stderr
     assert "exited with code 3" in result.stderr
     assert "no config" in result.stderr  # its last output comes with the error
+    (run,) = json.loads((tmp_path / "report" / "report.json").read_text())["runs"]
+    assert (run["failed_stage"], run["result"], run["passed"]) == ("steps", "steps failed", False)
+    assert "exited with code 3" in run["error"]
+
+
+def test_a_checker_that_fails_still_leaves_the_run_in_the_report(tmp_path: Path) -> None:
+    result = subprocess.run(
+        kafka_replay(
+            "run", "poll-timeout-rebalance", "--profile", "remediated",
+            "--output-id", "tests.apps.ids:broken", "--report", str(tmp_path / "report"),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "error in checker" in result.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    (run,) = report["runs"]
+    assert (run["failed_stage"], run["result"], run["passed"]) == (
+        "checker", "checker failed", False,
+    )  # fmt: skip
+    assert "tests.apps.ids:broken" in run["error"] and "invoice_id" in run["error"]
+    assert run["reasons"] == ["the run could not be judged: its checker failed"]
+    history = Path(run["run_dir"])
+    assert (history / "events" / "produce.jsonl").stat().st_size > 0  # the history is kept
+    assert json.loads((history / "outcome.json").read_text())["failed_stage"] == "checker"
+    assert "checker failed" in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -1,4 +1,6 @@
-"""Outputs that are not Kafka topics: files and database tables (through JDBC)."""
+"""How output records are matched to inputs, in a Kafka topic (the event_id header, a JSON
+field, the user's function, or nothing), and outputs that are not Kafka topics: files and
+database tables (through JDBC)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,169 @@ import sqlite3
 import subprocess
 import sys
 
-from harness.checker import FileOutput, check_run
+import pytest
+from confluent_kafka import KafkaError, Message, Producer
+
+from harness.apps.correlation import OutputRecord
+from harness.checker import FileOutput, KafkaOutput, check_run
+from harness.checker.sources import OutputIdError
+from harness.cluster import Cluster
 from tests.test_checker import commit, write_run
 
 ACKS = [(f"e{i}", "k", i, 0, i) for i in range(5)]
+
+#: An output record to write: (partition, key, value, headers).
+Out = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes]] | None]
+
+
+def write_output(cluster: Cluster, topic: str, records: list[Out]) -> None:
+    """Produce the records in order, one at a time, so each lands at the next offset."""
+    producer = Producer(cluster.client_config())
+    errors: list[KafkaError] = []
+
+    def on_delivery(error: KafkaError | None, _message: Message) -> None:
+        if error:
+            errors.append(error)
+
+    for partition, key, value, headers in records:
+        producer.produce(
+            topic, value, key, partition=partition, headers=headers, on_delivery=on_delivery
+        )
+        assert producer.flush(30) == 0, "output record unacknowledged after 30s"
+    assert not errors, errors
+
+
+def as_json(event_id: str, **fields: object) -> bytes:
+    return json.dumps({"event_id": event_id, "total": 7, **fields}).encode()
+
+
+def check_output(
+    spark, cluster: Cluster, kafka_topic, tmp_path, records: list[Out], acks=ACKS, **output
+):
+    topic = kafka_topic("output", partitions=2)
+    write_output(cluster, topic, records)
+    run = write_run(tmp_path, acks, offsets=[commit(len(acks))])
+    return check_run(
+        spark, run, KafkaOutput(cluster.bootstrap_servers, topic, **output), "exactly-once"
+    )
+
+
+def nonzero(result) -> dict[str, int]:
+    return {name: count for name, count in result.counts.items() if count}
+
+
+def event_id_from_key(record: OutputRecord) -> bytes | None:
+    """A user's function: this app keys its output by the input's event_id."""
+    return record.key
+
+
+def order_number(record: OutputRecord) -> str:
+    """A user's function that assumes every value is a JSON object with an ``order`` field."""
+    return json.loads(record.value or b"")["order"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [None, [("trace_id", b"abc"), ("source", b"billing")], [("event_id", b"")]],
+    ids=["no-headers", "other-headers", "empty-event-id-header"],
+)
+def test_outputs_without_an_event_id_header_are_matched_by_their_json_field(
+    spark, kafka_cluster, kafka_topic, tmp_path, headers
+) -> None:
+    records: list[Out] = [(0, b"k", as_json(f"e{i}"), headers) for i in range(5)]
+    result = check_output(spark, kafka_cluster, kafka_topic, tmp_path, records)
+    assert nonzero(result) == {}
+    assert result.totals == {"acknowledged": 5, "output_records": 5, "delivered": 5}
+
+
+def test_the_event_id_header_comes_before_the_value(
+    spark, kafka_cluster, kafka_topic, tmp_path
+) -> None:
+    records: list[Out] = [
+        (0, None, b"plain text, not JSON", [("event_id", b"e0")]),
+        (0, None, None, [("event_id", b"e1")]),
+        (0, None, as_json("zzz"), [("event_id", b"e2")]),  # the header wins over the field
+        (1, None, as_json("e3"), [("trace_id", b"t")]),
+        (1, None, as_json("e4"), [("event_id", b"e4"), ("event_id", b"e4")]),
+    ]
+    result = check_output(spark, kafka_cluster, kafka_topic, tmp_path, records)
+    assert nonzero(result) == {}
+    assert result.totals["delivered"] == 5
+
+
+def test_values_that_are_not_json_objects_are_unexpected(
+    spark, kafka_cluster, kafka_topic, tmp_path
+) -> None:
+    acks = ACKS[:3]
+    records: list[Out] = [
+        *[(0, b"k", as_json(f"e{i}"), None) for i in range(3)],
+        (0, b"k", b"e3 but not JSON", None),
+        (0, b"k", b'["e4"]', [("trace_id", b"t")]),
+        (0, b"k", b'{"id": "e4"}', None),
+        (1, b"k", b"\xff\xfe binary", None),
+    ]
+    result = check_output(spark, kafka_cluster, kafka_topic, tmp_path, records, acks)
+    assert nonzero(result) == {"unexpected": 4}
+    assert result.totals == {"acknowledged": 3, "output_records": 7, "delivered": 3}
+    examples = result.findings["unexpected"].examples
+    assert [(e["event_id"], e["out_partition"], e["out_offset"]) for e in examples] == [
+        (None, 0, 3),
+        (None, 0, 4),
+        (None, 0, 5),
+        (None, 1, 0),
+    ]
+
+
+def test_null_values_are_unexpected(spark, kafka_cluster, kafka_topic, tmp_path) -> None:
+    acks = ACKS[:2]
+    records: list[Out] = [
+        (0, b"k", as_json("e0"), None),
+        (0, b"k", None, None),  # a tombstone
+        (1, None, None, [("trace_id", b"t")]),
+        (1, b"k", as_json("e1"), None),
+    ]
+    result = check_output(spark, kafka_cluster, kafka_topic, tmp_path, records, acks)
+    assert nonzero(result) == {"unexpected": 2}
+    examples = result.findings["unexpected"].examples
+    assert [(e["event_id"], e["out_partition"], e["out_offset"]) for e in examples] == [
+        (None, 0, 1),
+        (None, 1, 0),
+    ]
+
+
+def test_the_users_function_matches_outputs_and_none_is_unexpected(
+    spark, kafka_cluster, kafka_topic, tmp_path
+) -> None:
+    records: list[Out] = [
+        *[(i % 2, f"e{i}".encode(), f"invoice {i}".encode(), None) for i in range(5)],
+        (0, None, as_json("e0"), [("event_id", b"e0")]),  # no key: None, whatever else it has
+    ]
+    result = check_output(
+        spark, kafka_cluster, kafka_topic, tmp_path, records, event_id=event_id_from_key
+    )
+    assert nonzero(result) == {"unexpected": 1}
+    assert result.totals["delivered"] == 5
+    example = result.findings["unexpected"].examples[0]
+    assert (example["event_id"], example["out_partition"], example["out_offset"]) == (None, 0, 3)
+
+
+def test_a_users_function_that_raises_names_itself_and_the_record(
+    spark, kafka_cluster, kafka_topic, tmp_path
+) -> None:
+    records: list[Out] = [
+        (0, None, b'{"order": "e0"}', None),
+        (1, None, b'{"order": "e1"}', None),
+        (1, None, b'{"order": "e2"}', None),
+        (1, None, b'{"invoice": "e3"}', None),  # the function raises KeyError here
+        (1, None, b'{"invoice": "e4"}', None),  # and here
+    ]
+    with pytest.raises(OutputIdError) as raised:
+        check_output(spark, kafka_cluster, kafka_topic, tmp_path, records, event_id=order_number)
+    message = str(raised.value)
+    assert "tests.test_checker_outputs:order_number" in message
+    assert "partition 1, offset 2 (and 1 more)" in message
+    assert "KeyError: 'order'" in message
+    assert "Py4J" not in message and "org.apache.spark" not in message
 
 
 def test_output_files_are_checked(spark, tmp_path) -> None:

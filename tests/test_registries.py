@@ -138,8 +138,8 @@ def test_the_steps_table_lists_every_step_with_its_fields() -> None:
 
 
 def test_the_symptoms_table_lists_every_symptom() -> None:
-    docs = dict.fromkeys(documented("Symptoms"), set[str]())
-    registry = dict.fromkeys(SYMPTOMS, set[str]())
+    docs: dict[str, set[str]] = {name: set() for name in documented("Symptoms")}
+    registry: dict[str, set[str]] = {name: set() for name in SYMPTOMS}
     assert not disagreements(docs, registry), disagreements(docs, registry)
 
 

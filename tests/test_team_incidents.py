@@ -21,7 +21,7 @@ title = "A service killed twice while it streams; only the transactional one kee
 post = "our post-mortem of 2026-03"
 guarantee = "exactly-once"
 seed = 11
-time_scale = "300 records at 100 a second and two kills stand in for a day of deploys."
+time_scale = "300 records at 50 a second and two kills, 3-4 s apart, stand in for a day of deploys."
 
 [topics]
 input = 2
@@ -41,7 +41,7 @@ command = "{{python}} -m incidents.apps.eos_processor --outside-transaction --wo
 generator = "student_onboarding"
 count = 300
 students = 40
-rate = 100.0
+rate = 50.0
 seed = 11
 
 [[steps]]
@@ -55,7 +55,7 @@ background = true
 [[steps]]
 do = "kill_at_random"
 times = 2
-gap_s = [1.0, 1.5]
+gap_s = [3.0, 4.0]
 
 [[steps]]
 do = "drain"

@@ -10,7 +10,8 @@ Definitions (each reported with a count and a few examples):
 - **aborted read**: an output record visible only without ``read_committed``.
 - **reordered**: for one key within one output partition, a first delivery whose ``seq`` is
   lower than the one before it.
-- **unexpected**: output whose ``event_id`` matches no input.
+- **unexpected**: output whose ``event_id`` matches no input, or that has no ``event_id``
+  (null: no identity found in the record).
 - **committed offset regression**: a commit lower than the previous commit of the same
   partition (a tombstone in between starts afresh).
 - **commit by non-owner**: a commit for a partition the committing member did not hold: not
@@ -159,6 +160,7 @@ def _reordered(delivered: DataFrame) -> DataFrame:
 
 
 def _unexpected(committed: DataFrame, acks: DataFrame, source_ids: DataFrame | None) -> DataFrame:
+    """Output records matched to no input, by position: a null ``event_id`` matches nothing."""
     known = acks.select("event_id")
     if source_ids is not None:
         known = known.unionByName(source_ids.select("event_id"))

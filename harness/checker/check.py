@@ -144,7 +144,12 @@ def check_run(
     examples: int = 5,
     deliveries: bool = False,
 ) -> CheckResult:
-    """Read the run's history and output, find every anomaly, and judge the guarantee."""
+    """Read the run's history and output, find every anomaly, and judge the guarantee.
+
+    An output record with no event_id (none found, or the user's function returned None)
+    counts as unexpected. :class:`~harness.checker.sources.OutputIdError` when the user's
+    function (``KafkaOutput.event_id``) raises on a record.
+    """
     uncommitted = None
     if isinstance(output, KafkaOutput):
         event_id = sources.user_event_id(output.event_id) if output.event_id else None
@@ -166,6 +171,9 @@ def check_run(
     inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, source_ids)
     inputs.acks = inputs.acks.cache()  # every query reads both; the output only once from Kafka
     try:
+        if isinstance(output, KafkaOutput) and output.event_id and uncommitted is not None:
+            for frame in (inputs.committed, uncommitted):  # aborted records are only in the latter
+                sources.raise_for_failed_ids(frame, output.topic, output.event_id)
         findings = analyse(inputs, examples)
         totals = {
             "acknowledged": inputs.acks.count(),

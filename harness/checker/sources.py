@@ -10,6 +10,7 @@ Output columns: ``event_id``, ``out_partition``, ``out_offset``, ``out_ts_ms``.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from harness.apps.correlation import OutputRecord
+from harness.apps.correlation import EVENT_ID, OutputRecord
 
 _POSITION = T.StructType(
     [
@@ -133,21 +134,63 @@ def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
 
 
 def default_event_id() -> Column:
-    """The ``event_id`` header, else the ``event_id`` field of a JSON value."""
-    header = F.expr("filter(coalesce(headers, array()), h -> h.key = 'event_id')[0].value")
-    return F.coalesce(
-        header.cast("string"), F.get_json_object(F.col("value").cast("string"), "$.event_id")
-    )
+    """The ``event_id`` header, else the ``event_id`` field of a JSON object value, else null.
+
+    The same rule as :func:`harness.apps.correlation.default_event_id`: an empty header
+    counts as none and, of several ``event_id`` headers, the last wins. Only null-safe forms
+    (``try_element_at``, ``get_json_object``): a record without headers, or whose value is
+    null or not JSON, gets a null ``event_id`` under ANSI mode too.
+    """
+    named = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(EVENT_ID))
+    header = F.try_element_at(named, F.lit(-1))["value"].cast("string")
+    field = F.get_json_object(F.col("value").cast("string"), f"$.{EVENT_ID}")
+    return F.coalesce(F.nullif(header, F.lit("")), field)
+
+
+class OutputIdError(ValueError):
+    """The user's output id function raised on an output record."""
+
+
+#: What :func:`user_event_id` yields instead of an event_id when the user's function raises,
+#: followed by the exception; never a plausible event_id.
+FAILED = "\x00kafka-replay: output id function failed\x00"
+
+
+def extractor_name(extract: Callable[..., object]) -> str:
+    """``module:function`` when the function can be imported by that name, else its name."""
+    module = getattr(extract, "__module__", None)
+    name = getattr(extract, "__qualname__", None) or getattr(extract, "__name__", None)
+    if name is None:
+        return repr(extract)
+    return f"{module}:{name}" if module and "<" not in name else name
 
 
 def user_event_id(extract: Callable[[OutputRecord], str | None]) -> Column:
-    """The user's ``module:function(record) -> event_id``, applied to every output record."""
+    """The user's ``module:function(record) -> event_id``, applied to every output record.
+
+    When the function raises, the record's event_id is :data:`FAILED` and the traceback:
+    :func:`raise_for_failed_ids` turns that into an :class:`OutputIdError` on the driver.
+    """
 
     def apply(topic, partition, offset, key, value, headers, timestamp):  # type: ignore[no-untyped-def]
         names = {h["key"]: bytes(h["value"] or b"") for h in headers or []}
-        record = OutputRecord(topic, partition, offset, key, value, names, timestamp)
-        result = extract(record)
-        return None if result is None else str(result)
+        record = OutputRecord(
+            topic,
+            partition,
+            offset,
+            None if key is None else bytes(key),
+            None if value is None else bytes(value),
+            names,
+            timestamp,
+        )
+        try:
+            result = extract(record)
+            if isinstance(result, bytes | bytearray):
+                result = bytes(result).decode()
+            return None if result is None else str(result)
+        except Exception as exc:
+            lines = traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next)
+            return FAILED + "".join(lines).rstrip()
 
     udf = F.udf(apply, T.StringType())
     return udf(
@@ -157,7 +200,29 @@ def user_event_id(extract: Callable[[OutputRecord], str | None]) -> Column:
         "key",
         "value",
         "headers",
-        F.col("timestamp").cast("long") * 1000,
+        F.unix_millis("timestamp"),
+    )
+
+
+def raise_for_failed_ids(
+    output: DataFrame, topic: str, extract: Callable[[OutputRecord], str | None]
+) -> None:
+    """Raise :class:`OutputIdError` for the first record (by position) the function failed on.
+
+    ``output`` is :func:`kafka_topic` read with ``event_id=user_event_id(extract)``.
+    """
+    failed = output.filter(F.col("event_id").startswith(FAILED))
+    first = F.min(F.struct("out_partition", "out_offset", "event_id"))
+    row = failed.agg(F.count(F.lit(1)).alias("n"), first.alias("first")).collect()[0]
+    if not row["n"]:
+        return
+    partition, offset, failure = row["first"]
+    error = failure[len(FAILED) :]
+    others = f" (and {row['n'] - 1} more)" if row["n"] > 1 else ""
+    summary = error.strip().splitlines()[-1]
+    raise OutputIdError(
+        f"the output id function {extractor_name(extract)} raised {summary} on the record of "
+        f"topic {topic!r}, partition {partition}, offset {offset}{others}:\n{error}"
     )
 
 

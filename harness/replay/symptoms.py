@@ -137,14 +137,21 @@ def _spans_from_output(deliveries: list[dict[str, Any]]) -> list[tuple[float, di
 
 
 def _unexplained_leaves(evidence: Evidence) -> list[dict[str, Any]]:
-    """Members that left while their process ran on: not around a stop, exit or signal."""
+    """Members that left while their process ran on: not while the harness stopped, signalled
+    or saw the instance exit (a Java consumer's poll-timeout leave is named as such)."""
     assert evidence.group is not None
-    own = [e["ts"] for e in evidence.lifecycle if e["kind"] in ("stop", "exit", "signal")]
+    windows, opened = [], {}
+    for event in evidence.lifecycle:
+        if event["kind"] in ("stop", "signal"):
+            opened.setdefault(event["instance"], event["ts"])
+        elif event["kind"] == "exit":
+            windows.append((opened.pop(event["instance"], event["ts"]) - 1.0, event["ts"] + 2.0))
+    windows += [(start - 1.0, float("inf")) for start in opened.values()]
     return [
         e
         for e in evidence.group
         if e["kind"] == "leave"
-        and (POLL_TIMEOUT in e["reason"] or not any(abs(e["ts"] - t) <= 2.0 for t in own))
+        and (POLL_TIMEOUT in e["reason"] or not any(a <= e["ts"] <= b for a, b in windows))
     ]
 
 

@@ -1,0 +1,9 @@
+"""Output-id functions for tests: ``broken`` raises on every record, as a buggy one would."""
+
+from __future__ import annotations
+
+from harness.apps.correlation import OutputRecord
+
+
+def broken(record: OutputRecord) -> str:
+    raise KeyError("invoice_id")

@@ -27,6 +27,7 @@ from rich.markup import escape
 from rich.status import Status
 
 from harness.apps.supervisor import RESTART_MODES, parse_restart
+from harness.checker.formats import OUTPUT_FORMATS
 from harness.checker.verdict import GUARANTEES
 from harness.cluster import ClusterError, choose_version
 from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
@@ -185,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output-topic", help="the app's output topic")
     check.add_argument("--output-id", help="module:function(record) -> event_id for the output")
     check.add_argument("--output-files", help="output written as files with an event_id column")
-    check.add_argument("--output-format", default="json", choices=["json", "parquet"])
+    check.add_argument("--output-format", default="json", choices=OUTPUT_FORMATS)
     check.add_argument("--jdbc-url", help="output written to a database: its JDBC URL")
     check.add_argument("--jdbc-table", help="the table holding the output's event_id column")
     check.add_argument(

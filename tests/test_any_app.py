@@ -132,3 +132,49 @@ def test_an_app_that_keeps_crashing_on_its_own_still_gets_a_verdict(
     assert outcome.verdict in verdicts, outcome.explain()
     assert outcome.symptoms_outside is None  # it reported nothing: everything came from outside
     assert outcome.passed is (outcome.verdict == "at-least-once")
+
+
+@pytest.mark.parametrize("profile", ["vulnerable", "remediated"])
+def test_a_java_consumer_after_its_offsets_expired(
+    replay_incident: Replay, java_app: str, profile: str
+) -> None:
+    outcome = replay_incident(
+        "offset-retention-expiry", profile, app=java_app, guarantee="at-least-once"
+    )
+    print(outcome.explain())
+    assert outcome.reproduced is (profile == "vulnerable"), outcome.explain()
+    assert outcome.symptoms["restarted_from_log_start"] is (profile == "vulnerable")
+
+
+def test_a_java_consumer_without_transactions_duplicates_when_killed(
+    replay_incident: Replay, java_app: str
+) -> None:
+    outcome = replay_incident("crash-restart-eos", "vulnerable", app=java_app)
+    print(outcome.explain())
+    assert (outcome.reproduced, outcome.result) == (True, "vulnerable"), outcome.explain()
+    assert outcome.verdict == "at-least-once"
+
+
+def test_a_java_exactly_once_app_that_idles_loses_its_producer_id(
+    replay_incident: Replay, java_app: str
+) -> None:
+    outcome = replay_incident(
+        "transactional-id-expiry", "vulnerable", app=f"{java_app} --transactional"
+    )
+    print(outcome.explain())
+    symptoms = outcome.symptoms
+    assert symptoms["producer_ids_expired"] >= 1  # the transaction coordinator's log
+    assert symptoms["app_restarts"] >= 1  # the supervisor
+    assert symptoms["producer_id_errors"] is None and symptoms["side_effect_duplicates"] is None
+    assert (outcome.reproduced, outcome.result) == (True, "vulnerable"), outcome.explain()
+
+
+def test_a_silent_zombie_committer_is_caught_from_the_offsets_log(replay_incident: Replay) -> None:
+    """The reference app's bug with its reporting switched off: judged from outside."""
+    app = [sys.executable, "-m", "incidents.apps.periodic_committer", "--commit-every-s", "1"]
+    silent = shlex.join(["env", "-u", "REPLAY_REPORT_FILE", *app, "--work-ms", "50"])
+    outcome = replay_incident("zombie-commit", "vulnerable", app=silent)
+    print(outcome.explain())
+    assert outcome.symptoms["stale_commits_accepted"] is None  # only the app knew its assignment
+    assert outcome.symptoms["committed_offset_regressions"] >= 1
+    assert (outcome.reproduced, outcome.result) == (True, "vulnerable"), outcome.explain()

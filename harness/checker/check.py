@@ -32,7 +32,7 @@ class FileOutput:
     """Output the app wrote as files with an ``event_id`` column (JSON lines or Parquet)."""
 
     path: str
-    file_format: str = "json"
+    file_format: str = "json"  # one of formats.OUTPUT_FORMATS
 
 
 @dataclass(frozen=True)

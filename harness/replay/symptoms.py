@@ -382,8 +382,14 @@ def kills(evidence: Evidence) -> Value:
 
 @symptom
 def side_effect_duplicates(evidence: Evidence) -> Value:
-    """Inputs whose side effect (written outside the transaction) happened more than once."""
-    return None if evidence.side_effects is None else evidence.side_effects.counts["duplicate"]
+    """Inputs whose side effect (written outside the transaction) happened more than once.
+
+    Not measurable when the app wrote no side effects at all (an app without such a sink).
+    """
+    side = evidence.side_effects
+    if side is None or not side.totals.get("output_records"):
+        return None
+    return side.counts["duplicate"]
 
 
 # --- one hot partition ----------------------------------------------------------------------

@@ -83,7 +83,7 @@ def write_incident(directory: Path, name: str) -> Path:
     return path
 
 
-def test_a_teams_incident_runs_with_the_cli(tmp_path: Path) -> None:
+def test_a_teams_definition_runs_with_the_cli(tmp_path: Path) -> None:
     write_incident(tmp_path / "ops" / "incidents", "double-kill")
     work = tmp_path / "elsewhere"
     work.mkdir()
@@ -97,7 +97,7 @@ def test_a_teams_incident_runs_with_the_cli(tmp_path: Path) -> None:
     assert "cured" in result.stdout
 
 
-def test_a_teams_incident_runs_with_pytest(tmp_path: Path) -> None:
+def test_a_teams_definition_runs_with_pytest(tmp_path: Path) -> None:
     write_incident(tmp_path / "ops" / "incidents", "double-kill")
     work = tmp_path / "project"
     work.mkdir()

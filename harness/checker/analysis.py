@@ -1,46 +1,20 @@
 """What happened to every record: each anomaly as a Spark query over the run's data.
 
-Definitions (each reported with a count and a few examples):
-
-- **lost**: acknowledged, never in the committed output, although the group committed an
-  offset past it (the app claimed it was processed).
-- **unseen at deadline**: acknowledged, not in the committed output, and no commit ever
-  passed it: the run stopped waiting before the app got there, so the verdict is unknown.
-- **duplicate**: an input delivered more than once in the committed output.
-- **aborted read**: an output record visible only without ``read_committed``.
-- **reordered**: for one key within one output partition, a first delivery whose ``seq`` is
-  lower than the one before it.
-- **unexpected**: output whose ``event_id`` matches no input, or that has no ``event_id``
-  (null: no identity found in the record).
-- **committed offset regression**: a commit lower than the previous commit of the same
-  partition (a tombstone in between starts afresh).
-- **commit by non-owner**: a commit for a partition the committing member did not hold: not
-  in its own assignment, or assigned to another member more recently.
-- **reprocessing after reset**: a repeated delivery of an input whose offset had already been
-  committed as done before that delivery (offset expiry, seek to beginning, backward commit).
-- **stuck lag**: a partition with nothing missing whose group lag stayed above zero at the end.
+Each anomaly is one function registered with ``@anomaly`` (its name, how its examples are
+ordered, and a docstring whose first line describes it); :func:`analyse` runs them all, and
+reports list them in :data:`ANOMALIES` order. ``docs/checker.md`` describes each one, and a
+test keeps the two in step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-
-ANOMALIES = (
-    "lost",
-    "unseen_at_deadline",
-    "duplicate",
-    "aborted_read",
-    "reordered",
-    "unexpected",
-    "committed_offset_regression",
-    "commit_by_non_owner",
-    "reprocessing_after_reset",
-    "stuck_lag",
-)
 
 
 @dataclass
@@ -65,7 +39,7 @@ def _rows(frame: DataFrame, limit: int) -> list[dict[str, Any]]:
     return [row.asDict(recursive=True) for row in frame.limit(limit).collect()]
 
 
-def _finding(frame: DataFrame, limit: int, order: list[str]) -> Finding:
+def _finding(frame: DataFrame, limit: int, order: tuple[str, ...]) -> Finding:
     frame = frame.cache()
     count = frame.count()
     examples = _rows(frame.orderBy(*order), limit) if count else []
@@ -73,40 +47,129 @@ def _finding(frame: DataFrame, limit: int, order: list[str]) -> Finding:
     return Finding(count, examples)
 
 
+class Analysis:
+    """What the anomaly queries share, each part computed once per check."""
+
+    def __init__(self, inputs: CheckInputs, examples: int) -> None:
+        self.inputs, self.examples = inputs, examples
+
+    @cached_property
+    def commits(self) -> DataFrame:
+        return self.inputs.offsets.filter(F.col("kind") == "commit")
+
+    @cached_property
+    def delivered(self) -> DataFrame:
+        """Known inputs only, one row per delivery."""
+        return self.inputs.committed.join(self.inputs.acks, "event_id")
+
+    @cached_property
+    def missing(self) -> tuple[DataFrame, DataFrame]:
+        """(lost, unseen at deadline)."""
+        return _missing(self.inputs.acks, self.inputs.committed, self.commits)
+
+
+Query = Callable[[Analysis], "DataFrame | Finding"]
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    name: str
+    query: Query
+    order: tuple[str, ...]  # how its examples are ordered
+    description: str
+
+
+#: Every anomaly the checker looks for, by name, in the order reports list them.
+REGISTRY: dict[str, Anomaly] = {}
+
+
+def anomaly(*order: str) -> Callable[[Query], Query]:
+    """Register a query under its function's name; its docstring's first line describes it."""
+
+    def register(query: Query) -> Query:
+        description = (query.__doc__ or "").strip().splitlines()[0]
+        REGISTRY[query.__name__] = Anomaly(query.__name__, query, order, description)
+        return query
+
+    return register
+
+
 def analyse(inputs: CheckInputs, examples: int = 5) -> dict[str, Finding]:
-    """Every anomaly of :data:`ANOMALIES`, computed on Spark.
+    """Every registered anomaly, computed on Spark.
 
     Each query reads ``acks`` and ``committed`` again: cache them first when they are costly
     to read (a Kafka topic), as :func:`~harness.checker.check.check_run` does.
     """
-    acks, committed = inputs.acks, inputs.committed
-    commits = inputs.offsets.filter(F.col("kind") == "commit")
-    delivered = committed.join(acks, "event_id")  # known inputs only, one row per delivery
-
-    findings: dict[str, Finding] = {}
-    lost, unseen = _missing(acks, committed, commits)
-    findings["lost"] = _finding(lost, examples, ["in_partition", "in_offset"])
-    findings["unseen_at_deadline"] = _finding(unseen, examples, ["in_partition", "in_offset"])
-    findings["duplicate"] = _duplicates(delivered, examples)
-    findings["aborted_read"] = _finding(
-        _aborted(committed, inputs.uncommitted), examples, ["out_partition", "out_offset"]
-    )
-    by_output = ["out_partition", "out_offset"]
-    findings["reordered"] = _finding(_reordered(delivered), examples, by_output)
-    findings["unexpected"] = _finding(
-        _unexpected(committed, acks, inputs.source_ids), examples, ["out_partition", "out_offset"]
-    )
-    findings["committed_offset_regression"] = _finding(
-        _regressions(inputs.offsets), examples, ["log_offset"]
-    )
-    findings["commit_by_non_owner"] = _finding(_non_owner_commits(inputs.reports), examples, ["ts"])
-    findings["reprocessing_after_reset"] = _finding(
-        _reprocessed(delivered, commits), examples, ["in_partition", "in_offset"]
-    )
-    findings["stuck_lag"] = _finding(
-        _stuck_lag(inputs.lag, lost.unionByName(unseen)), examples, ["partition"]
-    )
+    analysis = Analysis(inputs, examples)
+    findings = {}
+    for name, found in REGISTRY.items():
+        result = found.query(analysis)
+        findings[name] = (
+            result if isinstance(result, Finding) else _finding(result, examples, found.order)
+        )
     return findings
+
+
+@anomaly("in_partition", "in_offset")
+def lost(analysis: Analysis) -> DataFrame:
+    """Acknowledged, never in the output, although the group committed past it."""
+    return analysis.missing[0]
+
+
+@anomaly("in_partition", "in_offset")
+def unseen_at_deadline(analysis: Analysis) -> DataFrame:
+    """Acknowledged, not in the output, and no commit passed it: unknown, not lost."""
+    return analysis.missing[1]
+
+
+@anomaly()
+def duplicate(analysis: Analysis) -> Finding:
+    """An input delivered more than once (with the distribution of delivery counts)."""
+    return _duplicates(analysis.delivered, analysis.examples)
+
+
+@anomaly("out_partition", "out_offset")
+def aborted_read(analysis: Analysis) -> DataFrame:
+    """An output record visible only without read_committed."""
+    return _aborted(analysis.inputs.committed, analysis.inputs.uncommitted)
+
+
+@anomaly("out_partition", "out_offset")
+def reordered(analysis: Analysis) -> DataFrame:
+    """For one key in one output partition, a first delivery with a lower seq than the last."""
+    return _reordered(analysis.delivered)
+
+
+@anomaly("out_partition", "out_offset")
+def unexpected(analysis: Analysis) -> DataFrame:
+    """Output that matches no input, or in which no event_id was found."""
+    inputs = analysis.inputs
+    return _unexpected(inputs.committed, inputs.acks, inputs.source_ids)
+
+
+@anomaly("log_offset")
+def committed_offset_regression(analysis: Analysis) -> DataFrame:
+    """An accepted commit lower than the partition's previous one (a tombstone resets)."""
+    return _regressions(analysis.inputs.offsets)
+
+
+@anomaly("ts")
+def commit_by_non_owner(analysis: Analysis) -> DataFrame:
+    """A commit for a partition the committing member did not hold (instrumented apps)."""
+    return _non_owner_commits(analysis.inputs.reports)
+
+
+@anomaly("in_partition", "in_offset")
+def reprocessing_after_reset(analysis: Analysis) -> DataFrame:
+    """A repeated delivery of an input whose offset had been committed as done before it."""
+    return _reprocessed(analysis.delivered, analysis.commits)
+
+
+@anomaly("partition")
+def stuck_lag(analysis: Analysis) -> DataFrame:
+    """A partition with nothing missing whose group lag stayed above zero at the end."""
+    lost, unseen = analysis.missing
+    return _stuck_lag(analysis.inputs.lag, lost.unionByName(unseen))
 
 
 def _missing(
@@ -263,3 +326,7 @@ def _stuck_lag(lag: DataFrame, missing: DataFrame) -> DataFrame:
         .join(incomplete, "partition", "left_anti")
         .select("group", "topic", "partition", "committed", "end", "lag")
     )
+
+
+#: The anomalies' names, in report order.
+ANOMALIES = tuple(REGISTRY)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import zipfile
 from pathlib import Path
 
@@ -77,6 +78,8 @@ def spark_session(
     """A session for the checker (reused if one is already running in this process)."""
     master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers run the user's output-id function: they need this interpreter's packages.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     jars = ",".join(str(jar) for jar in [*kafka_connector_jars(), *(extra_jars or [])])
     return (
         SparkSession.builder.master(master)

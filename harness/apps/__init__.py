@@ -5,8 +5,7 @@ Names are imported on first use, so the contract's constants never pay for Kafka
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from harness.lazy import lazy_exports
 
 _EXPORTS = {
     "AppContext": ".contract",
@@ -23,8 +22,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -8,8 +8,7 @@ pays for the heavy ones (Spark, testcontainers).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from harness.lazy import lazy_exports
 
 _EXPORTS = {
     "ArtifactResolutionError": ".errors",
@@ -31,8 +30,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

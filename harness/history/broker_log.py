@@ -4,10 +4,11 @@ The group coordinator logs every join, leave, removal and rebalance at INFO, wha
 the app uses; the transaction coordinator logs the producer id each transactional id gets.
 Reading them lets a run judge an app that reports nothing itself. Events, in time order:
 
-- ``leave``: a member sent LeaveGroup (``reason`` is the client's: a Java consumer says
-  ``consumer poll timeout has expired``; librdkafka says ``not provided``);
+- ``leave``: a member left the group (``reason`` is the client's: a Java consumer says
+  ``consumer poll timeout has expired``; librdkafka and the ``consumer`` protocol give none);
 - ``removed``: the coordinator removed or fenced a member (``reason``: session timeout, ...);
-- ``rebalance``: the group began a rebalance (``generation`` it leaves, ``reason``);
+- ``rebalance``: the group began a rebalance (``generation`` it leaves, ``reason``), or under
+  the ``consumer`` protocol computed a new target assignment (``generation`` is its epoch);
 - ``stabilized``: the group completed one (``generation``, ``members``);
 - ``producer_id``: a transactional id of the app was given a producer id; a new id for a
   transactional id that had one means the old one was expired (an epoch bump keeps the id).
@@ -26,6 +27,9 @@ _LEAVE = re.compile(
     r"Member (\S+) has left group through explicit `LeaveGroup` request; client reason: (.*?)"
     r"(?: \(org\.apache|$)"
 )
+# The KIP-848 ``consumer`` protocol's coordinator words the same events its own way.
+_LEFT_CONSUMER_GROUP = re.compile(r"Member (\S+) left the consumer group")
+_NEW_ASSIGNMENT = re.compile(r"Computed a new target assignment for epoch (\d+)")
 _REBALANCE = re.compile(r"Preparing to rebalance group \S+ .*old generation (\d+) \(reason: (.*)\)")
 _STABILIZED = re.compile(r"Stabilized group \S+ generation (\d+) with (\d+) members")
 _REMOVED = (
@@ -67,6 +71,10 @@ def group_events(log_files: Iterable[str | Path], group: str) -> list[dict[str, 
 def _classify(message: str, group: str) -> dict[str, Any] | None:
     if (m := _LEAVE.search(message)) is not None:
         return {"kind": "leave", "member": m.group(1), "reason": m.group(2).strip()}
+    if (m := _LEFT_CONSUMER_GROUP.search(message)) is not None:
+        return {"kind": "leave", "member": m.group(1), "reason": "not provided"}
+    if (m := _NEW_ASSIGNMENT.search(message)) is not None:
+        return {"kind": "rebalance", "generation": int(m.group(1)), "reason": "new assignment"}
     if (m := _REBALANCE.search(message)) is not None:
         return {"kind": "rebalance", "generation": int(m.group(1)), "reason": m.group(2)}
     if (m := _STABILIZED.search(message)) is not None:

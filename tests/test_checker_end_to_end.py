@@ -69,7 +69,7 @@ def run_check_command(
         "harness.cli",
         "check",
         str(history.root),
-        "--bootstrap",
+        "--kafka-bootstrap",
         cluster.bootstrap_servers,
         "--output-topic",
         sink,

@@ -242,6 +242,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="write report.json, report.md and every run's history here",
     )
+    run.add_argument(
+        "--junit",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write a JUnit XML file: one test case per incident and profile",
+    )
     run.add_argument("--kafka-version", default=None)
     _add_backend_option(run)
     run.add_argument(
@@ -298,7 +305,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     import tempfile
 
     from harness.replay.catalog import select
-    from harness.replay.report import comparisons, summary_table, symptom_lines, write_report
+    from harness.replay.junit import write_junit
+    from harness.replay.report import (
+        comparisons,
+        summary_lines,
+        summary_table,
+        symptom_lines,
+        write_report,
+        write_step_summary,
+    )
     from harness.replay.runner import RunOptions
     from harness.replay.session import CatalogSession
 
@@ -336,7 +351,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         width = None if sys.stdout.isatty() else 120  # logs are read wider than 80 columns
         out = Console(highlight=False, soft_wrap=True, width=width)
         out.print(summary_table(outcomes, "Incident replay"), soft_wrap=False)
-        for line in symptom_lines(outcomes):
+        for line in summary_lines(outcomes) + symptom_lines(outcomes):
             out.print(line, markup=False)
         for incident, ratios in comparisons(outcomes).items():
             shown = ", ".join(f"{name} {ratio:g}x" for name, ratio in ratios.items())
@@ -350,6 +365,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.print(f"Report: {path}")
         elif not all(o.passed for o in outcomes):
             console.print("Run again with --report DIR to keep each run's history for a look.")
+        if args.junit:
+            console.print(f"JUnit: {write_junit(args.junit, outcomes)}")
+        write_step_summary(outcomes)
     if any(o.error for o in outcomes):
         return 2
     return 0 if all(o.passed for o in outcomes) else 1

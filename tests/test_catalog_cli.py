@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
+from junitparser import Error, Failure, JUnitXml
 
 REPORT_FIELDS = {
     "incident", "profile", "app", "guarantee", "verdict", "passed", "reproduced", "anomalies",
@@ -36,12 +37,25 @@ def test_your_app_is_gated_on_its_declared_guarantee(tmp_path: Path) -> None:
             "exactly-once",
             "--report",
             str(tmp_path / "report"),
+            "--junit",
+            str(tmp_path / "junit.xml"),
         ),
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")},
     )
     assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL poll-timeout-rebalance [remediated]: the declared exactly-once" in result.stdout
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| poll-timeout-rebalance | remediated | guarantee broken | at-least-once |" in summary
+    (suite,) = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
+    (case,) = suite
+    assert (suite.tests, suite.failures, suite.errors) == (1, 1, 0)
+    assert (case.classname, case.name) == ("kafka-replay.poll-timeout-rebalance", "remediated")
+    (failure,) = case.result
+    assert isinstance(failure, Failure) and "240 inputs delivered twice" in failure.message
+    assert "symptoms: " in failure.text  # the key symptoms come with it
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     (run,) = report["runs"]
     assert set(run) >= REPORT_FIELDS
@@ -71,7 +85,7 @@ def test_an_app_that_cannot_start_is_an_error_not_a_verdict(tmp_path: Path) -> N
     result = subprocess.run(
         kafka_replay(
             "run", "zombie-commit", "--profile", "remediated", "--app", app,
-            "--report", str(tmp_path / "report"),
+            "--report", str(tmp_path / "report"), "--junit", str(tmp_path / "junit.xml"),
         ),
         capture_output=True,
         text=True,
@@ -79,6 +93,9 @@ def test_an_app_that_cannot_start_is_an_error_not_a_verdict(tmp_path: Path) -> N
     )  # fmt: skip
     assert result.returncode == 2, result.stdout + result.stderr
     assert "exited with code 3" in result.stderr
+    (suite,) = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
+    ((error,),) = (case.result for case in suite)  # an error, not a failure
+    assert isinstance(error, Error) and error.message.startswith("error in steps: ")
     assert "no config" in result.stderr  # its last output comes with the error
     (run,) = json.loads((tmp_path / "report" / "report.json").read_text())["runs"]
     assert (run["failed_stage"], run["result"], run["passed"]) == ("steps", "steps failed", False)

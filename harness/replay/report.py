@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +42,40 @@ def report_json(outcomes: Sequence[Outcome], context: dict[str, Any]) -> dict[st
     }
 
 
+#: What each result says, for the lines under the summary table.
+MEANINGS = {
+    "reproduced (vulnerable)": "the reference app under the post's conditions showed every "
+    "symptom of the signature: the incident replays",
+    "cured (remediated)": "with the fix, the declared guarantee held and no symptom appeared",
+    "not reproduced": "a symptom of the post's failure did not appear: the incident did not replay",
+    "not cured": "with the fix, a symptom of the post's failure still appeared",
+    "vulnerable": "your app showed the incident's symptoms under its conditions",
+    "not vulnerable": "your app kept its guarantee and showed none of the incident's symptoms",
+    "guarantee held": "your app kept its declared guarantee under the fixed conditions",
+    "guarantee broken": "records were lost, or delivered more often than the app declares",
+    "guarantee not judged": "acknowledged records were still unprocessed when the run ended",
+    "conditions not met": "the run did not create the conditions the incident needs",
+}
+
+
+def result_label(outcome: Outcome) -> str:
+    """The result as a person reads it: a reproduced item says it was the vulnerable setup."""
+    if outcome.result in ("reproduced", "cured"):
+        return f"{outcome.result} ({outcome.profile})"
+    return outcome.result
+
+
+def meaning(label: str) -> str:
+    if label.endswith(" failed"):
+        return "the run broke before it could be judged (see the error)"
+    return MEANINGS.get(label, "")
+
+
+def delivered(outcome: Outcome) -> str:
+    """What the checker measured (the app declares ``guarantee``)."""
+    return "not judged" if outcome.verdict == "unknown" else outcome.verdict
+
+
 def _symptoms_text(outcome: Outcome) -> str:
     return ", ".join(f"{k}={_value(v)}" for k, v in outcome.symptoms.items())
 
@@ -51,14 +86,46 @@ def _value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def why(outcome: Outcome) -> str:
+    """A failed item's reasons on one line."""
+    parts = list(outcome.reasons)
+    if outcome.error:
+        parts.append(f"error in {outcome.failed_stage}: {outcome.error.splitlines()[0]}")
+    return "; ".join(parts)
+
+
+SUMMARY_COLUMNS = ("incident", "profile", "result", "delivered", "declared", "gate", "seconds")
+
+
+def _summary_row(o: Outcome) -> tuple[str, ...]:
+    gate = "pass" if o.passed else "FAIL"
+    return (
+        o.incident, o.profile, result_label(o), delivered(o), o.guarantee, gate,
+        f"{o.duration_s:.0f}",
+    )  # fmt: skip
+
+
+def summary_markdown(outcomes: Sequence[Outcome]) -> str:
+    """The summary table in Markdown (``report.md``, GitHub's job summary)."""
+    lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|" + "---|" * len(SUMMARY_COLUMNS)]
+    lines += ["| " + " | ".join(_summary_row(o)) + " |" for o in outcomes]
+    for o in outcomes:
+        if not o.passed:
+            lines.append(f"\n**{o.incident} [{o.profile}]**: {why(o)}")
+    labels = dict.fromkeys(result_label(o) for o in outcomes)
+    lines += ["", *(f"- **{label}**: {meaning(label)}" for label in labels if meaning(label))]
+    return "\n".join(lines) + "\n"
+
+
 def markdown(outcomes: Sequence[Outcome]) -> str:
+    lines = [summary_markdown(outcomes), "## Per run", ""]
     columns = ["incident", "profile", "app", "guarantee", "verdict", "reproduced", "result"]
     columns += ["gate", "seconds", "symptoms"]
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for o in outcomes:
         lines.append(
             f"| {o.incident} | {o.profile} | {o.app} | {o.guarantee} | {o.verdict} | "
-            f"{_value(o.reproduced)} | {o.result} | {'pass' if o.passed else 'FAIL'} | "
+            f"{_value(o.reproduced)} | {result_label(o)} | {'pass' if o.passed else 'FAIL'} | "
             f"{o.duration_s:.0f} | "
             f"{_symptoms_text(o)} |"
         )
@@ -79,28 +146,33 @@ def write_report(directory: Path, outcomes: Sequence[Outcome], context: dict[str
 
 def summary_table(outcomes: Sequence[Outcome], title: str) -> Table:
     table = Table(title=title)
-    columns = ("incident", "profile", "delivered (declared: held?)", "result", "gate", "seconds")
-    for column in columns:
+    for column in SUMMARY_COLUMNS:
         table.add_column(column)
     for o in outcomes:
-        table.add_row(
-            o.incident,
-            o.profile,
-            f"{o.verdict} ({o.guarantee}: {o.check})",
-            o.result,
-            "[green]pass" if o.passed else "[red]FAIL",
-            f"{o.duration_s:.0f}",
-        )
+        row = list(_summary_row(o))
+        row[5] = "[green]pass" if o.passed else "[red]FAIL"
+        table.add_row(*row)
     return table
 
 
-def symptom_lines(outcomes: Sequence[Outcome]) -> list[str]:
-    """One line of measured symptoms per run, and why each failed run failed."""
-    lines = []
-    for o in outcomes:
-        lines.append(f"{o.incident} [{o.profile}]: {_symptoms_text(o)}")
-        if not o.passed:
-            lines += [f"    {reason}" for reason in o.reasons]
-            if o.error:
-                lines.append(f"    error in {o.failed_stage}: {o.error}")
+def summary_lines(outcomes: Sequence[Outcome]) -> list[str]:
+    """Under the table: why each failed item failed (one line), what each result means."""
+    lines = [f"FAIL {o.incident} [{o.profile}]: {why(o)}" for o in outcomes if not o.passed]
+    labels = dict.fromkeys(result_label(o) for o in outcomes)
+    lines += [f"{label}: {meaning(label)}" for label in labels if meaning(label)]
     return lines
+
+
+def symptom_lines(outcomes: Sequence[Outcome]) -> list[str]:
+    """One line of measured symptoms per run."""
+    return [f"{o.incident} [{o.profile}]: {_symptoms_text(o)}" for o in outcomes]
+
+
+def write_step_summary(outcomes: Sequence[Outcome]) -> Path | None:
+    """Append the summary to GitHub's job summary when the run is a GitHub Actions step."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    with open(target, "a", encoding="utf-8") as summary:
+        summary.write("## Incident replay\n\n" + summary_markdown(outcomes) + "\n")
+    return Path(target)

@@ -106,3 +106,8 @@ def test_a_hot_partition_that_drains_one_record_per_fetch_wait() -> None:
     assert measure(fast, ("hot_arrivals_fetch_wait_apart",)) == {
         "hot_arrivals_fetch_wait_apart": False
     }
+    in_bulk = evidence(produce=acks, app=[consumed(1.0, 1, 0, 29)], lag=lag)  # one delivery
+    assert measure(in_bulk, ("hot_arrival_gap_s", "hot_arrivals_fetch_wait_apart")) == {
+        "hot_arrival_gap_s": None,
+        "hot_arrivals_fetch_wait_apart": False,
+    }

@@ -492,7 +492,11 @@ def hot_arrivals_fetch_wait_apart(evidence: Evidence) -> Value:
     """Whether the hot partition arrived one record at a time, about one fetch wait apart."""
     gap, per_arrival = hot_arrival_gap_s(evidence), hot_records_per_arrival(evidence)
     wait_s = float(evidence.client_config.get("fetch.max.wait.ms", 500)) / 1000
-    if gap is None or per_arrival is None:
+    if per_arrival is None:
+        return None
+    if per_arrival > 1:  # it came in bulk: one delivery carrying the whole flood says so too
+        return False
+    if gap is None:
         return None
     low, high = FETCH_WAIT_BAND
     return per_arrival <= 1 and low * wait_s <= gap <= high * wait_s

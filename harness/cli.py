@@ -38,6 +38,7 @@ from harness.replay.model import GROUP_PROTOCOLS, PROFILES
 
 if TYPE_CHECKING:
     from harness.replay.model import Incident
+    from harness.replay.runner import Outcome, RunOptions
 
 console = Console(stderr=True)
 
@@ -249,6 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write a JUnit XML file: one test case per incident and profile",
     )
+    run.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="replay up to N incidents side by side, each in its own process (default 1)",
+    )
+    run.add_argument("--runs-dir", type=Path, default=None, help=argparse.SUPPRESS)
     run.add_argument("--kafka-version", default=None)
     _add_backend_option(run)
     run.add_argument(
@@ -315,7 +324,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_step_summary,
     )
     from harness.replay.runner import RunOptions
-    from harness.replay.session import CatalogSession
 
     if bool(args.all) == bool(args.names):
         raise ValueError("name the incidents to run, or give --all (see `kafka-replay list`)")
@@ -329,28 +337,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.restart:
         parse_restart(args.restart)
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be 1 or more, got {args.jobs}")
     _interrupt_on_sigterm()
-    outcomes = []
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kafka-replay-") as scratch:
         work_dir = args.report or Path(scratch)
-        with CatalogSession(
-            work_dir, args.kafka_version, args.kafka_backend,
-            bootstrap_servers=args.kafka_bootstrap,
-            spark_master=args.spark_master,
-        ) as session:  # fmt: skip
-            for incident in incidents:
-                for profile in profiles:
-                    title = f"{incident.name} [{profile}]"
-                    with console.status(escape(title)) as status:
-                        outcome = session.run(incident, profile, options, _progress(title, status))
-                    mark = "[green]pass" if outcome.passed else "[red]FAIL"
-                    console.print(f"{mark}[/] {escape(title)} in {outcome.duration_s:.0f}s")
-                    if not outcome.passed:
-                        console.print(outcome.explain(), markup=False, highlight=False)
-                    outcomes.append(outcome)
+        if args.jobs > 1 and len(incidents) > 1:
+            names = [incident.name for incident in incidents]
+            outcomes = _run_side_by_side(args, names, work_dir / "runs", Path(scratch))
+        else:
+            outcomes = _run_in_turn(args, incidents, profiles, options, work_dir)
+        wall_s = time.monotonic() - started
         width = None if sys.stdout.isatty() else 120  # logs are read wider than 80 columns
         out = Console(highlight=False, soft_wrap=True, width=width)
         out.print(summary_table(outcomes, "Incident replay"), soft_wrap=False)
+        out.print(
+            f"{len(outcomes)} runs in {wall_s:.0f} s wall time; the runs took "
+            f"{sum(o.duration_s for o in outcomes):.0f} s in all (--jobs {args.jobs})"
+        )
         for line in summary_lines(outcomes) + symptom_lines(outcomes):
             out.print(line, markup=False)
         for incident, ratios in comparisons(outcomes).items():
@@ -371,6 +376,85 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(o.error for o in outcomes):
         return 2
     return 0 if all(o.passed for o in outcomes) else 1
+
+
+def _show_outcome(outcome: Outcome) -> None:
+    title = f"{outcome.incident} [{outcome.profile}]"
+    mark = "[green]pass" if outcome.passed else "[red]FAIL"
+    console.print(f"{mark}[/] {escape(title)} in {outcome.duration_s:.0f}s")
+    if not outcome.passed:
+        console.print(outcome.explain(), markup=False, highlight=False)
+
+
+def _run_in_turn(
+    args: argparse.Namespace,
+    incidents: Sequence[Incident],
+    profiles: Sequence[str],
+    options: RunOptions,
+    work_dir: Path,
+) -> list[Outcome]:
+    """One run after the other in this process, sharing brokers and Spark."""
+    from harness.replay.session import CatalogSession
+
+    outcomes = []
+    with CatalogSession(
+        work_dir, args.kafka_version, args.kafka_backend,
+        bootstrap_servers=args.kafka_bootstrap,
+        spark_master=args.spark_master,
+        runs_dir=args.runs_dir,
+    ) as session:  # fmt: skip
+        for incident in incidents:
+            for profile in profiles:
+                title = f"{incident.name} [{profile}]"
+                with console.status(escape(title)) as status:
+                    outcome = session.run(incident, profile, options, _progress(title, status))
+                _show_outcome(outcome)
+                outcomes.append(outcome)
+    return outcomes
+
+
+def _worker_options(args: argparse.Namespace, runs_dir: Path) -> list[str]:
+    """The options a worker process gets: the user's, and where its runs go."""
+    options = ["--runs-dir", str(runs_dir)]
+    for flag, value in (
+        ("--profile", args.profile), ("--app", args.app), ("--output-id", args.output_id),
+        ("--guarantee", args.guarantee), ("--group-protocol", args.group_protocol),
+        ("--restart", args.restart), ("--kafka-version", args.kafka_version),
+        ("--kafka-backend", args.kafka_backend), ("--kafka-bootstrap", args.kafka_bootstrap),
+        ("--spark-master", args.spark_master),
+    ):  # fmt: skip
+        if value is not None:
+            options += [flag, value]
+    for directory in args.incidents:
+        options += ["--incidents", directory]
+    return options
+
+
+def _run_side_by_side(
+    args: argparse.Namespace, names: Sequence[str], runs_dir: Path, scratch: Path
+) -> list[Outcome]:
+    """Each incident in its own process, ``--jobs`` at a time."""
+    from harness.replay.parallel import WorkerFailed, run_side_by_side
+
+    running: list[str] = []
+    with console.status(f"{args.jobs} at a time") as status:
+
+        def started(name: str) -> None:
+            running.append(name)
+            status.update(escape("replaying " + ", ".join(running)))
+
+        def done(name: str, outcomes: list[Outcome]) -> None:
+            running.remove(name)
+            status.update(escape("replaying " + ", ".join(running)))
+            for outcome in outcomes:
+                _show_outcome(outcome)
+
+        try:
+            return run_side_by_side(
+                names, _worker_options(args, runs_dir), args.jobs, scratch, started, done
+            )
+        except WorkerFailed as exc:
+            raise ClusterError(str(exc)) from exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 from junitparser import Error, Failure, JUnitXml
 
 REPORT_FIELDS = {
@@ -127,11 +128,16 @@ def test_a_checker_that_fails_still_leaves_the_run_in_the_report(tmp_path: Path)
     assert "checker failed" in (tmp_path / "report" / "report.md").read_text()
 
 
-def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "names",
+    [["offset-retention-expiry"], ["offset-retention-expiry", "zombie-commit", "--jobs", "2"]],
+    ids=["one-run", "side-by-side"],
+)
+def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path, names: list[str]) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     child = subprocess.Popen(
-        kafka_replay("run", "offset-retention-expiry", "--profile", "vulnerable"),
+        kafka_replay("run", *names, "--profile", "vulnerable"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -183,3 +189,30 @@ def _alive(process: psutil.Process) -> bool:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_incidents_side_by_side_report_like_one_after_the_other(tmp_path: Path) -> None:
+    result = subprocess.run(
+        kafka_replay(
+            "run", "zombie-commit", "deal-flood", "--profile", "remediated", "--jobs", "2",
+            "--report", str(tmp_path / "report"),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    runs = {(run["incident"], run["result"]): Path(run["run_dir"]) for run in report["runs"]}
+    assert set(runs) == {("zombie-commit", "cured"), ("deal-flood", "cured")}
+    for run_dir in runs.values():  # every history lands in the one report directory
+        assert run_dir.parent == tmp_path / "report" / "runs"
+        assert (run_dir / "events" / "produce.jsonl").stat().st_size > 0
+    assert "2 runs in " in result.stdout and "(--jobs 2)" in result.stdout
+
+
+def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:
+    from harness.replay.parallel import WorkerFailed, run_side_by_side
+
+    with pytest.raises(WorkerFailed, match="replaying no-such-incident exited with code 2"):
+        run_side_by_side(["no-such-incident", "nor-this-one"], [], 2, tmp_path)

@@ -27,8 +27,10 @@ class CatalogSession:
         image: str | None = None,
         bootstrap_servers: str | None = None,
         spark_master: str | None = None,
+        runs_dir: Path | None = None,
     ) -> None:
         self.work_dir = work_dir
+        self.runs_dir = runs_dir or work_dir / "runs"
         self.kafka_version, self.backend = kafka_version, backend
         self.pool = ClusterPool(work_dir / "kafka", bootstrap_servers, image=image)
         self._spark_master = spark_master
@@ -59,7 +61,7 @@ class CatalogSession:
             profile,
             cluster_for=self.cluster_for,
             spark=lambda: self.spark,
-            run_dir=self.work_dir / "runs" / f"{incident.name}-{profile}",
+            run_dir=self.runs_dir / f"{incident.name}-{profile}",
             options=options,
             progress=progress,
         )

@@ -1,0 +1,121 @@
+"""Incidents side by side: each one replayed by its own ``kafka-replay run`` process.
+
+A process per incident keeps runs apart the way separate CI jobs would (own brokers, own
+Spark, own signal handling), so a run behaves the same alone or beside others, and Ctrl-C
+reaches each of them through the path that already cleans a single run up. Both profiles of
+an incident share one process, and so its broker.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .runner import Outcome
+
+POLL_S = 0.2
+STOP_GRACE_S = 60.0
+
+
+@dataclass
+class Worker:
+    """One incident's process: its arguments, where it reports, its log."""
+
+    incident: str
+    argv: list[str]
+    report_dir: Path
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.report_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [*self.argv, "--report", str(self.report_dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def outcomes(self) -> list[Outcome]:
+        """What it reported, or an error naming its exit and last output when it reported none."""
+        report = self.report_dir / "report.json"
+        if report.exists():
+            return [Outcome(**run) for run in json.loads(report.read_text())["runs"]]
+        code = self.process.returncode if self.process else None
+        tail = self.log_path.read_text(errors="replace").strip().splitlines()[-5:]
+        raise WorkerFailed(
+            f"the process replaying {self.incident} exited with code {code} without a report; "
+            f"its last output: {' | '.join(tail) or '(none)'} (log: {self.log_path})"
+        )
+
+    def stop(self) -> None:
+        """Ask it to stop like Ctrl-C would (SIGTERM: it stops its brokers), then insist."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process ended without writing its report."""
+
+
+def worker_argv(incident: str, options: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "harness.cli", "run", incident, *options]
+
+
+def run_side_by_side(
+    incidents: Sequence[str],
+    options: Sequence[str],
+    jobs: int,
+    scratch: Path,
+    on_start: Callable[[str], None] = lambda name: None,
+    on_done: Callable[[str, list[Outcome]], None] = lambda name, outcomes: None,
+) -> list[Outcome]:
+    """Replay each incident in its own process, at most ``jobs`` at a time, in the given order.
+
+    ``options`` are the ``kafka-replay run`` options every process gets. Outcomes come back in
+    the order of ``incidents``; a process that ends without a report raises
+    :class:`WorkerFailed` once the others are done.
+    """
+    waiting = deque(
+        Worker(name, worker_argv(name, options), scratch / name, scratch / f"{name}.log")
+        for name in incidents
+    )
+    running: list[Worker] = []
+    results: dict[str, list[Outcome]] = {}
+    failures: list[WorkerFailed] = []
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                worker = waiting.popleft()
+                worker.start()
+                running.append(worker)
+                on_start(worker.incident)
+            for worker in [w for w in running if w.process and w.process.poll() is not None]:
+                running.remove(worker)
+                try:
+                    results[worker.incident] = worker.outcomes()
+                except WorkerFailed as exc:
+                    failures.append(exc)
+                    continue
+                on_done(worker.incident, results[worker.incident])
+            time.sleep(POLL_S)
+    finally:
+        for worker in running:
+            worker.stop()
+    if failures:
+        raise WorkerFailed("; ".join(str(f) for f in failures))
+    return [outcome for name in incidents for outcome in results[name]]

@@ -315,6 +315,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from harness.replay.catalog import select
     from harness.replay.junit import write_junit
+    from harness.replay.parallel import remember_durations
     from harness.replay.report import (
         comparisons,
         summary_lines,
@@ -345,9 +346,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         work_dir = args.report or Path(scratch)
         if args.jobs > 1 and len(incidents) > 1:
             names = [incident.name for incident in incidents]
-            outcomes = _run_side_by_side(args, names, work_dir / "runs", Path(scratch))
+            outcomes = _run_side_by_side(args, names, profiles, work_dir / "runs", Path(scratch))
         else:
             outcomes = _run_in_turn(args, incidents, profiles, options, work_dir)
+        remember_durations(outcomes)
         wall_s = time.monotonic() - started
         width = None if sys.stdout.isatty() else 120  # logs are read wider than 80 columns
         out = Console(highlight=False, soft_wrap=True, width=width)
@@ -431,7 +433,11 @@ def _worker_options(args: argparse.Namespace, runs_dir: Path) -> list[str]:
 
 
 def _run_side_by_side(
-    args: argparse.Namespace, names: Sequence[str], runs_dir: Path, scratch: Path
+    args: argparse.Namespace,
+    names: Sequence[str],
+    profiles: Sequence[str],
+    runs_dir: Path,
+    scratch: Path,
 ) -> list[Outcome]:
     """Each incident in its own process, ``--jobs`` at a time."""
     from harness.replay.parallel import WorkerFailed, run_side_by_side
@@ -451,7 +457,7 @@ def _run_side_by_side(
 
         try:
             return run_side_by_side(
-                names, _worker_options(args, runs_dir), args.jobs, scratch, started, done
+                names, _worker_options(args, runs_dir), profiles, args.jobs, scratch, started, done
             )
         except WorkerFailed as exc:
             raise ClusterError(str(exc)) from exc

@@ -8,6 +8,7 @@ an incident share one process, and so its broker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -18,10 +19,41 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.cluster.paths import cache_root
+
 from .runner import Outcome
 
 POLL_S = 0.2
 STOP_GRACE_S = 60.0
+DURATIONS_FILE = "durations.json"
+
+
+def durations_file() -> Path:
+    return cache_root() / DURATIONS_FILE
+
+
+def _known() -> dict[str, float]:
+    try:
+        return dict(json.loads(durations_file().read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def longest_first(names: Sequence[str], profiles: Sequence[str]) -> list[str]:
+    """The incidents ordered by how long their runs took last time, longest first.
+
+    Starting the longest ones first keeps the last process from running alone at the end;
+    incidents never run before keep their order, after the known ones.
+    """
+    known = _known()
+    return sorted(names, key=lambda name: -sum(known.get(f"{name} {p}", 0.0) for p in profiles))
+
+
+def remember_durations(outcomes: Sequence[Outcome]) -> None:
+    """Keep each run's time for the next :func:`longest_first` (a cache; never raises)."""
+    times = {f"{o.incident} {o.profile}": o.duration_s for o in outcomes if not o.error}
+    with contextlib.suppress(OSError):
+        durations_file().write_text(json.dumps({**_known(), **times}, indent=1, sort_keys=True))
 
 
 @dataclass
@@ -79,20 +111,23 @@ def worker_argv(incident: str, options: Sequence[str]) -> list[str]:
 def run_side_by_side(
     incidents: Sequence[str],
     options: Sequence[str],
+    profiles: Sequence[str],
     jobs: int,
     scratch: Path,
     on_start: Callable[[str], None] = lambda name: None,
     on_done: Callable[[str, list[Outcome]], None] = lambda name, outcomes: None,
 ) -> list[Outcome]:
-    """Replay each incident in its own process, at most ``jobs`` at a time, in the given order.
+    """Replay each incident in its own process, at most ``jobs`` at a time.
 
-    ``options`` are the ``kafka-replay run`` options every process gets. Outcomes come back in
-    the order of ``incidents``; a process that ends without a report raises
+    ``options`` are the ``kafka-replay run`` options every process gets (``profiles``: the
+    profiles they name, for the order). Incidents start
+    longest first (as long as they took last time, see :func:`longest_first`); outcomes come
+    back in the order of ``incidents``. A process that ends without a report raises
     :class:`WorkerFailed` once the others are done.
     """
     waiting = deque(
         Worker(name, worker_argv(name, options), scratch / name, scratch / f"{name}.log")
-        for name in incidents
+        for name in longest_first(incidents, profiles)
     )
     running: list[Worker] = []
     results: dict[str, list[Outcome]] = {}

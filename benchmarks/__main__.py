@@ -1,4 +1,7 @@
-"""Run benchmarks: ``python -m benchmarks [NAME ...] [--runs N] [--kafka-version V]``."""
+"""Run benchmarks: ``python -m benchmarks [NAME ...] [--runs N] [--kafka-version V]``.
+
+``stability`` takes incident names after it: ``python -m benchmarks stability --times 5 NAME``.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +9,14 @@ import argparse
 import logging
 import sys
 
-from benchmarks import broker_start, checker_scale, collection, producer_throughput
+from benchmarks import broker_start, checker_scale, collection, producer_throughput, stability
 
 BENCHMARKS = {
     "broker-start": broker_start.run,
     "producer-throughput": producer_throughput.run,
     "checker-scale": checker_scale.run,
     "collection": collection.run,
+    "stability": stability.run,
 }
 
 
@@ -29,14 +33,20 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="broker-start: delete and rebuild the container images to time a build from nothing",
     )
+    parser.add_argument("--times", type=int, default=5, help="stability: rounds of the catalog")
+    parser.add_argument("--jobs", type=int, default=3, help="stability: incidents side by side")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     for noisy in ("harness.librdkafka", "harness.workload"):  # routine client retries
         logging.getLogger(noisy).setLevel(logging.ERROR)
-    unknown = set(args.names) - set(BENCHMARKS)
+    names, args.incidents = list(args.names), []
+    if "stability" in names:  # the names after it are incidents
+        cut = names.index("stability") + 1
+        names, args.incidents = names[:cut], names[cut:]
+    unknown = set(names) - set(BENCHMARKS)
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}")
-    for name in args.names or BENCHMARKS:
+    for name in names or [b for b in BENCHMARKS if b != "stability"]:  # stability: on request
         BENCHMARKS[name](args)
     return 0
 

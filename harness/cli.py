@@ -311,8 +311,7 @@ def _progress(title: str, status: Status) -> Callable[[str], None]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import tempfile
-
+    from harness.cluster.reaper import leased_temp_dir
     from harness.replay.catalog import select
     from harness.replay.junit import write_junit
     from harness.replay.parallel import remember_durations
@@ -342,11 +341,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError(f"--jobs must be 1 or more, got {args.jobs}")
     _interrupt_on_sigterm()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="kafka-replay-") as scratch:
-        work_dir = args.report or Path(scratch)
+    with leased_temp_dir("kafka-replay-") as scratch:
+        work_dir = args.report or scratch
         if args.jobs > 1 and len(incidents) > 1:
             names = [incident.name for incident in incidents]
-            outcomes = _run_side_by_side(args, names, profiles, work_dir / "runs", Path(scratch))
+            outcomes = _run_side_by_side(args, names, profiles, work_dir / "runs", scratch)
         else:
             outcomes = _run_in_turn(args, incidents, profiles, options, work_dir)
         remember_durations(outcomes)

@@ -16,6 +16,8 @@ import os
 import secrets
 import shutil
 import signal
+import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -134,3 +136,20 @@ def reap_orphans() -> list[int]:
             log.warning("Reaped what a crashed run left: pids %s, %d dir(s)", pids, len(lease.dirs))
         killed.extend(pids)
     return killed
+
+
+@contextlib.contextmanager
+def leased_temp_dir(prefix: str) -> Iterator[Path]:
+    """A temporary directory that the next run removes if this process is killed with it.
+
+    ``tempfile.TemporaryDirectory`` cleans up on any exit Python sees, but not after SIGKILL;
+    a lease names the directory so :func:`reap_orphans` can.
+    """
+    reap_orphans()
+    lease = Lease.take()
+    try:
+        path = Path(tempfile.mkdtemp(prefix=prefix))
+        lease.add_dir(path)
+        yield path
+    finally:
+        lease.release()

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cluster.paths import cache_root
+from harness.cluster.process import spawn
+from harness.cluster.reaper import Lease
 
 from .runner import Outcome
 
@@ -66,15 +68,11 @@ class Worker:
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, lease: Lease) -> None:
+        """Start it in its own session, dying with this process (SIGKILL included)."""
         self.report_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [*self.argv, "--report", str(self.report_dir)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+            self.process = spawn([*self.argv, "--report", str(self.report_dir)], log, lease)
 
     def outcomes(self) -> list[Outcome]:
         """What it reported, or an error naming its exit and last output when it reported none."""
@@ -132,11 +130,12 @@ def run_side_by_side(
     running: list[Worker] = []
     results: dict[str, list[Outcome]] = {}
     failures: list[WorkerFailed] = []
+    lease = Lease.take()
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
                 worker = waiting.popleft()
-                worker.start()
+                worker.start(lease)
                 running.append(worker)
                 on_start(worker.incident)
             for worker in [w for w in running if w.process and w.process.poll() is not None]:
@@ -151,6 +150,7 @@ def run_side_by_side(
     finally:
         for worker in running:
             worker.stop()
+        lease.release()
     if failures:
         raise WorkerFailed("; ".join(str(f) for f in failures))
     return [outcome for name in incidents for outcome in results[name]]

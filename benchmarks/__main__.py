@@ -9,7 +9,14 @@ import argparse
 import logging
 import sys
 
-from benchmarks import broker_start, checker_scale, collection, producer_throughput, stability
+from benchmarks import (
+    broker_start,
+    checker_scale,
+    collection,
+    leaks,
+    producer_throughput,
+    stability,
+)
 
 BENCHMARKS = {
     "broker-start": broker_start.run,
@@ -17,7 +24,9 @@ BENCHMARKS = {
     "checker-scale": checker_scale.run,
     "collection": collection.run,
     "stability": stability.run,
+    "leaks": leaks.run,
 }
+ON_REQUEST = ("stability", "leaks")  # long: only when named
 
 
 def main(argv: list[str]) -> int:
@@ -33,7 +42,9 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="broker-start: delete and rebuild the container images to time a build from nothing",
     )
-    parser.add_argument("--times", type=int, default=5, help="stability: rounds of the catalog")
+    parser.add_argument(
+        "--times", type=int, default=5, help="stability: rounds of the catalog; leaks: trials"
+    )
     parser.add_argument("--jobs", type=int, default=3, help="stability: incidents side by side")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
@@ -46,7 +57,7 @@ def main(argv: list[str]) -> int:
     unknown = set(names) - set(BENCHMARKS)
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}")
-    for name in names or [b for b in BENCHMARKS if b != "stability"]:  # stability: on request
+    for name in names or [b for b in BENCHMARKS if b not in ON_REQUEST]:
         BENCHMARKS[name](args)
     return 0
 

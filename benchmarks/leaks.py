@@ -41,7 +41,7 @@ KINDS = {
     "app": ("incidents.apps", "tests.apps"),
     "worker": ("harness.cli",),
 }
-DELAY_S = (2.0, 45.0)
+DELAY_S = (2.0, 75.0)  # up to the checker stage of the runs
 SETTLE_S = 5.0
 
 

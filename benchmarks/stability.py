@@ -83,10 +83,11 @@ def run(args: argparse.Namespace) -> None:
         for condition in incidents[name].signature:
             values = [o["symptoms"].get(condition.symptom) for o in seen]
             shown = [v for v in values if v is not None]
+            numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in shown)
             spread = (
                 f"{min(shown)} / {statistics.median(shown):g} / {max(shown)}"
-                if shown and all(isinstance(v, (int, float)) for v in shown)
-                else ", ".join(sorted({str(v) for v in values}))
+                if shown and numeric
+                else ", ".join(f"{str(v).lower()} {n}" for v, n in Counter(values).items())
             )
             must_hold = profile == "vulnerable"
             cells.append(f"`{condition}`: {spread} ({margin(condition, values, must_hold)})")

@@ -6,6 +6,7 @@
 - ``kafka-replay list``: the incidents (the catalog and ``--incidents DIR``).
 - ``kafka-replay run INCIDENT... | --all``: replay incidents and gate on the outcome
   (exit 0 every run passed, 1 some run failed, 2 some run could not be judged).
+- ``kafka-replay report DIR``: write ``report.html`` again from a report directory.
 """
 
 from __future__ import annotations
@@ -202,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="the incidents: the catalog and your own")
     _add_incidents_option(listing)
     listing.set_defaults(run=cmd_list)
+    report = commands.add_parser(
+        "report", help="write report.html again from a report directory (--report DIR of run)"
+    )
+    report.add_argument("directory", type=Path, metavar="DIR")
+    report.add_argument(
+        "--png", type=Path, default=None, metavar="FILE",
+        help="also render the page to a PNG with headless Chromium",
+    )  # fmt: skip
+    report.set_defaults(run=cmd_report)
     run = commands.add_parser("run", help="replay incidents against real Kafka and check them")
     run.add_argument("names", nargs="*", metavar="INCIDENT", help="names from `list`")
     run.add_argument("--all", action="store_true", help="every incident (see `list`)")
@@ -285,6 +295,26 @@ def _incidents(args: argparse.Namespace) -> dict[str, Incident]:
     from harness.replay.catalog import incident_directories, load_incidents
 
     return load_incidents(tuple(incident_directories(args.incidents)))
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.replay.browser import BrowserMissing, screenshot
+    from harness.replay.html_report import write_html
+
+    if not (args.directory / "report.json").exists():
+        raise ValueError(
+            f"{args.directory} has no report.json: give the directory that "
+            "`kafka-replay run --report DIR` wrote"
+        )
+    page = write_html(args.directory)
+    console.print(f"Report: {page}")
+    if args.png:
+        try:
+            rendering = screenshot(page, args.png)
+        except BrowserMissing as exc:
+            raise ValueError(str(exc)) from exc
+        console.print(f"Picture: {rendering.png}")
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -136,11 +136,14 @@ def markdown(outcomes: Sequence[Outcome]) -> str:
 
 
 def write_report(directory: Path, outcomes: Sequence[Outcome], context: dict[str, Any]) -> Path:
-    """Write ``report.json`` and ``report.md`` into ``directory``; return the JSON's path."""
+    """Write ``report.json``, ``report.md`` and ``report.html``; return the JSON's path."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.json"
     path.write_text(json.dumps(report_json(outcomes, context), indent=2, default=str))
     (directory / "report.md").write_text(markdown(outcomes))
+    from .html_report import write_html  # plotly loads only when a report is written
+
+    write_html(directory)
     return path
 
 

@@ -343,6 +343,8 @@ def _check(
     output = KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor)
     check = check_run(spark, history.root, output, guarantee, deliveries=True)
     (history.root / "check.json").write_text(json.dumps(check.to_json(), indent=2, default=str))
+    with (history.root / "deliveries.jsonl").open("w") as deliveries:  # for the HTML report
+        deliveries.writelines(json.dumps(d, default=str) + "\n" for d in check.deliveries)
     side_effects = None
     if "side_effects" in topics:
         side = KafkaOutput(cluster.bootstrap_servers, topics["side_effects"])

@@ -221,10 +221,11 @@ class _Timeline:
         for i, step in enumerate(_stream(self.run_dir, "steps")):
             begin, end = self.t(step["started"]), self.t(step["ended"])
             label = step.get("label") or step.get("do", "step")
+            named = {"annotation_text": label, "annotation_position": "top left",
+                     "annotation_font_size": 9} if end - begin > 2 else {}  # fmt: skip
             self.figure.add_vrect(
                 x0=begin, x1=max(end, begin + 0.05), fillcolor=STEP_COLOURS[i % 3],
-                line_width=0, layer="below", annotation_text=label if end - begin > 2 else None,
-                annotation_position="top left", annotation_font_size=9,
+                line_width=0, layer="below", **named,
             )  # fmt: skip
 
     def _markers(
@@ -264,8 +265,8 @@ def _examples(run_dir: Path, start: float) -> list[str]:
     lines = []
     for name, anomaly in check.get("anomalies", {}).items():
         for example in anomaly.get("examples", [])[:3]:
-            moment = example.get("commit_ts_ms")
-            at = f"at {moment / 1000 - start:.1f} s: " if moment else ""
+            moment = example.get("ts") or (example.get("commit_ts_ms") or 0) / 1000
+            at = f"at {moment - start:.1f} s: " if moment else ""
             shown = {k: v for k, v in example.items() if k != "context"}
             lines.append(f"{name} ({anomaly.get('count', 0)} in all) {at}{shown}")
     return lines

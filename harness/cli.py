@@ -369,6 +369,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         parse_restart(args.restart)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be 1 or more, got {args.jobs}")
+    _check_before_starting(args)
     _interrupt_on_sigterm()
     started = time.monotonic()
     with leased_temp_dir("kafka-replay-") as scratch:
@@ -407,6 +408,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(o.error for o in outcomes):
         return 2
     return 0 if all(o.passed for o in outcomes) else 1
+
+
+def _check_before_starting(args: argparse.Namespace) -> None:
+    """Refuse at once what would only fail after a broker started: a missing app, a release
+    Maven Central does not have."""
+    import importlib.util
+    import shutil
+
+    from harness.apps.contract import AppSpec
+    from harness.cluster import ArtifactResolutionError
+    from harness.cluster.artifacts import kafka_classpath
+    from harness.cluster.versions import TESTED_KAFKA_VERSIONS
+
+    if args.app:
+        spec = AppSpec.parse(args.app)
+        if spec.target is not None:
+            module = spec.target.split(":")[0]
+            try:
+                found = importlib.util.find_spec(module)
+            except ImportError:  # its package is missing
+                found = None
+            if found is None:
+                raise ValueError(
+                    f"the app {spec.target} cannot be imported: no module {module} "
+                    "(run from the directory that holds it, or put it on PYTHONPATH)"
+                )
+        elif "{" not in spec.argv[0] and shutil.which(spec.argv[0]) is None:
+            raise ValueError(
+                f"the app command {spec.argv[0]!r} was not found: give the path of an "
+                "executable, or a command on PATH"
+            )
+    if args.kafka_bootstrap is None and choose_backend(args.kafka_backend) == "embedded":
+        version = choose_version(args.kafka_version)
+        try:
+            kafka_classpath(version)  # fetched once per release, needed by the first run anyway
+        except ArtifactResolutionError as exc:
+            cause = str(exc).splitlines()[0]
+            raise ValueError(
+                f"Kafka {version} could not be fetched from Maven Central; choose a released "
+                f"version (tested: {', '.join(TESTED_KAFKA_VERSIONS)}). {cause}"
+            ) from exc
 
 
 def _show_outcome(outcome: Outcome) -> None:

@@ -35,6 +35,7 @@ from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
 from harness.cluster.images import build_kafka_image
 from harness.cluster.nodes import NodeCluster
 from harness.cluster.versions import DEFAULT_KAFKA_VERSION
+from harness.interrupts import interrupted
 from harness.replay.model import GROUP_PROTOCOLS, PROFILES
 
 if TYPE_CHECKING:
@@ -307,7 +308,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             "`kafka-replay run --report DIR` wrote"
         )
     page = write_html(args.directory)
-    console.print(f"Report: {page}")
+    print(page)  # on stdout, whole: for scripts (`xdg-open "$(kafka-replay report out)"`)
     if args.png:
         try:
             rendering = screenshot(page, args.png)
@@ -396,6 +397,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.report:
             context = {
                 "kafka_version": choose_version(args.kafka_version),
+                "backend": "external"
+                if args.kafka_bootstrap
+                else choose_backend(args.kafka_backend),
                 "options": vars(options),
             }
             path = write_report(args.report, outcomes, context)
@@ -447,7 +451,9 @@ def _check_before_starting(args: argparse.Namespace) -> None:
             cause = str(exc).splitlines()[0]
             raise ValueError(
                 f"Kafka {version} could not be fetched from Maven Central; choose a released "
-                f"version (tested: {', '.join(TESTED_KAFKA_VERSIONS)}). {cause}"
+                f"version with --kafka-version (tested: {', '.join(TESTED_KAFKA_VERSIONS)}; every "
+                "release: https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13/). "
+                f"{cause}"
             ) from exc
 
 
@@ -546,12 +552,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except (ClusterError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         return 2
     except KeyboardInterrupt:
         console.print("Interrupted.")
         return 130
     except Exception as exc:  # never let a crash pass for a verdict (1 means "fail")
+        if interrupted(exc):
+            console.print("Interrupted.")
+            return 130
         console.print_exception()
         console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
         return 2

@@ -44,7 +44,7 @@ from harness.checker.verdict import GUARANTEES
 from harness.cluster.backends import BACKENDS, choose_backend
 from harness.cluster.versions import choose_version
 from harness.replay.catalog import incident_directories
-from harness.replay.model import GROUP_PROTOCOLS, PROFILES
+from harness.replay.model import GROUP_PROTOCOLS, PROFILES, DefinitionError
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -175,6 +175,14 @@ class IncidentFile(pytest.File):
             )
             item.add_marker(pytest.mark.incident)
             yield item
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | Any:
+        """A definition mistake is shown as its message (file, field, what to do), no traceback."""
+        if isinstance(excinfo.value, DefinitionError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
 
 
 def disagreements(incident: Incident, outcome: Outcome) -> list[str]:

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
 
-from harness.replay.browser import dom, screenshot
-from harness.replay.html_report import per_second, regressions
+from harness.replay.browser import CANDIDATES, dom, screenshot
+from harness.replay.html_report import (
+    Recorded,
+    arrivals,
+    example_moments,
+    load,
+    per_second,
+    regressions,
+    render,
+    repeats,
+    tombstone_levels,
+)
 
 needs_chromium = pytest.mark.skipif(
-    not any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")),
+    not any(shutil.which(name) for name in CANDIDATES),
     reason="Chromium is not installed (Debian: apt-get install chromium; .ci/run installs it)",
 )
 
@@ -32,12 +44,17 @@ def test_a_real_runs_report_draws_its_timeline(tmp_path: Path) -> None:
     )  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
     page = report / "report.html"
-    assert "<script src=" not in page.read_text()  # plotly.js is inside: it opens offline
+    text = page.read_text()
+    assert "<script src=" not in text  # plotly.js is inside: it opens offline
+    assert text.count("Plotly.newPlot") == 1 and text.count("plotly.js v") == 1  # one copy
+    backend = json.loads((report / "report.json").read_text())["backend"]
+    assert f"Kafka {_version(report)} · {backend} · classic</td>" in text
 
     drawn = dom(page)
     assert drawn.count('class="main-svg"') >= 2  # Plotly turned the figure into SVG
-    for legend in ("lag p0", "committed p1", "committed offset went back", "outputs per second",
-                   "app start", "group rebalance"):  # fmt: skip
+    legends = ("lag p0", "committed p1", "offset went back", "outputs / s", "app start",
+               "rebalance started", "checker example: committed_offset_regression")  # fmt: skip
+    for legend in legends:
         assert legend in drawn, legend
 
     png = tmp_path / "report.png"
@@ -46,6 +63,7 @@ def test_a_real_runs_report_draws_its_timeline(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
+    assert str(page) in again.stdout
     rendering = screenshot(page, png)
     assert rendering.console == []  # no script error, no warning
     image = Image.open(png).convert("RGB")
@@ -55,12 +73,60 @@ def test_a_real_runs_report_draws_its_timeline(tmp_path: Path) -> None:
     assert white < 0.9 * image.width * image.height
 
 
+def _version(report: Path) -> str:
+    return str(json.loads((report / "report.json").read_text())["kafka_version"])
+
+
 @needs_chromium
 def test_the_console_check_sees_an_error_in_the_page(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
     page.write_text('<html><body><script>console.error("drawn wrong")</script></body></html>')
     rendering = screenshot(page, tmp_path / "broken.png")
     assert any("drawn wrong" in line for line in rendering.console)
+
+
+def test_report_needs_a_report_directory(tmp_path: Path) -> None:
+    ran = subprocess.run(
+        kafka_replay("report", str(tmp_path)), capture_output=True, text=True, timeout=120
+    )
+    said = " ".join((ran.stdout + ran.stderr).split())  # the console wraps long lines
+    assert ran.returncode == 2, said
+    assert "has no report.json" in said and "kafka-replay run --report DIR" in said
+
+
+def _report_dir(tmp_path: Path, runs: list[dict[str, Any]]) -> Path:
+    (tmp_path / "report.json").write_text(json.dumps({"kafka_version": "4.4.0", "runs": runs}))
+    return tmp_path
+
+
+def _run(run_dir: Path, **fields: Any) -> dict[str, Any]:
+    return {
+        "incident": "x", "profile": "vulnerable", "app": "a", "guarantee": "at-least-once",
+        "verdict": "unknown", "passed": False, "reproduced": None, "anomalies": {},
+        "symptoms": {}, "duration_s": 1.0, "run_dir": str(run_dir), **fields,
+    }  # fmt: skip
+
+
+def test_streams_not_recorded_are_named_in_their_panels(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "x-vulnerable"
+    (run_dir / "events").mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps({"started": 100.0}))
+    (run_dir / "events" / "lag.jsonl").write_text('{"ts": 101, "partition": 0, "lag": 3}\n{"ts')
+    error = "Traceback: the app never became ready"
+    page = render(_report_dir(tmp_path, [_run(run_dir, error=error, failed_stage="start-up")]))
+    for missing in ("steps not recorded", "offsets not recorded", "outputs per second not",
+                    "app lifecycle not recorded", "group events not recorded"):  # fmt: skip
+        assert missing in page, missing
+    assert "lag p0" in page  # the one complete line of the stream that was there
+    assert "error in start-up" in page and "the app never became ready" in page
+
+
+def test_a_moved_report_finds_its_runs_and_a_lost_history_is_said(tmp_path: Path) -> None:
+    moved = tmp_path / "runs" / "x-vulnerable"
+    (moved / "events").mkdir(parents=True)
+    runs = [_run(Path("/elsewhere/runs/x-vulnerable")), _run(Path("/gone/y-remediated"))]
+    page = render(_report_dir(tmp_path, runs))
+    assert str(moved) in page and "History not found at <code>/gone/y-remediated" in page
 
 
 def test_a_commit_below_the_previous_one_is_a_regression() -> None:
@@ -72,6 +138,62 @@ def test_a_commit_below_the_previous_one_is_a_regression() -> None:
     assert regressions(commits) == [{"partition": 0, "offset": 3}]
 
 
+def test_a_tombstone_is_drawn_at_the_offset_it_deleted() -> None:
+    entries = [
+        {"kind": "commit", "partition": 0, "offset": 7},
+        {"kind": "tombstone", "partition": 0, "offset": None},
+        {"kind": "tombstone", "partition": 1, "offset": None},
+    ]
+    assert [level for _, level in tombstone_levels(entries)] == [7, 0]
+
+
 def test_outputs_are_counted_per_second_with_the_quiet_seconds() -> None:
     assert per_second([0.1, 0.5, 2.2]) == ([0.0, 1.0, 2.0], [2, 0, 1])
     assert per_second([]) == ([], [])
+
+
+def _recorded(**streams: list[dict[str, Any]]) -> Recorded:
+    app = streams.pop("app", None)
+    deliveries = streams.pop("deliveries", None)
+    meta = {"topics": {"input": "in"}}
+    return Recorded(Path("."), meta, dict(streams), app, None, deliveries, start=100.0)
+
+
+def test_a_duplicates_moment_is_its_second_delivery() -> None:
+    deliveries = [
+        {"event_id": "a", "in_partition": 0, "in_offset": 4, "out_ts_ms": 101_000},
+        {"event_id": "b", "in_partition": 0, "in_offset": 5, "out_ts_ms": 101_500},
+        {"event_id": "a", "in_partition": 0, "in_offset": 4, "out_ts_ms": 107_000},
+    ]
+    recorded = _recorded(deliveries=deliveries)
+    assert [d["out_ts_ms"] for d in repeats(deliveries)] == [107_000]
+    example = {"event_id": "a", "in_partition": 0, "in_offset": 4, "deliveries": 2}
+    assert example_moments(recorded, "duplicate", example, deliveries) == [107.0]
+    assert example_moments(recorded, "reordered", {"event_id": "b"}, deliveries) == [101.5]
+
+
+def test_without_outputs_the_apps_reports_say_when_it_took_an_input() -> None:
+    consumed = [
+        {"ts": 102.0, "kind": "consumed", "partitions": [
+            {"topic": "in", "partition": 1, "first": 0, "last": 9}]},
+        {"ts": 105.0, "kind": "consumed", "partitions": [
+            {"topic": "in", "partition": 1, "first": 3, "last": 12},
+            {"topic": "other", "partition": 1, "first": 0, "last": 99}]},
+    ]  # fmt: skip
+    recorded = _recorded(app=consumed, produce=[
+        {"ts": 101.0, "kind": "ack", "event_id": "r", "partition": 1, "offset": 11}])  # fmt: skip
+    assert arrivals(recorded, 1) == [(102.0, 0, 9), (105.0, 3, 12)]
+    again = {"event_id": "d", "in_partition": 1, "in_offset": 4}
+    assert example_moments(recorded, "duplicate", again) == [105.0]
+    assert example_moments(recorded, "reordered", {"event_id": "r", "out_offset": 3}) == [105.0]
+    assert example_moments(recorded, "lost", {"event_id": "r"}) == [101.0]
+    assert example_moments(recorded, "unseen_at_deadline", {"ack_ts": 103.5}) == [103.5]
+
+
+def test_a_real_history_loads_with_every_stream(tmp_path: Path) -> None:
+    (tmp_path / "events").mkdir()
+    (tmp_path / "run.json").write_text("{}")
+    (tmp_path / "events" / "steps.jsonl").write_text('{"ts": 5, "started": 5, "ended": 6}\n')
+    recorded = load(tmp_path)
+    assert recorded.start == 5  # no start in run.json: the earliest event
+    assert recorded.stream("steps") and recorded.stream("lag") is None and recorded.app is None

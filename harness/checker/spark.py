@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sys
 import zipfile
 from pathlib import Path
@@ -24,6 +25,8 @@ DEFAULT_MASTER = "local[2]"
 LOG_CONFIG = Path(__file__).parent / "resources" / "log4j2.properties"
 SCALA = "2.13"
 _VERSIONED = re.compile(r"^(?P<name>.+?)-\d[\w.\-]*\.jar$")
+_LOCAL_MASTER = re.compile(r"^local(\[(\d+|\*)(,\d+)?\])?$|^local-cluster\[\d+,\d+,\d+\]$")
+MASTER_CONNECT_TIMEOUT_S = 5.0
 
 
 def _artifact_name(jar: str) -> str:
@@ -70,13 +73,44 @@ def jdbc_driver_class(jars: list[Path]) -> str | None:
     return None
 
 
+def check_master(master: str | None = None) -> str:
+    """The master URL to use, refused at once if Spark could not use it.
+
+    Spark itself waits about a minute for a standalone master that does not answer and then
+    fails with "Cannot call methods on a stopped SparkContext"; here a ``spark://`` master is
+    tried first (one of its hosts must accept a connection), and a URL of no known form is
+    named.
+    """
+    master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+    if _LOCAL_MASTER.match(master) or master.startswith(("yarn", "k8s://", "mesos://")):
+        return master
+    if not master.startswith("spark://"):
+        raise ValueError(
+            f"the checker's Spark master {master!r} is not a Spark master URL: give local[N], "
+            f"spark://HOST:PORT, yarn or k8s://HOST:PORT (--spark-master or ${MASTER_ENV}; "
+            f"default {DEFAULT_MASTER})"
+        )
+    problems = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=MASTER_CONNECT_TIMEOUT_S).close()
+            return master
+        except (OSError, ValueError) as exc:
+            problems.append(f"{address}: {exc}")
+    raise ValueError(
+        f"the checker's Spark master {master} does not answer ({'; '.join(problems)}): start it, "
+        f"or leave --spark-master and ${MASTER_ENV} out to run Spark here ({DEFAULT_MASTER})"
+    )
+
+
 def spark_session(
     master: str | None = None,
     app_name: str = "kafka-replay-checker",
     extra_jars: list[Path] | None = None,
 ) -> SparkSession:
     """A session for the checker (reused if one is already running in this process)."""
-    master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+    master = check_master(master)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers run the user's output-id function: they need this interpreter's packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -21,7 +21,7 @@ from . import broker_config
 from .artifacts import kafka_classpath
 from .errors import BrokerStartError
 from .jvm import find_java
-from .nodes import START_TIMEOUT_S, Node, NodeCluster, read_tail
+from .nodes import START_TIMEOUT_S, Node, NodeCluster, read_tail, refused_config
 from .process import spawn
 from .reaper import Lease
 
@@ -177,7 +177,9 @@ class EmbeddedCluster(NodeCluster):
                 running.append((node, process))
         for node, process in running:
             if process.wait(timeout=START_TIMEOUT_S) != 0:
+                tail = node.log_tail()
                 raise BrokerStartError(
                     f"Kafka {self.version} could not format storage for broker {node.node_id} "
-                    f"(exit {process.returncode}); log {node.log_path}:\n{node.log_tail()}"
+                    f"(exit {process.returncode}); {refused_config(tail)}log {node.log_path}:\n"
+                    f"{tail}"
                 )

@@ -9,6 +9,8 @@ tail, and stopping in order.
 from __future__ import annotations
 
 import logging
+import re
+import shutil
 import tempfile
 import time
 from abc import abstractmethod
@@ -32,6 +34,8 @@ START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
 PORT_CLASH = "Address already in use"
 START_ATTEMPTS = 3
+#: Below this much free space where a node keeps its data or logs, it is not started.
+MIN_FREE_BYTES = 64 * 2**20
 
 
 class Node(Protocol):
@@ -52,6 +56,33 @@ class Node(Protocol):
     def wait_stopped(self, grace: float) -> None: ...
     def kill(self) -> None: ...
     def log_tail(self, lines: int = 40) -> str: ...
+
+
+def refused_config(log: str) -> str:
+    """``the broker refused its config: <Kafka's words>. ...`` when it did, else ``""``.
+
+    Kafka checks every ``server.properties`` value when a node formats its storage or starts,
+    and exits with a ``ConfigException`` naming the property; that line leads the error.
+    """
+    match = re.search(r"ConfigException: (.+)", log)
+    if match is None:
+        return ""
+    return (
+        f"the broker refused its config: {match.group(1).strip()}. Fix that property (the "
+        "incident's [broker] table, or --broker-config). "
+    )
+
+
+def check_free_space(*directories: Path) -> None:
+    """Refuse to start brokers where there is no room for their data and logs."""
+    for directory in directories:
+        free = shutil.disk_usage(directory).free
+        if free < MIN_FREE_BYTES:
+            raise BrokerStartError(
+                f"no space for Kafka's data in {directory}: {free / 2**20:.1f} MiB free, a broker "
+                f"needs at least {MIN_FREE_BYTES // 2**20} MiB; free some space there, or point "
+                "TMPDIR (broker data) or --report/--log-dir (logs) at a disk with room"
+            )
 
 
 def read_tail(path: Path, lines: int) -> str:
@@ -119,6 +150,7 @@ class NodeCluster(Cluster):
             self._lease.add_dir(self.data_dir)
             self.log_dir = self._work_dir or self.data_dir / "logs"
             self.log_dir.mkdir(parents=True, exist_ok=True)
+            check_free_space(self.data_dir.parent, self.log_dir)
             for attempt in range(1, START_ATTEMPTS + 1):
                 try:
                     self.nodes = self._launch(self._addresses())
@@ -191,10 +223,11 @@ class NodeCluster(Cluster):
         while True:
             for node in self.nodes:
                 if not node.alive():
+                    tail = node.log_tail()
                     raise BrokerStartError(
                         f"Kafka {self.version} broker {node.node_id} ({self.backend}) exited with "
-                        f"code {node.exit_code()} while starting; log {node.log_location}:\n"
-                        f"{node.log_tail()}"
+                        f"code {node.exit_code()} while starting; {refused_config(tail)}"
+                        f"log {node.log_location}:\n{tail}"
                     )
             if admin is None and all(accepts_connections(n.port) for n in self.nodes):
                 admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})

@@ -70,6 +70,8 @@ class ClusterPool:
         self.image = image
         self.max_live = max_live
         self._external = ExternalCluster(bootstrap_servers) if bootstrap_servers else None
+        if self._external is not None:
+            self._external.check_reachable()  # at once, not at the first topic 30 s later
         self._live: OrderedDict[ClusterSpec, NodeCluster] = OrderedDict()
         self._started = 0
 

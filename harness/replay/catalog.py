@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
-from .model import DefinitionError, Incident
+from .model import DefinitionError, Incident, toml_error
 
 CATALOG_PACKAGE = "incidents"
 SETTINGS_TABLE = "kafka-replay"
@@ -36,10 +36,11 @@ def configured_directories(start: Path) -> list[Path]:
         pyproject = folder / "pyproject.toml"
         if not pyproject.is_file():
             continue
+        text = pyproject.read_text()
         try:
-            settings = tomllib.loads(pyproject.read_text()).get("tool", {}).get(SETTINGS_TABLE, {})
+            settings = tomllib.loads(text).get("tool", {}).get(SETTINGS_TABLE, {})
         except tomllib.TOMLDecodeError as exc:
-            raise DefinitionError(pyproject, "(file)", str(exc)) from exc
+            raise DefinitionError(pyproject, *toml_error(text, exc)) from exc
         listed = settings.get("incidents", [])
         if isinstance(listed, str):
             listed = [listed]

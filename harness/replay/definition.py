@@ -28,6 +28,7 @@ from .model import (
     Incident,
     Profile,
     Step,
+    toml_error,
 )
 from .steps import STEPS, TOPIC_ROLES
 from .symptoms import SYMPTOMS
@@ -220,9 +221,14 @@ def load_incident(path: Path) -> Incident:
     """Read and check one definition file."""
     known_symptoms = set(SYMPTOMS)
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        text = path.read_text()
+    except OSError as exc:
         raise DefinitionError(path, "(file)", str(exc)) from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        where, problem = toml_error(text, exc)
+        raise DefinitionError(path, where, problem) from exc
     top = _Table(path, "", data)
     name = top.get("name", str)
     if name != path.stem:

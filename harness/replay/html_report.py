@@ -1,47 +1,111 @@
 """``report.html``: one self-contained page that shows what happened in every run.
 
 Plots are drawn by Plotly: a well-kept library whose Python package carries plotly.js, so the
-page embeds it once and opens offline, and every marker can say what it is on hover. Each run
-gets one figure with a shared time axis (seconds since the run started): lag and committed
-offset per partition, outputs per second, what the app and the group did, the incident's
-steps as bands, and the checker's examples at the moment they happened.
+page embeds the script once (not once per figure), opens offline, and every marker says what it
+is on hover. Each run gets one figure of stacked panels on a shared clock (seconds since the run
+started): the incident's steps, lag and committed offset per partition, records per second,
+what the app and the group did, and the hot partition's arrivals where there is one. The
+checker's examples are marked at the moment they happened and listed under the figure.
+Streams are read tolerantly: a panel whose stream was not recorded says so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
+import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.history import read_stream
 
-from .report import delivered, result_label, why
+from .report import delivered, result_label
 
 REPORT_FILE = "report.html"
-STEP_COLOURS = ("rgba(99,110,250,0.10)", "rgba(0,204,150,0.10)", "rgba(255,161,90,0.12)")
+#: Faint fills for the steps' bands, in turn, so that neighbouring steps stay apart.
+BAND_FILLS = ("rgba(99,110,250,0.07)", "rgba(0,204,150,0.08)", "rgba(255,161,90,0.09)")
+PARTITION_COLOURS = (
+    "#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880",
+)  # fmt: skip
+LEFT_MARGIN, RIGHT_MARGIN = 190, 250  # step names on the left, each panel's legend on the right
+LEGEND_ROW_PX = 19
+Event = dict[str, Any]
 
 
-def _stream(run_dir: Path, name: str) -> list[dict[str, Any]]:
-    path = run_dir / "events" / f"{name}.jsonl"
-    return list(read_stream(path)) if path.exists() else []
+# --- what a run left behind -------------------------------------------------------------
 
 
-def _json(path: Path) -> dict[str, Any]:
+@dataclass
+class Recorded:
+    """One run's history as read from its directory; ``None`` means "not recorded"."""
+
+    run_dir: Path
+    meta: dict[str, Any]
+    streams: dict[str, list[Event] | None]
+    app: list[Event] | None  # every instance's reports, in time order
+    check: dict[str, Any] | None
+    deliveries: list[Event] | None
+    start: float
+    side_effects: dict[str, Any] | None = None  # the check of an app's side-effect topic
+
+    def checks(self) -> list[tuple[str, dict[str, Any], list[Event] | None]]:
+        """Each of the checker's results: (prefix of its names, result, the outputs it matched)."""
+        found = [("", self.check, self.deliveries), ("side effects: ", self.side_effects, None)]
+        return [(prefix, check, outputs) for prefix, check, outputs in found if check]
+
+    def stream(self, name: str) -> list[Event] | None:
+        return self.streams.get(name)
+
+    @property
+    def input_topic(self) -> str | None:
+        return (self.meta.get("topics") or {}).get("input")
+
+    def t(self, ts: float) -> float:
+        """Seconds since the run started: the clock every panel shares."""
+        return round(ts - self.start, 3)
+
+
+STREAMS = ("produce", "lifecycle", "offsets", "lag", "steps", "group")
+
+
+def _jsonl(path: Path) -> list[Event] | None:
+    return read_stream(path) if path.exists() else None
+
+
+def _json(path: Path) -> dict[str, Any] | None:
     try:
         return dict(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        return {}
+    except (OSError, ValueError, TypeError):
+        return None
 
 
-def _deliveries(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "deliveries.jsonl"
-    return list(read_stream(path)) if path.exists() else []
+def load(run_dir: Path) -> Recorded:
+    """Read every stream a run may have left; a missing file reads as not recorded."""
+    streams = {name: _jsonl(run_dir / "events" / f"{name}.jsonl") for name in STREAMS}
+    app_files = sorted((run_dir / "events").glob("app-*.jsonl"))
+    app = sorted((e for f in app_files for e in read_stream(f)), key=lambda e: e.get("ts", 0))
+    meta = _json(run_dir / "run.json") or {}
+    return Recorded(
+        run_dir, meta, streams, app if app_files else None, _json(run_dir / "check.json"),
+        _jsonl(run_dir / "deliveries.jsonl"), float(meta.get("started") or _first_ts(streams)),
+        _json(run_dir / "check-side-effects.json"),
+    )  # fmt: skip
 
 
-def regressions(commits: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def _first_ts(streams: dict[str, list[Event] | None]) -> float:
+    """The run's start when run.json lacks it: its earliest event."""
+    times = [e["ts"] for events in streams.values() for e in events or [] if "ts" in e]
+    return min(times, default=0.0)
+
+
+# --- what the streams say (pure, tested on their own) --------------------------------------
+
+
+def regressions(commits: Iterable[Event]) -> list[Event]:
     """Commits whose offset is below the partition's previous commit (offsets going back)."""
     last: dict[int, int] = {}
     found = []
@@ -56,262 +120,626 @@ def regressions(commits: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
+def tombstone_levels(entries: Iterable[Event]) -> list[tuple[Event, int]]:
+    """Each tombstone with the offset it deleted, so its marker sits on the partition's line."""
+    last: dict[int, int] = {}
+    found = []
+    for entry in entries:
+        partition, offset = entry["partition"], entry.get("offset")
+        if entry.get("kind") == "tombstone":
+            found.append((entry, last.get(partition, 0)))
+        elif offset is not None:
+            last[partition] = offset
+    return found
+
+
 def per_second(times: Iterable[float]) -> tuple[list[float], list[int]]:
     """Counts per whole second, with the empty seconds between them."""
-    counts = Counter(int(t) for t in times)
+    counts = Counter(int(t // 1) for t in times)
     if not counts:
         return [], []
     seconds = list(range(min(counts), max(counts) + 1))
     return [float(s) for s in seconds], [counts.get(s, 0) for s in seconds]
 
 
-class _Timeline:
-    """Collects one run's traces on a shared clock (seconds since ``start``)."""
+def repeats(deliveries: Iterable[Event]) -> list[Event]:
+    """Every delivery of an input that had already been delivered (a duplicate's moment)."""
+    seen: set[str] = set()
+    found = []
+    for delivery in deliveries:
+        if delivery["event_id"] in seen:
+            found.append(delivery)
+        seen.add(delivery["event_id"])
+    return found
 
-    ROWS = ("lag", "committed offset", "outputs / s", "app and group")
 
-    def __init__(self, run_dir: Path, outcome: dict[str, Any]) -> None:
-        from plotly.subplots import make_subplots
+def arrivals(recorded: Recorded, partition: int) -> list[tuple[float, int, int]]:
+    """(time, first, last offset) of each batch of ``partition`` the app took.
 
-        self.run_dir, self.outcome = run_dir, outcome
-        self.meta = _json(run_dir / "run.json")
-        self.start = float(self.meta.get("started") or 0.0)
-        self.hot = outcome.get("symptoms", {}).get("hot_partition")
-        rows = list(self.ROWS) + (["hot partition deliveries"] if self.hot is not None else [])
-        self.rows = rows
-        self.figure = make_subplots(
-            rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.04,
-            subplot_titles=rows, row_heights=[1.0] * (len(rows) - 1) + [1.0],
-        )  # fmt: skip
-
-    def t(self, ts: float) -> float:
-        return round(ts - self.start, 3)
-
-    def row(self, name: str) -> int:
-        return self.rows.index(name) + 1
-
-    def draw(self) -> Any:
-        self._lag()
-        self._offsets()
-        self._outputs()
-        self._events()
-        if self.hot is not None:
-            self._hot()
-        self._steps()
-        self.figure.update_layout(
-            height=200 * len(self.rows) + 80, margin={"l": 60, "r": 20, "t": 40, "b": 40},
-            hovermode="closest", legend={"orientation": "h", "y": -0.05},
-        )  # fmt: skip
-        self.figure.update_xaxes(title_text="seconds since the run started", row=len(self.rows))
-        return self.figure
-
-    def _lag(self) -> None:
-        import plotly.graph_objects as go
-
-        lines: dict[int, list[tuple[float, int]]] = defaultdict(list)
-        for sample in _stream(self.run_dir, "lag"):
-            lines[sample["partition"]].append((self.t(sample["ts"]), sample["lag"]))
-        for partition, points in sorted(lines.items()):
-            xs, ys = zip(*points, strict=True)
-            self.figure.add_trace(
-                go.Scatter(x=xs, y=ys, mode="lines", name=f"lag p{partition}",
-                           legendgroup=f"p{partition}"),
-                row=self.row("lag"), col=1,
-            )  # fmt: skip
-
-    def _offsets(self) -> None:
-        import plotly.graph_objects as go
-
-        entries = _stream(self.run_dir, "offsets")
-        row = self.row("committed offset")
-        by_partition: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for entry in entries:
-            if entry.get("kind") == "commit":
-                by_partition[entry["partition"]].append(entry)
-        for partition, commits in sorted(by_partition.items()):
-            self.figure.add_trace(
-                go.Scatter(x=[self.t(c["ts"]) for c in commits], y=[c["offset"] for c in commits],
-                           mode="lines+markers", marker={"size": 4}, line={"shape": "hv"},
-                           name=f"committed p{partition}", legendgroup=f"p{partition}"),
-                row=row, col=1,
-            )  # fmt: skip
-        back = regressions(e for e in entries if e.get("kind") in ("commit", "tombstone"))
-        self._markers(
-            row, back, "offset", "committed offset went back", "x", "crimson",
-            lambda c: f"p{c['partition']}: commit of offset {c['offset']} (went back)",
-        )  # fmt: skip
-        tombstones = [e for e in entries if e.get("kind") == "tombstone"]
-        self._markers(
-            row, tombstones, None, "offsets expired (tombstone)", "diamond", "black",
-            lambda e: f"p{e['partition']}: the group's offset was deleted (tombstone)",
-        )  # fmt: skip
-
-    def _outputs(self) -> None:
-        import plotly.graph_objects as go
-
-        row = self.row("outputs / s")
-        deliveries = _deliveries(self.run_dir)
-        if not deliveries:
-            self._note(row, "outputs not recorded (the checker did not run)")
-            return
-        xs, ys = per_second(self.t(d["out_ts_ms"] / 1000) for d in deliveries)
-        self.figure.add_trace(
-            go.Bar(x=xs, y=ys, name="outputs per second", marker_color="#636efa"),
-            row=row, col=1,
-        )  # fmt: skip
-        seen: set[str] = set()
-        repeats = []
-        for delivery in deliveries:
-            if delivery["event_id"] in seen:
-                repeats.append({**delivery, "ts": delivery["out_ts_ms"] / 1000})
-            seen.add(delivery["event_id"])
-        self._markers(
-            row, repeats, 0, "delivered again (duplicate)", "triangle-up", "crimson",
-            lambda d: f"{d['event_id']} again (input p{d['in_partition']}@{d['in_offset']})",
-        )  # fmt: skip
-        check = _json(self.run_dir / "check.json")
-        produce = _stream(self.run_dir, "produce")
-        acks = {a["event_id"]: a for a in produce if a.get("kind") == "ack"}
-        lost = [
-            {**acks[e["event_id"]], **e}
-            for e in check.get("anomalies", {}).get("lost", {}).get("examples", [])
-            if e.get("event_id") in acks
+    From the app's own ``consumed`` reports where it sent them, else from the output: results
+    of the partition close together in output time are one batch (as the symptoms read it).
+    """
+    consumed = [e for e in recorded.app or [] if e.get("kind") == "consumed"]
+    if consumed:
+        return [
+            (e["ts"], span["first"], span["last"])
+            for e in consumed
+            for span in e.get("partitions", [])
+            if span["partition"] == partition
+            and span.get("topic") in (None, "", recorded.input_topic)
         ]
-        self._markers(
-            row, lost, 0, "lost (acknowledged, never delivered)", "x-thin-open", "black",
-            lambda e: f"{e['event_id']} lost (acknowledged here)",
-        )  # fmt: skip
+    from .symptoms import _spans_from_output
 
-    def _events(self) -> None:
-        row = self.row("app and group")
-        lifecycle = _stream(self.run_dir, "lifecycle")
-        group = _stream(self.run_dir, "group")
-        styles = {
-            "start": ("app start", "circle", "#00cc96"),
-            "exit": ("app exit", "square", "#ef553b"),
-            "signal": ("signal sent", "x", "#ab63fa"),
-            "crash_loop": ("crash loop", "star", "crimson"),
-            "killed_after_grace": ("killed after grace", "x", "black"),
-        }
-        for kind, (name, symbol, colour) in styles.items():
-            events = [e for e in lifecycle if e.get("kind") == kind]
-            self._markers(row, events, "app", name, symbol, colour, _describe)
-        for kind, colour in (
-            ("join", "#19d3f3"), ("leave", "#ffa15a"), ("removed", "crimson"),
-            ("rebalance", "#636efa"), ("stabilized", "#00cc96"),
-        ):  # fmt: skip
-            events = [e for e in group if e.get("kind") == kind]
-            self._markers(row, events, "group", f"group {kind}", "line-ns-open", colour, _describe)
-        if not lifecycle and not group:
-            self._note(row, "no app or group events recorded")
-
-    def _hot(self) -> None:
-        import plotly.graph_objects as go
-
-        hot = [d for d in _deliveries(self.run_dir) if d["in_partition"] == self.hot]
-        self.figure.add_trace(
-            go.Scatter(x=[self.t(d["out_ts_ms"] / 1000) for d in hot],
-                       y=[d["in_offset"] for d in hot], mode="markers",
-                       name=f"hot partition {self.hot}: input offset delivered",
-                       marker={"size": 5, "color": "#ef553b"}),
-            row=self.row("hot partition deliveries"), col=1,
-        )  # fmt: skip
-
-    def _steps(self) -> None:
-        for i, step in enumerate(_stream(self.run_dir, "steps")):
-            begin, end = self.t(step["started"]), self.t(step["ended"])
-            label = step.get("label") or step.get("do", "step")
-            named = {"annotation_text": label, "annotation_position": "top left",
-                     "annotation_font_size": 9} if end - begin > 2 else {}  # fmt: skip
-            self.figure.add_vrect(
-                x0=begin, x1=max(end, begin + 0.05), fillcolor=STEP_COLOURS[i % 3],
-                line_width=0, layer="below", **named,
-            )  # fmt: skip
-
-    def _markers(
-        self, row: int, events: Sequence[dict[str, Any]], y: Any, name: str, symbol: str,
-        colour: str, text: Any,
-    ) -> None:  # fmt: skip
-        import plotly.graph_objects as go
-
-        if not events:
-            return
-        ys = [e.get(y, 0) if isinstance(y, str) and y in e else y for e in events]
-        if y is None:
-            ys = [0 for _ in events]
-        self.figure.add_trace(
-            go.Scatter(x=[self.t(e["ts"]) for e in events], y=ys, mode="markers", name=name,
-                       marker={"symbol": symbol, "size": 10, "color": colour},
-                       hovertext=[text(e) for e in events], hoverinfo="text+x"),
-            row=row, col=1,
-        )  # fmt: skip
-
-    def _note(self, row: int, text: str) -> None:
-        axis = "" if row == 1 else str(row)
-        self.figure.add_annotation(
-            text=text, showarrow=False, xref=f"x{axis} domain", yref=f"y{axis} domain",
-            x=0.5, y=0.5,
-        )  # fmt: skip
+    return [
+        (ts, span["first"], span["last"])
+        for ts, span in _spans_from_output(recorded.deliveries or [])
+        if span["partition"] == partition
+    ]
 
 
-def _describe(event: dict[str, Any]) -> str:
-    fields = {k: v for k, v in event.items() if k not in ("ts", "command") and v is not None}
-    return html.escape(", ".join(f"{k}={v}" for k, v in fields.items()))[:300]
+def input_times(
+    recorded: Recorded, partition: int, offset: int, outputs: list[Event] | None
+) -> list[float]:
+    """When input ``partition@offset`` went through: from ``outputs``, else the app's reports."""
+    if outputs:
+        return [
+            d["out_ts_ms"] / 1000
+            for d in outputs
+            if d["in_partition"] == partition and d["in_offset"] == offset
+        ]
+    return [ts for ts, first, last in arrivals(recorded, partition) if first <= offset <= last]
 
 
-def _examples(run_dir: Path, start: float) -> list[str]:
-    """The checker's examples, each with the moment it happened."""
-    check = _json(run_dir / "check.json")
+#: Where each kind of checker example is marked: the panel it belongs to.
+EXAMPLE_PANEL = {
+    "committed_offset_regression": "committed offset",
+    "commit_by_non_owner": "committed offset",
+    "stuck_lag": "lag per partition",
+}
+
+
+def example_moments(
+    recorded: Recorded, kind: str, example: Event, outputs: list[Event] | None = None
+) -> list[float]:
+    """When a checker example happened (Unix seconds); empty when the history cannot tell.
+
+    ``outputs`` are the matched output records of the check the example comes from.
+    """
+    for key, scale in (("ts", 1), ("commit_ts_ms", 1000), ("out_ts_ms", 1000), ("ack_ts", 1)):
+        if example.get(key) is not None:
+            return [example[key] / scale]
+    ack = _ack(recorded, example.get("event_id"))
+    if kind == "lost":  # never delivered: the moment it was acknowledged
+        return [ack["ts"]] if ack else []
+    if kind == "stuck_lag":  # still behind when the run ended
+        lag = [s for s in recorded.stream("lag") or [] if s["partition"] == example["partition"]]
+        return [lag[-1]["ts"]] if lag else []
+    if "in_partition" in example and "in_offset" in example:
+        times = input_times(recorded, example["in_partition"], example["in_offset"], outputs)
+        again = kind in ("duplicate", "reprocessing_after_reset")
+        return times[1:] if again and len(times) > 1 else times
+    if outputs and "event_id" in example:
+        return [d["out_ts_ms"] / 1000 for d in outputs if d["event_id"] == example["event_id"]][:1]
+    if ack is not None:  # known only by its id: when the app took its input
+        return input_times(recorded, ack["partition"], ack["offset"], outputs)[:1]
+    return []
+
+
+def _ack(recorded: Recorded, event_id: str | None) -> Event | None:
+    """The producer's acknowledgement of ``event_id``: where and when its input was written."""
+    if event_id is None:
+        return None
+    produce = recorded.stream("produce") or []
+    return next((e for e in produce if e.get("kind") == "ack" and e["event_id"] == event_id), None)
+
+
+#: An example's fields not worth a line of text (its moment is shown apart).
+EXAMPLE_NOISE = ("context", "ts", "commit_ts_ms", "ack_ts", "out_ts_ms", "group", "topic")
+
+
+def example_text(example: Event) -> str:
+    return ", ".join(f"{k}={v}" for k, v in example.items() if k not in EXAMPLE_NOISE)
+
+
+# --- the panels of one run's figure -----------------------------------------------------
+
+
+@dataclass
+class Panel:
+    """One row of a run's figure: its traces, or a note saying what was not recorded."""
+
+    title: str
+    traces: list[Any] = field(default_factory=list)
+    note: str | None = None
+    height: int = 170
+    yaxis: dict[str, Any] = field(default_factory=dict)
+
+
+def _hover(event: Event, skip: tuple[str, ...] = ("ts", "command", "kind")) -> str:
+    """An event's fields, one per line, escaped and wrapped to stay readable on hover."""
     lines = []
-    for name, anomaly in check.get("anomalies", {}).items():
-        for example in anomaly.get("examples", [])[:3]:
-            moment = example.get("ts") or (example.get("commit_ts_ms") or 0) / 1000
-            at = f"at {moment - start:.1f} s: " if moment else ""
-            shown = {k: v for k, v in example.items() if k != "context"}
-            lines.append(f"{name} ({anomaly.get('count', 0)} in all) {at}{shown}")
-    return lines
+    for key, value in event.items():
+        if key in skip or value is None:
+            continue
+        text = textwrap.shorten(str(value), 240, placeholder=" ...")
+        lines.append("<br>  ".join(textwrap.wrap(html.escape(f"{key}: {text}"), 90)))
+    return "<br>".join(lines)
 
 
-def _summary_rows(report: dict[str, Any]) -> str:
-    setup = f"Kafka {report.get('kafka_version', '?')}"
-    rows = []
-    for i, run in enumerate(report.get("runs", [])):
-        outcome = _outcome(run)
-        gate = "pass" if run["passed"] else "FAIL"
-        cells = [
-            f'<a href="#run-{i}">{html.escape(run["incident"])}</a>', run["profile"],
-            f"{setup}, {run.get('group_protocol', 'classic')} protocol", run["app"],
-            f"{delivered(outcome)} (declared {run['guarantee']})", result_label(outcome),
-            str(run.get("reproduced")).lower(), f'<b class="{gate}">{gate}</b>',
-            f"{run['duration_s']:.0f} s",
-        ]  # fmt: skip
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return "\n".join(rows)
+def _markers(
+    name: str, points: list[tuple[float, Any, str]], symbol: str, colour: str, size: int = 10
+) -> Any:
+    """One legend entry of markers: (x, y, hover text) each."""
+    import plotly.graph_objects as go
+
+    xs, ys, texts = zip(*points, strict=True) if points else ((), (), ())
+    return go.Scatter(
+        x=list(xs), y=list(ys), mode="markers", name=name, hovertext=list(texts),
+        hoverinfo="text+x", marker={"symbol": symbol, "size": size, "color": colour,
+                                    "line": {"width": 1, "color": colour}},
+    )  # fmt: skip
+
+
+def _colour(partition: int) -> str:
+    return PARTITION_COLOURS[partition % len(PARTITION_COLOURS)]
+
+
+def steps_panel(recorded: Recorded) -> Panel:
+    """The incident's steps as bars on the clock, named on the left, details on hover."""
+    import plotly.graph_objects as go
+
+    steps = recorded.stream("steps")
+    if not steps:
+        return Panel("steps", note="steps not recorded (events/steps.jsonl)", height=90)
+    names = [f"{s.get('index', i)} {s.get('do', 'step')}" + (
+        f" ({s['label']})" if s.get("label") else "") for i, s in enumerate(steps)]  # fmt: skip
+    begins = [recorded.t(s["started"]) for s in steps]
+    widths = [max(recorded.t(s["ended"]) - b, 0.12) for s, b in zip(steps, begins, strict=True)]
+    hover = [
+        f"<b>{html.escape(n)}</b> {w:.1f} s<br>{_hover(s, ('ts', 'kind', 'started', 'ended'))}"
+        for n, w, s in zip(names, widths, steps, strict=True)
+    ]
+    bar = go.Bar(
+        y=names, x=widths, base=begins, orientation="h", name="steps", showlegend=False,
+        hovertext=hover, hoverinfo="text", marker_color="#8c8fd6", width=0.7,
+    )  # fmt: skip
+    yaxis = {"autorange": "reversed", "tickfont": {"size": 11}}
+    return Panel("steps", [bar], height=40 + 17 * len(steps), yaxis=yaxis)
+
+
+def lag_panel(recorded: Recorded) -> Panel:
+    """Lag per partition, as an outside monitor sampled it."""
+    import plotly.graph_objects as go
+
+    samples = recorded.stream("lag")
+    if not samples:
+        return Panel("lag per partition", note="lag not recorded (events/lag.jsonl)", height=90)
+    lines: dict[int, list[Event]] = defaultdict(list)
+    for sample in samples:
+        lines[sample["partition"]].append(sample)
+    traces = [
+        go.Scatter(
+            x=[recorded.t(s["ts"]) for s in points], y=[s["lag"] for s in points], mode="lines",
+            name=f"lag p{partition}", line={"color": _colour(partition), "width": 1.5},
+            hovertemplate=f"p{partition}: lag %{{y}} at %{{x:.1f}} s<extra></extra>",
+        )
+        for partition, points in sorted(lines.items())
+    ]  # fmt: skip
+    return Panel("lag per partition", traces)
+
+
+def offsets_panel(recorded: Recorded) -> Panel:
+    """The group's committed offset per partition; commits that went back, and tombstones."""
+    import plotly.graph_objects as go
+
+    entries = recorded.stream("offsets")
+    if entries is None:
+        return Panel("committed offset", note="offsets not recorded (events/offsets.jsonl)")
+    topic = recorded.input_topic
+    entries = [e for e in entries if topic is None or e.get("topic") in (None, topic)]
+    commits: dict[int, list[Event]] = defaultdict(list)
+    for entry in entries:
+        if entry.get("kind") == "commit":
+            commits[entry["partition"]].append(entry)
+    traces = [
+        go.Scatter(
+            x=[recorded.t(c["ts"]) for c in points], y=[c["offset"] for c in points],
+            mode="lines+markers", marker={"size": 4}, line={"shape": "hv", "width": 1.5,
+            "color": _colour(partition)}, name=f"committed p{partition}",
+            hovertemplate=f"p{partition}: committed %{{y}} at %{{x:.1f}} s<extra></extra>",
+        )
+        for partition, points in sorted(commits.items())
+    ]  # fmt: skip
+    back = regressions(e for e in entries if e.get("kind") in ("commit", "tombstone"))
+    if back:
+        points = [(recorded.t(c["ts"]), c["offset"], f"p{c['partition']}: committed "
+                   f"{c['offset']}, below the commit before it") for c in back]  # fmt: skip
+        traces.append(_markers("offset went back", points, "x", "crimson", 12))
+    tombstones = tombstone_levels(entries)
+    if tombstones:
+        points = [(recorded.t(e["ts"]), level, f"p{e['partition']}: the group's offset "
+                   f"{level} was deleted (tombstone)") for e, level in tombstones]  # fmt: skip
+        traces.append(_markers("offset expired (tombstone)", points, "diamond", "black", 11))
+    note = None if commits or tombstones else "the group committed no offset"
+    return Panel("committed offset", traces, note)
+
+
+def records_panel(recorded: Recorded) -> Panel:
+    """Inputs acknowledged and outputs delivered per second; duplicates and losses marked."""
+    import plotly.graph_objects as go
+
+    traces: list[Any] = []
+    acks = [a for a in recorded.stream("produce") or [] if a.get("kind") == "ack"]
+    if acks:
+        xs, ys = per_second(recorded.t(a["ts"]) for a in acks)
+        traces.append(go.Scatter(
+            x=[x + 0.5 for x in xs], y=ys, mode="lines", name="inputs acknowledged / s",
+            line={"shape": "hvh", "color": "#7f7f7f", "width": 1.5},
+        ))  # fmt: skip
+    note = None
+    if recorded.deliveries is None:
+        note = "outputs per second not recorded (no deliveries.jsonl: the checker did not write it)"
+    else:
+        xs, ys = per_second(recorded.t(d["out_ts_ms"] / 1000) for d in recorded.deliveries)
+        traces.insert(0, go.Bar(x=[x + 0.5 for x in xs], y=ys, name="outputs / s",
+                                marker_color="#636efa", width=0.9))  # fmt: skip
+        again = [(recorded.t(d["out_ts_ms"] / 1000), 0, f"{d['event_id']} delivered again "
+                  f"(input p{d['in_partition']}@{d['in_offset']})") for d in repeats(
+                  recorded.deliveries)]  # fmt: skip
+        if again:
+            traces.append(_markers("duplicate output", again, "triangle-up", "crimson", 9))
+    lost = (recorded.check or {}).get("anomalies", {}).get("lost", {})
+    points = [
+        (recorded.t(ts), 0, f"{e.get('event_id')} acknowledged here, never delivered")
+        for e in lost.get("examples", [])
+        for ts in example_moments(recorded, "lost", e, recorded.deliveries)
+    ]
+    if points:
+        traces.append(_markers(f"lost ({lost.get('count')} in all)", points, "x", "black", 12))
+    return Panel("records / s", traces, note, yaxis={"rangemode": "tozero"})
+
+
+#: Markers of the app's life and reports: (legend name, symbol, colour) by what happened.
+APP_STYLES = {
+    "start": ("app start", "circle", "#00cc96"),
+    "restart": ("app restarted", "circle-open", "#00a67a"),
+    "crash": ("app exit (crash or kill)", "square", "#ef553b"),
+    "exit": ("app exit (asked or done)", "square-open", "#7f7f7f"),
+    "signal": ("signal sent", "x", "#ab63fa"),
+    "stop": ("stop asked (SIGTERM)", "line-ns-open", "#7f7f7f"),
+    "killed_after_grace": ("killed after grace", "x-thin-open", "black"),
+    "crash_loop": ("crash loop", "star", "crimson"),
+    "assigned": ("partitions assigned", "triangle-right-open", "#19d3f3"),
+    "revoked": ("partitions revoked", "triangle-left-open", "#ffa15a"),
+    "lost": ("partitions lost", "triangle-left", "crimson"),
+    "commit_rejected": ("commit rejected", "diamond", "crimson"),
+    "error": ("client or app error", "hexagram", "#ff6692"),
+}
+
+
+def app_kind(event: Event) -> str | None:
+    """Which marker an app event gets (None: not shown, e.g. a commit that went through)."""
+    kind = event.get("kind")
+    if kind == "start":
+        return "restart" if event.get("restart") else "start"
+    if kind == "exit":
+        return "exit" if event.get("expected") or event.get("completed") else "crash"
+    if kind == "commit_result":
+        return None if event.get("ok", True) else "commit_rejected"
+    if kind in ("client_error", "app_error"):
+        return "error"
+    return kind if kind in APP_STYLES else None
+
+
+def app_panel(recorded: Recorded) -> Panel:
+    """The app's starts, exits, signals, restarts and crash loops, and what it reported."""
+    lifecycle, reports = recorded.stream("lifecycle"), recorded.app or []
+    if lifecycle is None:
+        return Panel("app", note="app lifecycle not recorded (events/lifecycle.jsonl)")
+    grouped: dict[str, list[tuple[float, Any, str]]] = defaultdict(list)
+    for event in [*lifecycle, *reports]:
+        kind = app_kind(event)
+        if kind is not None and "ts" in event:
+            where = f"app {event.get('instance', 0)}"
+            text = f"<b>{APP_STYLES[kind][0]}</b> ({where})<br>{_hover(event, _APP_SKIP)}"
+            grouped[kind].append((recorded.t(event["ts"]), where, text))
+    traces = [
+        _markers(name, grouped[kind], symbol, colour)
+        for kind, (name, symbol, colour) in APP_STYLES.items()
+        if grouped[kind]
+    ]
+    instances = sorted({y for points in grouped.values() for _, y, _ in points})
+    return Panel("app", traces, None if traces else "no app events recorded",
+                 height=max(110, 45 * len(instances) + 40),
+                 yaxis={"categoryorder": "array", "categoryarray": instances[::-1]})  # fmt: skip
+
+
+_APP_SKIP = ("ts", "kind", "command", "instance", "member")
+
+#: The group's events by what the broker logged: (line, legend name, symbol, colour).
+GROUP_STYLES = {
+    "rebalance": ("rebalances", "rebalance started", "line-ns-open", "#636efa"),
+    "stabilized": ("rebalances", "group stabilized (members joined)", "circle", "#00cc96"),
+    "leave": ("members", "member left", "triangle-down", "#ffa15a"),
+    "removed": ("members", "member removed (fenced or timed out)", "x", "crimson"),
+    "producer_id": ("transactions", "producer id given", "diamond-open", "#ab63fa"),
+}
+
+
+def group_panel(recorded: Recorded) -> Panel:
+    """Joins, leaves, removals (with their reason) and rebalances, from the broker logs."""
+    events = recorded.stream("group")
+    if events is None:
+        return Panel("group", note="group events not recorded (no broker logs)", height=90)
+    traces = []
+    for kind, (line, name, symbol, colour) in GROUP_STYLES.items():
+        points = [(recorded.t(e["ts"]), line, f"<b>{name}</b><br>{_hover(e)}")
+                  for e in events if e.get("kind") == kind]  # fmt: skip
+        if points:
+            traces.append(_markers(name, points, symbol, colour))
+    lines = sorted({t.y[0] for t in traces}, key=["rebalances", "members", "transactions"].index)
+    return Panel("group", traces, None if traces else "the broker logged no group events",
+                 height=max(110, 40 * len(lines) + 40),
+                 yaxis={"categoryorder": "array", "categoryarray": lines[::-1]})  # fmt: skip
+
+
+def hot_panel(recorded: Recorded, partition: int) -> Panel:
+    """The hot partition: how far it was produced, and each batch the app took from it."""
+    import plotly.graph_objects as go
+
+    title = f"hot partition p{partition}"
+    acks = [a for a in recorded.stream("produce") or [] if a.get("kind") == "ack"
+            and a["partition"] == partition]  # fmt: skip
+    traces: list[Any] = []
+    if acks:
+        ends, end = [], 0
+        for ack in acks:
+            end = max(end, ack["offset"] + 1)
+            ends.append(end)
+        traces.append(go.Scatter(
+            x=[recorded.t(a["ts"]) for a in acks], y=ends, mode="lines", line={"shape": "hv",
+            "color": "#7f7f7f"}, name="produced up to (end offset)",
+        ))  # fmt: skip
+    batches = arrivals(recorded, partition)
+    if batches:
+        points = [(recorded.t(ts), last + 1, f"took offsets {first}-{last} "
+                   f"({last - first + 1} records)") for ts, first, last in batches]  # fmt: skip
+        traces.append(_markers("arrived at the app (batch)", points, "circle", "#ef553b", 7))
+    note = None if batches else "arrivals not recorded (no consumed reports or outputs)"
+    return Panel(title, traces, note)
+
+
+def example_lines(recorded: Recorded) -> list[tuple[str, float | None, str]]:
+    """The checker's examples: (anomaly, moment in seconds or None, one line of text)."""
+    found = []
+    for prefix, check, outputs in recorded.checks():
+        for kind, anomaly in (check.get("anomalies") or {}).items():
+            for example in anomaly.get("examples", []):
+                moments = example_moments(recorded, kind, example, outputs)
+                at = recorded.t(moments[0]) if moments else None
+                count = anomaly.get("count", 0)
+                found.append(
+                    (kind, at, f"{prefix}{kind} ({count} in all): {example_text(example)}")
+                )
+    return found
+
+
+def _example_traces(recorded: Recorded, rows: dict[str, int]) -> list[tuple[int, Any]]:
+    """A star per checker example, on the panel its kind belongs to, at its moment."""
+    by_row: dict[tuple[int, str], list[tuple[float, Any, str]]] = defaultdict(list)
+    for prefix, check, outputs in recorded.checks():
+        for kind, anomaly in (check.get("anomalies") or {}).items():
+            panel = EXAMPLE_PANEL.get(kind, "records / s")
+            if kind == "lost" and not prefix:
+                continue  # the records panel marks them already, with the count
+            for example in anomaly.get("examples", []) if panel in rows else []:
+                y = example.get("offset", 0) if panel == "committed offset" else 0
+                y = example.get("lag", y) if panel == "lag per partition" else y
+                text = "<br>".join(textwrap.wrap(html.escape(example_text(example)), 90))
+                name = f"{prefix}{kind}"
+                by_row[(rows[panel], name)] += [
+                    (recorded.t(ts), y, f"<b>{name}</b><br>{text}")
+                    for ts in example_moments(recorded, kind, example, outputs)
+                ]
+    return [
+        (row, _markers(f"checker example: {name}", points, "star", "#d62728", 13))
+        for (row, name), points in by_row.items()
+        if points
+    ]
+
+
+# --- one run's figure ------------------------------------------------------------------
+
+
+def figure(recorded: Recorded, outcome: dict[str, Any]) -> Any:
+    """Every panel of a run stacked on one time axis, each with its legend on its right."""
+    from plotly.subplots import make_subplots
+
+    panels = [steps_panel(recorded), lag_panel(recorded), offsets_panel(recorded),
+              records_panel(recorded), app_panel(recorded), group_panel(recorded)]  # fmt: skip
+    hot = (outcome.get("symptoms") or {}).get("hot_partition")
+    if isinstance(hot, int) and not isinstance(hot, bool):
+        panels.append(hot_panel(recorded, hot))
+    rows = {panel.title: i for i, panel in enumerate(panels, start=1)}
+    extra = _example_traces(recorded, rows)
+    legend_rows = Counter(row for row, _ in extra)
+    heights = [
+        max(p.height, LEGEND_ROW_PX * (len(p.traces) + legend_rows[i + 1]) + 20)
+        for i, p in enumerate(panels)
+    ]
+    gap = 46
+    total = sum(heights) + gap * (len(panels) - 1)
+    fig = make_subplots(
+        rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=gap / total,
+        subplot_titles=[p.title for p in panels], row_heights=heights,
+    )  # fmt: skip
+    fig.update_annotations(font_size=14)  # the panels' titles, the only annotations yet
+    for i, panel in enumerate(panels, start=1):
+        for trace in panel.traces or [_placeholder()]:
+            fig.add_trace(trace, row=i, col=1)
+        if panel.note:
+            fig.add_annotation(
+                text=html.escape(panel.note), showarrow=False, row=i, col=1, xref="x domain",
+                yref="y domain", x=0.5, y=0.5, font={"color": "#888", "size": 12},
+            )  # fmt: skip
+        fig.update_yaxes(panel.yaxis, row=i, col=1)
+    for row, trace in extra:
+        fig.add_trace(trace, row=row, col=1)
+    _legends(fig, len(panels))
+    _bands(fig, recorded)
+    fig.update_layout(
+        height=total + 90, margin={"l": LEFT_MARGIN, "r": RIGHT_MARGIN, "t": 30, "b": 50},
+        hovermode="closest", plot_bgcolor="white", font={"size": 12},
+        bargap=0.05,
+    )  # fmt: skip
+    fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False, showticklabels=True)
+    fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
+    fig.update_xaxes(title_text="seconds since the run started", row=len(panels), col=1)
+    return fig
+
+
+def _placeholder() -> Any:
+    """An invisible trace: plotly.js draws no axes (nor notes on them) for a panel without one."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(x=[], y=[], showlegend=False, hoverinfo="skip")
+
+
+def _legends(fig: Any, rows: int) -> None:
+    """One legend per panel, beside it, so each marker is explained where it is drawn."""
+    for row in range(1, rows + 1):
+        name = "legend" if row == 1 else f"legend{row}"
+        axis = "yaxis" if row == 1 else f"yaxis{row}"
+        top = fig.layout[axis].domain[1]
+        fig.update_layout({name: {"x": 1.01, "y": top, "xanchor": "left", "yanchor": "top",
+                                  "font": {"size": 11}, "tracegroupgap": 2}})  # fmt: skip
+        for trace in fig.select_traces(row=row, col=1):
+            trace.legend = name
+
+
+def _bands(fig: Any, recorded: Recorded) -> None:
+    """The incident's steps as faint bands through every panel."""
+    for i, step in enumerate(recorded.stream("steps") or []):
+        begin, end = recorded.t(step["started"]), recorded.t(step["ended"])
+        fig.add_vrect(
+            x0=begin, x1=max(end, begin + 0.08), fillcolor=BAND_FILLS[i % len(BAND_FILLS)],
+            line_width=0, layer="below",
+        )  # fmt: skip
+
+
+# --- the page ----------------------------------------------------------------------------
 
 
 def _outcome(run: dict[str, Any]) -> Any:
+    """The run as an Outcome, ignoring keys this version does not know."""
     from .runner import Outcome
 
-    return Outcome(**run)
+    known = {f.name for f in dataclasses.fields(Outcome)}
+    return Outcome(**{k: v for k, v in run.items() if k in known})
 
 
-PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Incident replay report</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 24px; color: #222; }}
-table {{ border-collapse: collapse; font-size: 14px; }}
-td, th {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; }}
-th {{ background: #f3f3f3; }} .pass {{ color: #0a7d32; }} .FAIL {{ color: #c62828; }}
-section {{ margin-top: 32px; border-top: 2px solid #ddd; }} code, pre {{ font-size: 12px; }}
-</style>{plotly}</head><body>
-<h1>Incident replay</h1>
-<p>Generated {generated}. {verdict}</p>
-<table><tr><th>incident</th><th>profile</th><th>setup</th><th>app</th><th>delivered</th>
-<th>result</th><th>reproduced</th><th>gate</th><th>duration</th></tr>
-{rows}
-</table>
-{sections}
-</body></html>
+def locate(report_dir: Path, run: dict[str, Any]) -> Path | None:
+    """A run's directory: where report.json says, or under ``runs/`` when DIR was moved."""
+    recorded = Path(run.get("run_dir") or "")
+    for candidate in (recorded, report_dir / "runs" / recorded.name):
+        if recorded.name and candidate.is_dir():
+            return candidate
+    return None
+
+
+def _setup(report: dict[str, Any], run: dict[str, Any]) -> str:
+    """Kafka version, backend (reports before it was recorded lack it) and group protocol."""
+    parts = [f"Kafka {report.get('kafka_version', '?')}", report.get("backend"),
+             run.get("group_protocol", "classic")]  # fmt: skip
+    return " · ".join(p for p in parts if p)
+
+
+def summary_table(report: dict[str, Any]) -> str:
+    """The summary: one row per run, each linking to the run's section."""
+    head = ("incident", "profile", "Kafka · backend · protocol", "app",
+            "verdict (declared)", "result", "reproduced", "gate", "duration")  # fmt: skip
+    rows = []
+    for i, run in enumerate(report.get("runs", [])):
+        outcome = _outcome(run)
+        gate = "pass" if outcome.passed else "FAIL"
+        reproduced = {True: "yes", False: "no"}.get(outcome.reproduced, "-")
+        cells = [
+            f'<a href="#run-{i}">{html.escape(outcome.incident)}</a>',
+            html.escape(outcome.profile), html.escape(_setup(report, run)),
+            f"<code>{html.escape(outcome.app)}</code>",
+            html.escape(f"{delivered(outcome)} ({outcome.guarantee})"),
+            html.escape(result_label(outcome)), reproduced, f'<b class="{gate}">{gate}</b>',
+            f"{outcome.duration_s:.0f} s",
+        ]  # fmt: skip
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    header = "".join(f"<th>{h}</th>" for h in head)
+    return f"<table><tr>{header}</tr>\n" + "\n".join(rows) + "</table>"
+
+
+def _facts(run: dict[str, Any]) -> str:
+    """A run's result, reasons, error and symptoms, above its timeline."""
+    outcome = _outcome(run)
+    items = [f"<li>result: <b>{html.escape(result_label(outcome))}</b>; delivered "
+             f"{html.escape(delivered(outcome))}, declared {html.escape(outcome.guarantee)}; "
+             f"{'pass' if outcome.passed else 'FAIL'}</li>"]  # fmt: skip
+    reasons = "".join(f"<li>{html.escape(r)}</li>" for r in outcome.reasons)
+    items.append(f"<li>reasons: <ul>{reasons}</ul></li>" if reasons else "<li>reasons: none</li>")
+    if outcome.error:
+        items.append(f'<li class="FAIL">error in {html.escape(str(outcome.failed_stage))}:'
+                     f"<pre>{html.escape(outcome.error)}</pre></li>")  # fmt: skip
+    symptoms = ", ".join(f"{k}={v}" for k, v in outcome.symptoms.items()) or "none measured"
+    items.append(f"<li>symptoms: {html.escape(symptoms)}</li>")
+    if outcome.symptoms_outside and outcome.symptoms_outside != outcome.symptoms:
+        outside = ", ".join(f"{k}={v}" for k, v in outcome.symptoms_outside.items())
+        items.append(f"<li>symptoms without the app's reports: {html.escape(outside)}</li>")
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def _examples_html(lines: list[tuple[str, float | None, str]]) -> str:
+    if not lines:
+        return "<p>The checker gave no examples.</p>"
+    items = "".join(
+        f"<li><b>{'time not recorded' if at is None else f'at {at:.1f} s'}</b> "
+        f"<code>{html.escape(text[:400])}</code></li>"
+        for _, at, text in sorted(lines, key=lambda line: (line[1] is None, line[1] or 0))
+    )
+    return f"<h3>The checker's examples (starred in the timeline)</h3><ul>{items}</ul>"
+
+
+def run_section(report_dir: Path, index: int, run: dict[str, Any]) -> str:
+    """One run: what it found, then its timeline and the checker's examples."""
+    outcome = _outcome(run)
+    title = f"{outcome.incident} [{outcome.profile}]: {result_label(outcome)}"
+    parts = [f'<section id="run-{index}"><h2>{html.escape(title)} <a class="top" '
+             f'href="#top">top</a></h2>', _facts(run)]  # fmt: skip
+    run_dir = locate(report_dir, run)
+    if run_dir is None:
+        parts.append(f"<p>History not found at <code>{html.escape(str(run.get('run_dir')))}"
+                     "</code> (nor under runs/ here): no timeline.</p>")  # fmt: skip
+        return "".join(parts) + "</section>"
+    parts.append(f"<p>history: <code>{html.escape(str(run_dir))}</code></p>")
+    try:
+        recorded = load(run_dir)
+        drawn = figure(recorded, run).to_html(
+            full_html=False, include_plotlyjs=False, div_id=f"timeline-{index}",
+            config={"displaylogo": False, "responsive": True},
+        )  # fmt: skip
+        parts += [drawn, _examples_html(example_lines(recorded))]
+    except Exception as exc:  # one unreadable history must not cost the whole page
+        why_not = f"{type(exc).__name__}: {exc}"
+        parts.append(f'<p class="FAIL">The timeline could not be drawn: {html.escape(why_not)}</p>')
+    return "".join(parts) + "</section>"
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
+table { border-collapse: collapse; font-size: 13px; }
+td, th { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top;
+         white-space: nowrap; }
+th { background: #f3f3f3; } .pass { color: #0a7d32; } .FAIL { color: #c62828; }
+section { margin-top: 28px; border-top: 2px solid #ddd; }
+section ul { font-size: 13px; margin: 4px 0; } code, pre { font-size: 12px; }
+a.top { font-size: 12px; font-weight: normal; margin-left: 8px; }
 """
 
 
@@ -320,36 +748,23 @@ def render(report_dir: Path) -> str:
     from plotly.offline import get_plotlyjs
 
     report = json.loads((report_dir / "report.json").read_text())
-    sections = []
-    for i, run in enumerate(report.get("runs", [])):
-        run_dir = Path(run["run_dir"])
-        outcome = _outcome(run)
-        head = (
-            f'<section id="run-{i}"><h2>{html.escape(run["incident"])} [{run["profile"]}]: '
-            f"{html.escape(result_label(outcome))}</h2>"
-            f"<p>{html.escape(why(outcome) or 'passed')}</p><p>symptoms: "
-            + html.escape(", ".join(f"{k}={v}" for k, v in run.get("symptoms", {}).items()))
-            + f"</p><p>history: <code>{html.escape(str(run_dir))}</code></p>"
-        )
-        if run_dir.exists():
-            timeline = _Timeline(run_dir, run)
-            figure = timeline.draw().to_html(full_html=False, include_plotlyjs=False)
-            examples = _examples(run_dir, timeline.start)
-        else:
-            figure, examples = "<p>the run's history is not here any more</p>", []
-        listed = "".join(f"<li><code>{html.escape(e)}</code></li>" for e in examples)
-        sections.append(head + figure + (f"<ul>{listed}</ul>" if listed else "") + "</section>")
-    passed = report.get("passed")
-    return PAGE.format(
-        plotly=f"<script>{get_plotlyjs()}</script>",
-        generated=html.escape(str(report.get("generated", ""))),
-        verdict="Every run passed." if passed else "Some runs failed.",
-        rows=_summary_rows(report),
-        sections="\n".join(sections),
+    runs = report.get("runs", [])
+    failed = [r for r in runs if not r.get("passed")]
+    verdict = f"{len(failed)} of {len(runs)} runs failed." if failed else "Every run passed."
+    sections = "\n".join(run_section(report_dir, i, run) for i, run in enumerate(runs))
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>Incident replay report</title><style>{STYLE}</style>"
+        f"<script>{get_plotlyjs()}</script></head>\n"  # plotly.js once, for every figure
+        f'<body><h1 id="top">Incident replay</h1><p>Generated '
+        f"{html.escape(str(report.get('generated', '')))}. {verdict} Hover a marker for what "
+        f"it is; drag to zoom, double-click to zoom out.</p>\n{summary_table(report)}\n"
+        f"{sections}\n</body></html>\n"
     )
 
 
 def write_html(report_dir: Path) -> Path:
+    """Write ``report.html`` beside ``report.json``; return its path."""
     path = report_dir / REPORT_FILE
     path.write_text(render(report_dir), encoding="utf-8")
     return path

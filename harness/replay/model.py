@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+import re
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,24 @@ class DefinitionError(ValueError):
     def __init__(self, source: Path | str, where: str, problem: str) -> None:
         super().__init__(f"{source}: {where}: {problem}")
         self.source, self.where, self.problem = str(source), where, problem
+
+
+_TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$")
+
+
+def toml_error(text: str, exc: tomllib.TOMLDecodeError) -> tuple[str, str]:
+    """Where a TOML syntax error is (``line L, column C``) and what it is, as a fix to make."""
+    message = str(exc)
+    match = _TOML_POSITION.search(message)
+    if match is None:
+        return "(file)", f"not valid TOML: {message}"
+    problem = message[: match.start()]
+    if match.group(1):
+        where = f"line {match.group(1)}, column {match.group(2)}"
+    else:  # the file ended inside a value or a table: name its last line
+        where = f"line {max(1, len(text.rstrip().splitlines()))} (the end of the file)"
+        problem += " (the file ends before it is closed)"
+    return where, f"not valid TOML: {problem}; fix the syntax there"
 
 
 @dataclass(frozen=True)

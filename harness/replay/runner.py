@@ -31,6 +31,7 @@ from harness.cluster import Cluster
 from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
 from harness.history.broker_log import group_events
 from harness.history.group import group_members
+from harness.interrupts import interrupted
 
 from .judge import judge
 from .model import Incident, Profile
@@ -148,6 +149,8 @@ def run_incident(
         run.check(spark)
         run.judge()
     except Exception as exc:  # any stage: the run still gets an outcome that says what broke
+        if interrupted(exc):
+            raise KeyboardInterrupt from exc
         run.outcome.error = f"{type(exc).__name__}: {exc}" if run.stage != "steps" else str(exc)
         run.outcome.failed_stage = run.stage
         run.outcome.reasons.append(f"the run could not be judged: its {run.stage} failed")

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.checker.spark import check_master
 from harness.cluster import Cluster
 from harness.cluster.pool import ClusterPool, ClusterSpec
 
@@ -32,8 +33,8 @@ class CatalogSession:
         self.work_dir = work_dir
         self.runs_dir = runs_dir or work_dir / "runs"
         self.kafka_version, self.backend = kafka_version, backend
+        self._spark_master = check_master(spark_master)  # refused now, not after the first run
         self.pool = ClusterPool(work_dir / "kafka", bootstrap_servers, image=image)
-        self._spark_master = spark_master
         self._spark: SparkSession | None = None
 
     @property

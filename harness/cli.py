@@ -30,6 +30,7 @@ from rich.status import Status
 from harness.apps.supervisor import RESTART_MODES, parse_restart
 from harness.checker.formats import OUTPUT_FORMATS
 from harness.checker.verdict import GUARANTEES
+from harness.cli_compare import add_compare_command
 from harness.cluster import ClusterError, choose_version
 from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
 from harness.cluster.images import build_kafka_image
@@ -249,6 +250,27 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: each incident's, usually always)",
     )
     run.add_argument(
+        "--client-library",
+        default=None,
+        metavar="confluent-kafka==VERSION",
+        help="the client release Python apps run with (installed from PyPI once, cached); "
+        "the harness keeps its own",
+    )
+    run.add_argument(
+        "--client-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a client setting (Apache Kafka's name) over every profile's [client]; repeatable",
+    )
+    run.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server.properties setting over every profile's [broker]; repeatable",
+    )
+    run.add_argument(
         "--report",
         type=Path,
         default=None,
@@ -278,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--spark-master", default=None, help="default: local[2]")
     run.set_defaults(run=cmd_run)
+    add_compare_command(commands, _add_incidents_option)
     return parser
 
 
@@ -342,9 +365,11 @@ def _progress(title: str, status: Status) -> Callable[[str], None]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.cluster.broker_config import validate_overrides
     from harness.cluster.reaper import leased_temp_dir
     from harness.replay.catalog import select
     from harness.replay.junit import write_junit
+    from harness.replay.overrides import client_settings, parse_settings
     from harness.replay.parallel import remember_durations
     from harness.replay.report import (
         comparisons,
@@ -364,8 +389,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError(exc.args[0]) from exc
     profiles = [args.profile] if args.profile else list(PROFILES)
     options = RunOptions(
-        args.app, args.output_id, args.guarantee, args.group_protocol, args.restart
+        args.app,
+        args.output_id,
+        args.guarantee,
+        args.group_protocol,
+        args.restart,
+        client_library=args.client_library,
+        client=client_settings(args.client_config),
+        broker=parse_settings(args.broker_config, "--broker-config"),
     )
+    validate_overrides(options.broker)
     if args.restart:
         parse_restart(args.restart)
     if args.jobs < 1:
@@ -414,6 +447,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if all(o.passed for o in outcomes) else 1
 
 
+def _fetch_client_library(spec: str, app: str | None) -> None:
+    """The client release the apps run with, fetched now (once) so a bad one fails at once."""
+    from harness.apps.client_libraries import JVM_CLIENT, parse_client, python_client_path
+    from harness.apps.jvm_apps import kafka_clients_classpath
+    from harness.cluster import ArtifactResolutionError
+
+    name, version = parse_client(spec)
+    if name == JVM_CLIENT and app:
+        raise ValueError(
+            f"--client-library {spec} runs the JVM reference apps; your own app (--app) brings "
+            "its own kafka-clients in its build"
+        )
+    with console.status(f"{spec} for the apps (fetched once, then cached)…"):
+        if name != JVM_CLIENT:
+            python_client_path(spec)
+            return
+        try:
+            kafka_clients_classpath(version)
+        except ArtifactResolutionError as exc:
+            raise ValueError(
+                f"{spec} could not be fetched from Maven Central: {str(exc).splitlines()[0]}"
+            ) from exc
+
+
 def _check_before_starting(args: argparse.Namespace) -> None:
     """Refuse at once what would only fail after a broker started: a missing app, a release
     Maven Central does not have."""
@@ -443,6 +500,8 @@ def _check_before_starting(args: argparse.Namespace) -> None:
                 f"the app command {spec.argv[0]!r} was not found: give the path of an "
                 "executable, or a command on PATH"
             )
+    if args.client_library:
+        _fetch_client_library(args.client_library, args.app)
     if args.kafka_bootstrap is None and choose_backend(args.kafka_backend) == "embedded":
         version = choose_version(args.kafka_version)
         try:
@@ -500,12 +559,16 @@ def _worker_options(args: argparse.Namespace, runs_dir: Path) -> list[str]:
         ("--guarantee", args.guarantee), ("--group-protocol", args.group_protocol),
         ("--restart", args.restart), ("--kafka-version", args.kafka_version),
         ("--kafka-backend", args.kafka_backend), ("--kafka-bootstrap", args.kafka_bootstrap),
-        ("--spark-master", args.spark_master),
+        ("--spark-master", args.spark_master), ("--client-library", args.client_library),
     ):  # fmt: skip
         if value is not None:
             options += [flag, value]
     for directory in args.incidents:
         options += ["--incidents", directory]
+    for item in args.client_config:
+        options += ["--client-config", item]
+    for item in args.broker_config:
+        options += ["--broker-config", item]
     return options
 
 

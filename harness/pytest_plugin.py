@@ -22,7 +22,9 @@ one pytest item per profile, ``<file>::incident[<name>-<profile>]`` (marked ``in
 ``incidents`` package is, e.g. ``pytest --pyargs incidents``), ``--incidents DIR`` (repeatable;
 collected wherever pytest runs) and ``incidents = [...]`` under ``[tool.kafka-replay]`` in the
 project's ``pyproject.toml``. ``--app``, ``--output-id``, ``--guarantee``, ``--group-protocol``
-and ``--restart`` put the user's own app under the incidents' conditions.
+and ``--restart`` put the user's own app under the incidents' conditions. ``--setup SETUP``
+(repeatable; the syntax of ``kafka-replay compare``) multiplies every incident item by setup,
+its id naming it: ``incident[<name>-<profile>-kafka=3.9.2]``.
 ``replay_incident(name, profile)`` replays one incident for a test of your own; ``replay_spark``
 is one Spark session per test process.
 
@@ -53,12 +55,14 @@ if TYPE_CHECKING:
     from harness.cluster import Cluster
     from harness.cluster.nodes import NodeCluster
     from harness.cluster.pool import ClusterPool, ClusterSpec
+    from harness.replay.compare import Setup
     from harness.replay.model import Incident
     from harness.replay.runner import Outcome
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
 CLUSTERS_KEY = pytest.StashKey[list["Cluster"]]()
 DIRECTORIES_KEY = pytest.StashKey[list[Path]]()
+SETUPS_KEY = pytest.StashKey[list["Setup | None"]]()
 LOG_TAIL_LINES = 60
 
 
@@ -127,6 +131,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"what happens when your app exits: {', '.join(RESTART_MODES)} "
         "(default: each incident's, usually always)",
     )
+    group.addoption(
+        "--setup",
+        action="append",
+        default=[],
+        metavar="SETUP",
+        help="replay every incident item on this setup too, e.g. 'kafka=3.9.2' or "
+        "'protocol=consumer,client.max.poll.records=500' (keys as for kafka-replay compare, "
+        "but bootstrap); repeatable: one item per setup, its id naming it",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -138,7 +151,29 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "incident: a replay of an incident definition")
     directories = incident_directories(config.getoption("--incidents"), config.rootpath)
     config.stash[DIRECTORIES_KEY] = directories
+    config.stash[SETUPS_KEY] = _setups(config.getoption("--setup"))
     _collect_given_directories(config)
+
+
+def _setups(texts: list[str]) -> list[Setup | None]:
+    """``--setup`` items checked at once; ``[None]`` (the command line's setup) when none."""
+    if not texts:
+        return [None]
+    from harness.replay.compare import parse_setup
+
+    setups = []
+    for text in texts:
+        try:
+            setup = parse_setup(text)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--setup {text!r}: {exc}") from None
+        if setup.bootstrap:
+            raise pytest.UsageError(
+                f"--setup {text!r}: an external cluster is one per session: give "
+                "--kafka-bootstrap instead"
+            )
+        setups.append(setup)
+    return setups
 
 
 def _collect_given_directories(config: pytest.Config) -> None:
@@ -167,14 +202,16 @@ class IncidentFile(pytest.File):
 
         incidents = load_incidents(tuple(self.config.stash[DIRECTORIES_KEY]))
         (incident,) = [i for i in incidents.values() if i.source.resolve() == self.path.resolve()]
-        for profile in PROFILES:
-            item = pytest.Function.from_parent(
-                self,
-                name=f"incident[{incident.name}-{profile}]",
-                callobj=_incident_test(incident, profile),
-            )
-            item.add_marker(pytest.mark.incident)
-            yield item
+        for setup in self.config.stash[SETUPS_KEY]:
+            for profile in PROFILES:
+                named = f"-{setup.label}" if setup else ""
+                item = pytest.Function.from_parent(
+                    self,
+                    name=f"incident[{incident.name}-{profile}{named}]",
+                    callobj=_incident_test(incident, profile, setup),
+                )
+                item.add_marker(pytest.mark.incident)
+                yield item
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
@@ -198,9 +235,9 @@ def disagreements(incident: Incident, outcome: Outcome) -> list[str]:
     ]
 
 
-def _incident_test(incident: Incident, profile: str) -> Callable[..., None]:
+def _incident_test(incident: Incident, profile: str, setup: Setup | None) -> Callable[..., None]:
     def test_incident(replay_incident: Callable[..., Outcome]) -> None:
-        outcome = replay_incident(incident.name, profile)
+        outcome = replay_incident(incident.name, profile, setup=setup)
         print(outcome.explain())
         assert outcome.passed, outcome.explain()
         assert not disagreements(incident, outcome), (
@@ -370,10 +407,13 @@ def replay_incident(
     kafka_backend: str,
     tmp_path: Path,
 ) -> Callable[..., Outcome]:
-    """``replay_incident(name, profile, **options) -> Outcome``: one incident, checked.
+    """``replay_incident(name, profile, setup=None, **options) -> Outcome``: one incident.
 
     Options default to the command line's (``--app``, ``--output-id``, ``--guarantee``,
-    ``--group-protocol``, ``--restart``); keywords of the same names override them.
+    ``--group-protocol``, ``--restart``); keywords of the same names override them, and
+    ``client`` / ``broker`` put settings over the profile's. ``setup`` (a
+    :class:`harness.replay.compare.Setup`) picks the Kafka release, backend, group protocol and
+    settings of one side of a comparison.
     """
     import dataclasses
 
@@ -389,15 +429,26 @@ def replay_incident(
         group_protocol=config.getoption("--group-protocol"),
         restart=config.getoption("--restart"),
     )
-    if kafka_backend == "container":
-        skip_without_docker(request)
     runs = iter(range(1, 1000))
 
-    def cluster_for(broker_config: Mapping[str, object]) -> Cluster:
-        spec = ClusterSpec.of(kafka_version, 1, broker_config, kafka_backend)
-        return _pooled_cluster(request, kafka_cluster_pool, spec)
+    def replay(name: str, profile: str, setup: Setup | None = None, **options: Any) -> Outcome:
+        version = (setup and setup.kafka) or kafka_version
+        backend = (setup and setup.backend) or kafka_backend
+        if backend == "container":
+            skip_without_docker(request)
+        if setup is not None:
+            options = {
+                "group_protocol": setup.protocol or defaults.group_protocol,
+                "client_library": setup.client_library,
+                "client": setup.client_config,
+                "broker": setup.broker_config,
+                **options,
+            }
 
-    def replay(name: str, profile: str, **options: Any) -> Outcome:
+        def cluster_for(broker_config: Mapping[str, object]) -> Cluster:
+            spec = ClusterSpec.of(version, 1, broker_config, backend)
+            return _pooled_cluster(request, kafka_cluster_pool, spec)
+
         (incident,) = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
         return run_incident(
             incident,

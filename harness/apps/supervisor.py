@@ -125,7 +125,9 @@ class Supervisor:
         report_dir: Path | None = None,
         python: str = sys.executable,
         ready: ReadinessProbe | None = None,
+        python_path: Path | None = None,
     ) -> None:
+        """``python_path``: put first on the app's ``PYTHONPATH`` (a chosen client release)."""
         self.spec = spec
         self.policy = policy or RestartPolicy()
         self._context = context
@@ -134,6 +136,7 @@ class Supervisor:
         self._emit = on_event or (lambda event: None)
         self._python = python
         self._ready = ready
+        self._python_path = python_path
         self._instances: dict[int, _Instance] = {}
         self._lock = threading.RLock()
         self._stop = threading.Event()
@@ -257,6 +260,10 @@ class Supervisor:
         assert self._lease is not None
         command = self.spec.command(instance.context, self._python)
         env = {**os.environ, **instance.context.env()}
+        if self._python_path is not None:
+            env["PYTHONPATH"] = os.pathsep.join(
+                filter(None, [str(self._python_path), os.environ.get("PYTHONPATH")])
+            )
         if self._report_dir is not None:
             env[REPORT_FILE] = str(self._report_dir / f"app-{instance.index}.jsonl")
         instance.starts += 1

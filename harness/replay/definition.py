@@ -187,7 +187,12 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
         instances=app.get("instances", int, 1),
         restart_delay_s=float(app.get("restart_delay_s", (int, float), 0.5)),
         restart=app.get("restart", str, "always"),
+        jvm=app.get("jvm", str, None),
     )
+    if definition.jvm is not None and not definition.jvm.startswith("{java} "):
+        raise DefinitionError(
+            source, f"{where}.app.jvm", "must start with {java} (then the class and its flags)"
+        )
     try:
         parse_restart(definition.restart)
     except ValueError:
@@ -215,6 +220,27 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
     )
     table.finish()
     return profile
+
+
+def _drift(path: Path, table: dict[str, Any], symptoms: tuple[str, ...]) -> dict[str, float]:
+    """``[drift]``: per symptom, the relative change between two setups that is still noise."""
+    drift = {}
+    for symptom, value in table.items():
+        if symptom not in symptoms:
+            raise DefinitionError(
+                path,
+                f"drift.{symptom}",
+                f"is not a symptom this incident measures ({', '.join(symptoms)})",
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise DefinitionError(
+                path,
+                f"drift.{symptom}",
+                "must be a number of 0 or more: the relative change (0.5 is 50 %) beyond which "
+                "`kafka-replay compare` calls a move drift",
+            )
+        drift[symptom] = float(value)
+    return drift
 
 
 def load_incident(path: Path) -> Incident:
@@ -274,6 +300,7 @@ def load_incident(path: Path) -> Incident:
         if symptom not in known_symptoms:
             raise DefinitionError(path, f"report[{i}]", f"unknown symptom {symptom!r}")
     symptoms = tuple(dict.fromkeys([*(c.symptom for c in signature + conditions), *reported]))
+    drift = _drift(path, top.get("drift", dict, {}), symptoms)
     incident = Incident(
         name=name,
         title=top.get("title", str),
@@ -288,6 +315,7 @@ def load_incident(path: Path) -> Incident:
         source=path,
         seed=top.get("seed", int, 0),
         symptoms=symptoms,
+        drift=drift,
     )
     top.finish()
     return incident

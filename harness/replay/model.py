@@ -88,6 +88,7 @@ class AppDefinition:
     instances: int = 1
     restart_delay_s: float = 0.5
     restart: str = "always"  # always, on-failure or every:SECONDS (see harness.apps.RestartPolicy)
+    jvm: str | None = None  # the JVM reference app: ``{java} Class --flags`` (see jvm_apps)
 
 
 @dataclass(frozen=True)
@@ -118,3 +119,6 @@ class Incident:
     source: Path
     seed: int = 0
     symptoms: tuple[str, ...] = field(default=())  # every symptom reported, signature first
+    #: How far each symptom may move between two setups before a comparison calls it drift
+    #: (a relative change: 0.5 is 50 %); a symptom not named gets ``DEFAULT_DRIFT``.
+    drift: Mapping[str, float] = field(default_factory=dict)

@@ -14,7 +14,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,8 @@ from harness.apps import (
     Supervisor,
     load_callable,
 )
+from harness.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
+from harness.apps.jvm_apps import JvmAppError, java_command
 from harness.checker import CheckResult, KafkaOutput, check_run
 from harness.cluster import Cluster
 from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
@@ -55,6 +57,21 @@ class RunOptions:
     guarantee: str | None = None  # what the user's app declares
     group_protocol: str | None = None  # classic or consumer (KIP-848)
     restart: str | None = None  # the app's restart policy (default: the definition's)
+    #: ``confluent-kafka==VERSION``: the client release Python apps run with (not the harness).
+    client_library: str | None = None
+    #: Client and broker settings put over the profile's ("we changed our consumer config").
+    client: Mapping[str, Any] = field(default_factory=dict)
+    broker: Mapping[str, Any] = field(default_factory=dict)
+
+    def apply(self, profile: Profile) -> Profile:
+        """The profile with these settings over its own."""
+        if not self.client and not self.broker:
+            return profile
+        return replace(
+            profile,
+            client={**profile.client, **self.client},
+            broker={**profile.broker, **self.broker},
+        )
 
 
 @dataclass
@@ -112,11 +129,24 @@ def client_config(profile: Profile, group_protocol: str | None) -> dict[str, Any
     return config
 
 
-def app_command(profile: Profile, options: RunOptions, topics: Mapping[str, str]) -> AppSpec:
-    """The app to run: the user's, or the reference app with its ``{python}`` and topics."""
+def app_command(
+    incident: Incident, profile: Profile, options: RunOptions, topics: Mapping[str, str]
+) -> AppSpec:
+    """The app to run: the user's, or the reference app with its ``{python}`` and topics.
+
+    With ``kafka-clients==VERSION`` as the client library, the reference app is the JVM one
+    (``[app] jvm``), its ``{java}`` compiled and run against that release.
+    """
     if options.app:
         return AppSpec.parse(options.app)
-    command = profile.app.command.replace("{python}", sys.executable)
+    library = parse_client(options.client_library) if options.client_library else None
+    if library is not None and library[0] == JVM_CLIENT:
+        if profile.app.jvm is None:
+            raise JvmAppError(f"{incident.name} has no JVM reference app ([app] jvm)")
+        java = java_command(incident.source.parent, library[1])
+        command = profile.app.jvm.replace("{java}", java)
+    else:
+        command = profile.app.command.replace("{python}", sys.executable)
     return AppSpec.parse(command.replace("{side_effects_topic}", topics.get("side_effects", "")))
 
 
@@ -171,7 +201,7 @@ class _Run:
         progress: Callable[[str], None],
     ) -> None:
         self.incident, self.options, self.history = incident, options, history
-        self.profile = incident.profiles[profile_name]
+        self.profile = options.apply(incident.profiles[profile_name])
         self.progress = progress
         self.guarantee = options.guarantee or incident.guarantee
         self.started = time.monotonic()
@@ -204,7 +234,7 @@ class _Run:
             if partitions
         }
         group = cluster.unique_name(incident.name)
-        spec = app_command(profile, self.options, topics)
+        spec = app_command(incident, profile, self.options, topics)
         self.outcome.app = app_label(spec)
         config = client_config(profile, self.options.group_protocol)
         history.write_meta(
@@ -217,6 +247,7 @@ class _Run:
             group=group,
             client_config=config,
             broker_config=dict(profile.broker),
+            client_library=self.options.client_library,
             bootstrap_servers=cluster.bootstrap_servers,
             started=time.time(),
         )
@@ -240,6 +271,7 @@ class _Run:
             ),
             report_dir=history.events_dir,
             ready=lambda members: group_members(admin, group) >= members,
+            python_path=app_python_path(self.options.client_library),
         )
         self.stage = "steps"
         error = _play(incident, profile, cluster, history, topics, group, apps, self.progress)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 from collections.abc import Iterable
 from typing import Any
 
+import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from harness.apps import AppContext, Reporter
@@ -20,6 +22,12 @@ class Service:
         self.report = Reporter.from_env()
         self.stopping = False
         signal.signal(signal.SIGTERM, self._stop)
+        print(  # which client release this run's app got (see --client-library)
+            f"confluent-kafka {confluent_kafka.version()[0]} "
+            f"(librdkafka {confluent_kafka.libversion()[0]})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def _stop(self, *_: object) -> None:
         self.stopping = True

@@ -1,0 +1,233 @@
+"""``kafka-replay compare``: the same incidents on two setups, and what changed between them.
+
+Each side is replayed by ``kafka-replay run`` in its own process (one setup's brokers, Kafka
+release and settings never leak into the other's), one after the other so they do not compete
+for the machine; their reports are kept under ``--report`` and compared by
+:mod:`harness.replay.compare`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.apps.supervisor import RESTART_MODES
+from harness.checker.verdict import GUARANTEES
+from harness.replay.model import PROFILES
+
+POLL_S = 0.5
+#: Lines of ``kafka-replay run`` worth passing on: a run's progress, its outcome, an error.
+PROGRESS = re.compile(r"^\S+ \[(vulnerable|remediated)\]: ")
+OUTCOME = re.compile(r"^(pass|FAIL|error:) ")
+SIDES = ("baseline", "candidate")
+KIND_STYLES = {"regression": "red", "improvement": "green", "drift": "yellow", "same": "dim"}
+
+console = Console(stderr=True)
+
+
+def add_compare_command(commands: Any, add_incidents_option: Any) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="replay incidents on two setups (Kafka release, group protocol, settings, cluster) "
+        "and say what changed",
+    )
+    compare.add_argument("names", nargs="*", metavar="INCIDENT", help="names from `list`")
+    compare.add_argument("--all", action="store_true", help="every incident (see `list`)")
+    add_incidents_option(compare)
+    for side, example in (("baseline", "kafka=4.0.2"), ("candidate", "kafka=4.4.0")):
+        compare.add_argument(
+            f"--{side}",
+            default=None,
+            metavar="SETUP",
+            help=f"KEY=VALUE items separated by spaces or commas, e.g. '{example}'; keys: "
+            "kafka, protocol, backend, bootstrap, client.SETTING, broker.SETTING",
+        )
+    compare.add_argument(
+        "--matrix",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a TOML file: baseline, [axes] whose every combination is a candidate, and "
+        "optionally incidents and profile (instead of --baseline and --candidate)",
+    )
+    compare.add_argument("--profile", choices=PROFILES, default=None, help="only this profile")
+    compare.add_argument("--app", help="your app instead of the reference app (as for `run`)")
+    compare.add_argument("--output-id", help="module:function(record) -> event_id")
+    compare.add_argument("--guarantee", choices=GUARANTEES, default=None)
+    compare.add_argument(
+        "--restart", default=None, metavar="POLICY", help=f"one of {', '.join(RESTART_MODES)}"
+    )
+    compare.add_argument("--jobs", type=int, default=1, metavar="N", help="as for `run`")
+    compare.add_argument("--spark-master", default=None, help="default: local[2]")
+    compare.add_argument(
+        "--report",
+        type=Path,
+        default=Path("compare-report"),
+        metavar="DIR",
+        help="where both sides' reports and the comparison go (default: ./compare-report)",
+    )
+    compare.set_defaults(run=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.replay.catalog import incident_directories, load_incidents, select
+    from harness.replay.compare import (
+        Comparison,
+        compare_reports,
+        comparison_json,
+        comparison_markdown,
+        write_comparison,
+    )
+
+    matrix = _matrix(args)
+    names = list(args.names) or list(matrix.incidents)
+    if bool(args.all) == bool(names):
+        raise ValueError("name the incidents to compare, or give --all (see `kafka-replay list`)")
+    try:
+        incidents = select(load_incidents(tuple(incident_directories(args.incidents))), names)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from exc
+    shared = _run_options(args, names, args.profile or matrix.profile)
+    started = time.monotonic()
+    console.rule(escape(f"baseline: {matrix.baseline.text}"))
+    baseline_dir = args.report / "baseline"
+    baseline = _replay("baseline", [*shared, *matrix.baseline.options], baseline_dir)
+    drift = {incident.name: incident.drift for incident in incidents}
+    comparisons, reports = [], [baseline]
+    for setup in matrix.candidates:
+        side = "candidate" if len(matrix.candidates) == 1 else f"candidate-{setup.label}"
+        console.rule(escape(f"{side}: {setup.text}"))
+        report = _replay(side, [*shared, *setup.options], args.report / side)
+        reports.append(report)
+        items = compare_reports(baseline, report, drift)
+        comparisons.append(Comparison(setup, str(args.report / side), items))
+    payload = comparison_json(matrix.baseline, str(baseline_dir), comparisons)
+    payload["wall_s"] = round(time.monotonic() - started, 1)
+    payload["runs_s"] = round(sum(r["duration_s"] for rep in reports for r in rep["runs"]), 1)
+    write_comparison(args.report, payload, comparison_markdown(matrix.baseline, comparisons))
+    for comparison in comparisons:
+        _print_comparison(comparison.items, matrix.baseline.text, comparison.setup.text)
+    console.print(
+        f"{len(reports)} setups in {payload['wall_s']:.0f} s wall time; their runs took "
+        f"{payload['runs_s']:.0f} s in all"
+    )
+    console.print(f"Comparison: {args.report / 'report.md'} (and report.json)")
+    return 1 if payload["regressions"] else 0
+
+
+def _matrix(args: argparse.Namespace) -> Any:
+    """The setups to replay: ``--matrix FILE``, or ``--baseline`` and ``--candidate``."""
+    from harness.replay.compare import Matrix, load_matrix, parse_setup
+
+    given = args.baseline is not None or args.candidate is not None
+    if args.matrix is not None:
+        if given:
+            raise ValueError("give --matrix FILE, or --baseline and --candidate: not both")
+        return load_matrix(args.matrix)
+    if args.baseline is None or args.candidate is None:
+        raise ValueError("give --baseline SETUP and --candidate SETUP, or --matrix FILE")
+    return Matrix(parse_setup(args.baseline), (parse_setup(args.candidate),))
+
+
+def _run_options(args: argparse.Namespace, names: list[str], profile: str | None) -> list[str]:
+    """The ``kafka-replay run`` options every side shares."""
+    options = names or ["--all"]
+    for flag, value in (
+        ("--profile", profile), ("--app", args.app), ("--output-id", args.output_id),
+        ("--guarantee", args.guarantee), ("--restart", args.restart),
+        ("--spark-master", args.spark_master), ("--jobs", str(args.jobs)),
+    ):  # fmt: skip
+        if value is not None:
+            options += [flag, value]
+    for directory in args.incidents:
+        options += ["--incidents", directory]
+    return options
+
+
+def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
+    """Run ``kafka-replay run`` for one side, showing its progress; its ``report.json``."""
+    from harness.cluster.reaper import Lease
+    from harness.replay.parallel import Worker, WorkerFailed
+
+    argv = [sys.executable, "-m", "harness.cli", "run", *options]
+    log_path = report_dir.parent / f"{side}.log"
+    report_dir.parent.mkdir(parents=True, exist_ok=True)
+    (report_dir / "report.json").unlink(missing_ok=True)  # never compare a stale report
+    worker = Worker(f"the {side}", argv, report_dir, log_path)
+    lease = Lease.take()
+    try:
+        worker.start(lease)
+        _follow(worker, side)
+    finally:
+        worker.stop()
+        lease.release()
+    report = report_dir / "report.json"
+    if not report.exists():
+        try:
+            worker.outcomes()  # raises, naming the exit and the last output
+        except WorkerFailed as exc:
+            raise ValueError(str(exc)) from None
+    if worker.process is not None and worker.process.returncode == 2:
+        console.print(f"[yellow]{side}: some runs could not be judged (see {log_path})")
+    return json.loads(report.read_text())
+
+
+def _follow(worker: Any, side: str) -> None:
+    """Show the side's progress until it ends: steps and outcomes, not its summary table.
+
+    Its whole output is in ``<side>.log`` beside the reports.
+    """
+    console.print(escape(f"{side}: replaying (its output: {worker.log_path})"), highlight=False)
+    seen = 0
+    with console.status(f"{side}: starting") as status:
+        while True:
+            done = worker.process.poll() is not None
+            lines = worker.log_path.read_text(errors="replace").splitlines()
+            for line in (line.strip() for line in lines[seen:]):
+                if console.is_terminal and PROGRESS.match(line):
+                    status.update(escape(f"{side}: {line}"))
+                if OUTCOME.match(line) or (not console.is_terminal and PROGRESS.match(line)):
+                    console.print(escape(f"{side}: {line}"), highlight=False)
+            seen = len(lines)
+            if done:
+                return
+            time.sleep(POLL_S)
+
+
+def _print_comparison(items: list[Any], baseline: str, candidate: str) -> None:
+    out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+    table = Table(title=f"{baseline} (baseline) against {candidate} (candidate)")
+    for column in ("incident", "profile", "baseline", "candidate", "change"):
+        table.add_column(column)
+    for item in items:
+        style = KIND_STYLES[item.kind]
+        table.add_row(
+            item.incident,
+            item.profile,
+            _cell(item.baseline),
+            _cell(item.candidate),
+            f"[{style}]{item.kind}",
+        )
+    out.print(table, soft_wrap=False)
+    for item in items:
+        for change in item.changes:
+            out.print(
+                f"{change.kind}: {item.incident} [{item.profile}]: {change.what}", markup=False
+            )
+    regressions = sum(item.kind == "regression" for item in items)
+    out.print(f"{regressions} regression(s) in {len(items)} item(s)")
+
+
+def _cell(run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "not run"
+    return escape(f"{run.get('result', 'not judged')}, {run['verdict']}")

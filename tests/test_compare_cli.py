@@ -1,0 +1,138 @@
+"""``kafka-replay compare`` end to end: two setups replayed on real Kafka, then compared."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+COMPARE_TIMEOUT_S = 900
+
+
+def compare(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    report = tmp_path / "compare"
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "compare", *args, "--report", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=COMPARE_TIMEOUT_S,
+    )
+    found = report / "report.json"
+    assert found.exists(), result.stdout + result.stderr
+    return result, json.loads(found.read_text())
+
+
+def test_two_broker_releases_side_by_side(tmp_path: Path) -> None:
+    result, payload = compare(
+        tmp_path,
+        "zombie-commit",
+        "--profile",
+        "remediated",
+        "--baseline",
+        "kafka=3.9.2",
+        "--candidate",
+        "kafka=4.4.0",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (candidate,) = payload["candidates"]
+    sides = {
+        side: json.loads((Path(where["report_dir"]) / "report.json").read_text())
+        for side, where in (("baseline", payload["baseline"]), ("candidate", candidate))
+    }
+    assert sides["baseline"]["kafka_version"] == "3.9.2"
+    assert sides["candidate"]["kafka_version"] == "4.4.0"
+    ((item,),) = [c["items"] for c in payload["candidates"]]
+    assert (item["incident"], item["profile"]) == ("zombie-commit", "remediated")
+    assert item["kind"] in ("same", "drift"), item["changes"]
+    assert item["baseline"]["result"] == item["candidate"]["result"] == "cured"
+    assert payload["regressions"] == 0
+
+
+def test_two_confluent_kafka_releases_side_by_side(tmp_path: Path) -> None:
+    import confluent_kafka
+
+    result, payload = compare(
+        tmp_path,
+        "zombie-commit",
+        "--profile",
+        "remediated",
+        "--baseline",
+        "client=confluent-kafka==2.6.0",
+        "--candidate",
+        "",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    ((item,),) = [c["items"] for c in payload["candidates"]]
+    assert item["baseline"]["result"] == item["candidate"]["result"] == "cured"
+    releases = {
+        side: (Path(item[side]["run_dir"]) / "logs" / "app-0.log").read_text()
+        for side in ("baseline", "candidate")
+    }
+    assert "confluent-kafka 2.6.0 (librdkafka 2.6.0)" in releases["baseline"]
+    assert f"confluent-kafka {confluent_kafka.version()[0]} " in releases["candidate"]
+
+
+def test_a_candidate_that_brings_back_the_posts_setting_is_a_regression(tmp_path: Path) -> None:
+    result, payload = compare(
+        tmp_path,
+        "poll-timeout-rebalance",
+        "--profile",
+        "remediated",
+        "--baseline",
+        "",
+        "--candidate",
+        "client.max.poll.records=500",
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    ((item,),) = [c["items"] for c in payload["candidates"]]
+    assert item["kind"] == "regression"
+    assert item["baseline"]["result"] == "cured"
+    assert item["candidate"]["reproduced"] is True
+    regressions = [c["what"] for c in item["changes"] if c["kind"] == "regression"]
+    assert "the incident's signature now appears" in regressions
+    assert "regression: poll-timeout-rebalance [remediated]" in result.stdout
+    candidate_meta = Path(item["candidate"]["run_dir"]) / "run.json"
+    assert json.loads(candidate_meta.read_text())["client_config"]["max.poll.records"] == 500
+
+
+def test_a_bad_setup_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "compare", "zombie-commit",
+         "--baseline", "kafka=4.4.0", "--candidate", "protocol=kip848",
+         "--report", str(tmp_path / "compare")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "protocol is one of classic, consumer" in result.stderr
+    assert not (tmp_path / "compare").exists()
+
+
+def pytest_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "incidents", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=COMPARE_TIMEOUT_S,
+    )  # fmt: skip
+
+
+def test_setups_multiply_the_incident_items_and_name_them(tmp_path: Path) -> None:
+    result = pytest_in(
+        tmp_path, "--collect-only", "-q", "--setup", "kafka=3.9.2",
+        "--setup", "kafka=4.4.0 protocol=consumer", "-k", "incident and 3.9.2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    ids = [line for line in result.stdout.splitlines() if "::incident[" in line]
+    assert len(ids) > 0 and all(line.endswith("-kafka=3.9.2]") for line in ids)
+    assert any(line.endswith("::incident[zombie-commit-remediated-kafka=3.9.2]") for line in ids)
+    assert f"{len(ids)}/{2 * len(ids)} tests collected" in result.stdout
+
+
+def test_a_setup_reaches_the_run_of_an_item(tmp_path: Path) -> None:
+    result = pytest_in(
+        tmp_path, "-v", "--setup", "client.max.poll.records=500",
+        "-k", "poll-timeout-rebalance-remediated",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    name = "incident[poll-timeout-rebalance-remediated-client.max.poll.records=500]"
+    assert f"{name} FAILED" in result.stdout
+    assert "reproduced: True" in result.stdout  # the post's failure, under its fix

@@ -13,6 +13,7 @@ from benchmarks import (
     broker_start,
     checker_scale,
     collection,
+    compare_matrix,
     leaks,
     producer_throughput,
     stability,
@@ -25,8 +26,9 @@ BENCHMARKS = {
     "collection": collection.run,
     "stability": stability.run,
     "leaks": leaks.run,
+    "compare-matrix": compare_matrix.run,
 }
-ON_REQUEST = ("stability", "leaks")  # long: only when named
+ON_REQUEST = ("stability", "leaks", "compare-matrix")  # long: only when named
 
 
 def main(argv: list[str]) -> int:
@@ -45,7 +47,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--times", type=int, default=5, help="stability: rounds of the catalog; leaks: trials"
     )
-    parser.add_argument("--jobs", type=int, default=3, help="stability: incidents side by side")
+    parser.add_argument(
+        "--jobs", type=int, default=3, help="stability, compare-matrix: incidents side by side"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     for noisy in ("harness.librdkafka", "harness.workload"):  # routine client retries

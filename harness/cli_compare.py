@@ -101,17 +101,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console.rule(escape(f"baseline: {matrix.baseline.text}"))
     baseline_dir = args.report / "baseline"
     baseline = _replay("baseline", [*shared, *matrix.baseline.options], baseline_dir)
+    side_s = [time.monotonic() - started]
     drift = {incident.name: incident.drift for incident in incidents}
     comparisons, reports = [], [baseline]
     for setup in matrix.candidates:
         side = "candidate" if len(matrix.candidates) == 1 else f"candidate-{setup.label}"
         console.rule(escape(f"{side}: {setup.text}"))
+        side_started = time.monotonic()
         report = _replay(side, [*shared, *setup.options], args.report / side)
+        side_s.append(time.monotonic() - side_started)
         reports.append(report)
         items = compare_reports(baseline, report, drift)
         comparisons.append(Comparison(setup, str(args.report / side), items))
     payload = comparison_json(matrix.baseline, str(baseline_dir), comparisons)
     payload["wall_s"] = round(time.monotonic() - started, 1)
+    payload["baseline"]["wall_s"] = round(side_s[0], 1)
+    for candidate, seconds in zip(payload["candidates"], side_s[1:], strict=True):
+        candidate["wall_s"] = round(seconds, 1)
     payload["runs_s"] = round(sum(r["duration_s"] for rep in reports for r in rep["runs"]), 1)
     write_comparison(args.report, payload, comparison_markdown(matrix.baseline, comparisons))
     for comparison in comparisons:

@@ -70,7 +70,7 @@ def test_two_confluent_kafka_releases_side_by_side(tmp_path: Path) -> None:
         for side in ("baseline", "candidate")
     }
     assert "confluent-kafka 2.6.0 (librdkafka 2.6.0)" in releases["baseline"]
-    assert f"confluent-kafka {confluent_kafka.version()[0]} " in releases["candidate"]
+    assert f"confluent-kafka {confluent_kafka.__version__} " in releases["candidate"]
 
 
 def test_a_candidate_that_brings_back_the_posts_setting_is_a_regression(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ class Service:
         self.stopping = False
         signal.signal(signal.SIGTERM, self._stop)
         print(  # which client release this run's app got (see --client-library)
-            f"confluent-kafka {confluent_kafka.version()[0]} "
+            f"confluent-kafka {confluent_kafka.__version__} "
             f"(librdkafka {confluent_kafka.libversion()[0]})",
             file=sys.stderr,
             flush=True,

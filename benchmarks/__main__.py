@@ -16,6 +16,7 @@ from benchmarks import (
     compare_matrix,
     leaks,
     producer_throughput,
+    scale,
     stability,
 )
 
@@ -27,8 +28,9 @@ BENCHMARKS = {
     "stability": stability.run,
     "leaks": leaks.run,
     "compare-matrix": compare_matrix.run,
+    "scale": scale.run,
 }
-ON_REQUEST = ("stability", "leaks", "compare-matrix")  # long: only when named
+ON_REQUEST = ("stability", "leaks", "compare-matrix", "scale")  # long: only when named
 
 
 def main(argv: list[str]) -> int:

@@ -250,6 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: each incident's, usually always)",
     )
     run.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N times each incident's records (and their rates and waits) for a bigger check",
+    )
+    run.add_argument(
         "--client-library",
         default=None,
         metavar="confluent-kafka==VERSION",
@@ -368,6 +375,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.cluster.broker_config import validate_overrides
     from harness.cluster.reaper import leased_temp_dir
     from harness.replay.catalog import select
+    from harness.replay.definition import load_incident
     from harness.replay.junit import write_junit
     from harness.replay.overrides import client_settings, parse_settings
     from harness.replay.parallel import remember_durations
@@ -387,6 +395,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         incidents = select(_incidents(args), args.names)
     except KeyError as exc:
         raise ValueError(exc.args[0]) from exc
+    if args.scale < 1:
+        raise ValueError(f"--scale must be 1 or more, got {args.scale}")
+    if args.scale > 1:
+        incidents = [load_incident(incident.source, args.scale) for incident in incidents]
     profiles = [args.profile] if args.profile else list(PROFILES)
     options = RunOptions(
         args.app,
@@ -434,6 +446,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if args.kafka_bootstrap
                 else choose_backend(args.kafka_backend),
                 "options": vars(options),
+                "scale": args.scale,
             }
             path = write_report(args.report, outcomes, context)
             console.print(f"Report: {path}")
@@ -560,6 +573,7 @@ def _worker_options(args: argparse.Namespace, runs_dir: Path) -> list[str]:
         ("--restart", args.restart), ("--kafka-version", args.kafka_version),
         ("--kafka-backend", args.kafka_backend), ("--kafka-bootstrap", args.kafka_bootstrap),
         ("--spark-master", args.spark_master), ("--client-library", args.client_library),
+        ("--scale", str(args.scale)),
     ):  # fmt: skip
         if value is not None:
             options += [flag, value]

@@ -30,6 +30,7 @@ from .model import (
     Step,
     toml_error,
 )
+from .scale import scale_definition
 from .steps import STEPS, TOPIC_ROLES
 from .symptoms import SYMPTOMS
 
@@ -243,8 +244,8 @@ def _drift(path: Path, table: dict[str, Any], symptoms: tuple[str, ...]) -> dict
     return drift
 
 
-def load_incident(path: Path) -> Incident:
-    """Read and check one definition file."""
+def load_incident(path: Path, scale: int = 1) -> Incident:
+    """Read and check one definition file; ``scale`` multiplies its records (see ``scale``)."""
     known_symptoms = set(SYMPTOMS)
     try:
         text = path.read_text()
@@ -255,6 +256,7 @@ def load_incident(path: Path) -> Incident:
     except tomllib.TOMLDecodeError as exc:
         where, problem = toml_error(text, exc)
         raise DefinitionError(path, where, problem) from exc
+    data = scale_definition(data, scale)
     top = _Table(path, "", data)
     name = top.get("name", str)
     if name != path.stem:

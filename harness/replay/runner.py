@@ -10,6 +10,7 @@ ends with an outcome naming that stage and its error, and the history kept so fa
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import time
@@ -151,10 +152,13 @@ def app_command(
 
 
 def app_label(spec: AppSpec) -> str:
-    """How reports name the app: the module of a ``python -m`` command, else the spec's name."""
+    """How reports name the app: the module of ``python -m``, the class of ``java -cp``, else
+    the spec's name."""
     argv = list(spec.argv)
     if "-m" in argv[:-1]:
         return argv[argv.index("-m") + 1]
+    if os.path.basename(argv[0]) == "java" and "-cp" in argv[:-2]:
+        return argv[argv.index("-cp") + 2]  # the main class
     return spec.name
 
 

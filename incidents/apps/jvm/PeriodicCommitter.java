@@ -1,0 +1,109 @@
+import java.time.Duration;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * A service that keeps a map of processed offsets and flushes it on a timer.
+ *
+ * <pre>PeriodicCommitter [--commit-every-s S] [--work-ms MS] [--only-assigned]</pre>
+ *
+ * Without {@code --only-assigned} (the post's code) the map keeps partitions the instance no
+ * longer owns, so after a rebalance it commits their old offsets over the new owner's
+ * progress. With it (the fix) commits are filtered to the current assignment, and progress on
+ * partitions being revoked is committed before they leave.
+ */
+public final class PeriodicCommitter {
+    private final Map<TopicPartition, Long> done = new HashMap<>();
+    private final boolean onlyAssigned;
+
+    private PeriodicCommitter(boolean onlyAssigned) {
+        this.onlyAssigned = onlyAssigned;
+    }
+
+    /** Commit the processed offsets (of {@code partitions}, or of everything the map holds). */
+    private void flush(KafkaConsumer<byte[], byte[]> consumer, Collection<TopicPartition> partitions) {
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        Set<TopicPartition> assigned = consumer.assignment();
+        for (Map.Entry<TopicPartition, Long> entry : done.entrySet()) {
+            TopicPartition partition = entry.getKey();
+            if (partitions != null && !partitions.contains(partition)) {
+                continue;
+            }
+            if (onlyAssigned && !assigned.contains(partition)) {
+                continue;
+            }
+            offsets.put(partition, new OffsetAndMetadata(entry.getValue()));
+        }
+        if (offsets.isEmpty()) {
+            return;
+        }
+        try {
+            consumer.commitSync(offsets);
+        } catch (KafkaException e) {
+            System.err.println("PeriodicCommitter: commit refused, going on: " + e);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        double commitEveryS = 1.0;
+        double workMs = 0;
+        boolean onlyAssigned = false;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--commit-every-s" -> commitEveryS = Double.parseDouble(args[++i]);
+                case "--work-ms" -> workMs = Double.parseDouble(args[++i]);
+                case "--only-assigned" -> onlyAssigned = true;
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+            }
+        }
+        Contract.start("PeriodicCommitter");
+        PeriodicCommitter committer = new PeriodicCommitter(onlyAssigned);
+        Map<String, String> own = Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "50");
+        try (KafkaConsumer<byte[], byte[]> consumer = Contract.consumer(own);
+             KafkaProducer<byte[], byte[]> producer = Contract.producer(null)) {
+            consumer.subscribe(List.of(Contract.INPUT), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                    if (committer.onlyAssigned) {
+                        producer.flush();
+                        committer.flush(consumer, partitions);
+                        partitions.forEach(committer.done::remove);
+                    }
+                }
+
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                }
+            });
+            long period = (long) (commitEveryS * 1e9);
+            long nextFlush = System.nanoTime() + period;
+            while (!Contract.stopping()) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
+                    Contract.work(workMs);
+                    producer.send(Contract.result(Contract.OUTPUT, record));
+                    committer.done.put(
+                            new TopicPartition(record.topic(), record.partition()), record.offset() + 1);
+                }
+                if (System.nanoTime() >= nextFlush) {
+                    producer.flush();
+                    committer.flush(consumer, null);
+                    nextFlush = System.nanoTime() + period;
+                }
+            }
+            producer.flush();
+            committer.flush(consumer, null);
+        }
+    }
+}

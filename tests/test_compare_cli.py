@@ -10,39 +10,36 @@ from pathlib import Path
 COMPARE_TIMEOUT_S = 900
 
 
-def compare(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+def compare(
+    tmp_path: Path, incident: str, baseline: str, candidate: str
+) -> tuple[subprocess.CompletedProcess[str], dict, dict]:
+    """Compare the remediated profile of ``incident`` on two setups: the result, the
+    comparison's report.json, and its one item."""
     report = tmp_path / "compare"
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "compare", *args, "--report", str(report)],
-        capture_output=True,
-        text=True,
-        timeout=COMPARE_TIMEOUT_S,
-    )
+        [sys.executable, "-m", "harness.cli", "compare", incident, "--profile", "remediated",
+         "--baseline", baseline, "--candidate", candidate, "--report", str(report)],
+        capture_output=True, text=True, timeout=COMPARE_TIMEOUT_S,
+    )  # fmt: skip
     found = report / "report.json"
     assert found.exists(), result.stdout + result.stderr
-    return result, json.loads(found.read_text())
+    payload = json.loads(found.read_text())
+    ((item,),) = [c["items"] for c in payload["candidates"]]
+    return result, payload, item
 
 
 def test_two_broker_releases_side_by_side(tmp_path: Path) -> None:
-    result, payload = compare(
-        tmp_path,
-        "zombie-commit",
-        "--profile",
-        "remediated",
-        "--baseline",
-        "kafka=3.9.2",
-        "--candidate",
-        "kafka=4.4.0",
-    )
+    result, payload, item = compare(tmp_path, "zombie-commit", "kafka=3.9.2", "kafka=4.4.0")
     assert result.returncode == 0, result.stdout + result.stderr
     (candidate,) = payload["candidates"]
     sides = {
         side: json.loads((Path(where["report_dir"]) / "report.json").read_text())
         for side, where in (("baseline", payload["baseline"]), ("candidate", candidate))
     }
-    assert sides["baseline"]["kafka_version"] == "3.9.2"
-    assert sides["candidate"]["kafka_version"] == "4.4.0"
-    ((item,),) = [c["items"] for c in payload["candidates"]]
+    for side, version in (("baseline", "3.9.2"), ("candidate", "4.4.0")):
+        assert sides[side]["kafka_version"] == version
+        broker_log = Path(item[side]["run_dir"]) / "logs" / "broker-1.log"
+        assert f"Kafka version: {version} " in broker_log.read_text()  # the broker that ran
     assert (item["incident"], item["profile"]) == ("zombie-commit", "remediated")
     assert item["kind"] in ("same", "drift"), item["changes"]
     assert item["baseline"]["result"] == item["candidate"]["result"] == "cured"
@@ -52,18 +49,8 @@ def test_two_broker_releases_side_by_side(tmp_path: Path) -> None:
 def test_two_confluent_kafka_releases_side_by_side(tmp_path: Path) -> None:
     import confluent_kafka
 
-    result, payload = compare(
-        tmp_path,
-        "zombie-commit",
-        "--profile",
-        "remediated",
-        "--baseline",
-        "client=confluent-kafka==2.6.0",
-        "--candidate",
-        "",
-    )
+    result, _, item = compare(tmp_path, "zombie-commit", "client=confluent-kafka==2.6.0", "")
     assert result.returncode == 0, result.stdout + result.stderr
-    ((item,),) = [c["items"] for c in payload["candidates"]]
     assert item["baseline"]["result"] == item["candidate"]["result"] == "cured"
     releases = {
         side: (Path(item[side]["run_dir"]) / "logs" / "app-0.log").read_text()
@@ -74,18 +61,8 @@ def test_two_confluent_kafka_releases_side_by_side(tmp_path: Path) -> None:
 
 
 def test_a_candidate_that_brings_back_the_posts_setting_is_a_regression(tmp_path: Path) -> None:
-    result, payload = compare(
-        tmp_path,
-        "poll-timeout-rebalance",
-        "--profile",
-        "remediated",
-        "--baseline",
-        "",
-        "--candidate",
-        "client.max.poll.records=500",
-    )
+    result, _, item = compare(tmp_path, "poll-timeout-rebalance", "", "client.max.poll.records=500")
     assert result.returncode == 1, result.stdout + result.stderr
-    ((item,),) = [c["items"] for c in payload["candidates"]]
     assert item["kind"] == "regression"
     assert item["baseline"]["result"] == "cured"
     assert item["candidate"]["reproduced"] is True

@@ -58,7 +58,8 @@ class RunOptions:
     guarantee: str | None = None  # what the user's app declares
     group_protocol: str | None = None  # classic or consumer (KIP-848)
     restart: str | None = None  # the app's restart policy (default: the definition's)
-    #: ``confluent-kafka==VERSION``: the client release Python apps run with (not the harness).
+    #: ``confluent-kafka==V`` (Python apps run with it, the harness keeps its own) or
+    #: ``kafka-clients==V`` (the JVM reference apps run on it).
     client_library: str | None = None
     #: Client and broker settings put over the profile's ("we changed our consumer config").
     client: Mapping[str, Any] = field(default_factory=dict)

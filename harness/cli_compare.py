@@ -90,6 +90,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     matrix = _matrix(args)
     names = list(args.names) or list(matrix.incidents)
+    if args.matrix is not None and not names:
+        args.all = True  # a matrix that names no incidents covers them all
     if bool(args.all) == bool(names):
         raise ValueError("name the incidents to compare, or give --all (see `kafka-replay list`)")
     try:

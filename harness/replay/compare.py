@@ -52,7 +52,7 @@ class Setup:
     protocol: str | None = None
     backend: str | None = None
     bootstrap: str | None = None
-    client_library: str | None = None  # confluent-kafka==VERSION, for Python apps
+    client_library: str | None = None  # confluent-kafka==V (Python apps) or kafka-clients==V
     client_config: Mapping[str, Any] = field(default_factory=dict)
     broker_config: Mapping[str, Any] = field(default_factory=dict)
 

@@ -13,22 +13,33 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
 from . import broker_config
 from .artifacts import kafka_classpath
-from .errors import BrokerStartError
+from .class_archive import class_archive, exercise
 from .jvm import find_java
-from .nodes import START_TIMEOUT_S, Node, NodeCluster, read_tail, refused_config
+from .nodes import Node, NodeCluster, read_tail
 from .process import spawn
 from .reaper import Lease
+from .storage_template import formatted_template, install
 
 log = logging.getLogger(__name__)
 
 HEAP_ENV = "KAFKA_REPLAY_BROKER_HEAP"
 DEFAULT_HEAP = "768m"
+#: A broker here lives minutes, not months: the C1 compiler alone reaches a serving broker in
+#: about half the time (the C2 compiler's threads compete for two cores while classes load).
+JVM_OPTIONS = (
+    "-Xms128m",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
 
 
 def cluster_id() -> str:
@@ -125,14 +136,34 @@ class EmbeddedCluster(NodeCluster):
         work_dir: Path | None = None,
         heap: str | None = None,
         die_with_owner: bool = True,
+        class_sharing: bool = True,
+        jvm_options: Sequence[str] = (),
     ) -> None:
         super().__init__(version, brokers, broker_config_overrides, work_dir)
         self.heap = heap or os.environ.get(HEAP_ENV, DEFAULT_HEAP)
         self.die_with_owner = die_with_owner
+        self.class_sharing = class_sharing
+        self.jvm_options = list(jvm_options)
         self._classpath: list[Path] = []
+        self._archive: Path | None = None
 
     def _prepare(self) -> None:
         self._classpath = kafka_classpath(self.version)  # may take a while, once per version
+        if self.class_sharing:
+            self._archive = class_archive(
+                self.version, self._jvm_command(), self._classpath, self._train
+            )
+
+    def _train(self, options: Sequence[str]) -> None:
+        """One broker of this version, without an archive, through a replay's first steps."""
+        with EmbeddedCluster(
+            self.version,
+            heap=self.heap,
+            die_with_owner=self.die_with_owner,
+            class_sharing=False,
+            jvm_options=options,
+        ) as cluster:
+            exercise(cluster)
 
     def _launch(self, addresses: list[broker_config.NodeAddress]) -> list[Node]:
         assert self.data_dir is not None and self.log_dir is not None
@@ -142,44 +173,29 @@ class EmbeddedCluster(NodeCluster):
             node_dir = self.data_dir / f"node-{address.node_id}"
             shutil.rmtree(node_dir, ignore_errors=True)
             node = BrokerNode(address, node_dir, self.log_dir)
-            node.write_config(self._node_properties(address, addresses, str(node_dir)))
+            properties = self._node_properties(address, addresses, str(node_dir))
+            node.write_config(properties)
             nodes.append(node)
-        self._format_storage(jvm, nodes)
+        template = formatted_template(self.version, jvm, properties, nodes[0].log_path)
+        identity = cluster_id()
+        for node in nodes:
+            install(template, node.data_dir, identity, node.node_id, directory_id=cluster_id())
         for node in nodes:
             node.start(jvm, self.die_with_owner, self.lease)
         return list(nodes)
 
     def _jvm_command(self) -> list[str]:
+        """``java`` and its options up to the main class; the archive once there is one."""
         log4j = resources.files("harness.cluster") / "resources" / "log4j2.properties"
+        archive = [f"-XX:SharedArchiveFile={self._archive}"] if self._archive else []
         return [
             find_java(),
-            "-Xms128m",
+            *archive,
+            *JVM_OPTIONS,
             f"-Xmx{self.heap}",
-            "-XX:+UseG1GC",
-            "-XX:MaxGCPauseMillis=20",
-            "-XX:+ExitOnOutOfMemoryError",
-            "-Djava.awt.headless=true",
+            *self.jvm_options,
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={self.log_dir}",
             "-cp",
             os.pathsep.join(str(jar) for jar in self._classpath),
         ]
-
-    def _format_storage(self, jvm: list[str], nodes: list[BrokerNode]) -> None:
-        """Run Kafka's own storage formatter for every node at once."""
-        identity = cluster_id()
-        running = []
-        for node in nodes:
-            with node.log_path.open("ab") as output:
-                command = [*jvm, "kafka.tools.StorageTool", "format", "-t", identity,
-                           "-c", str(node.config_path), "--ignore-formatted"]  # fmt: skip
-                process = spawn(command, output, self.lease, die_with_owner=self.die_with_owner)
-                running.append((node, process))
-        for node, process in running:
-            if process.wait(timeout=START_TIMEOUT_S) != 0:
-                tail = node.log_tail()
-                raise BrokerStartError(
-                    f"Kafka {self.version} could not format storage for broker {node.node_id} "
-                    f"(exit {process.returncode}); {refused_config(tail)}log {node.log_path}:\n"
-                    f"{tail}"
-                )

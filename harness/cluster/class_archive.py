@@ -88,6 +88,11 @@ def class_archive(
     return archive
 
 
+def class_list(archive: Path) -> Path:
+    """The class list an archive was dumped from (an image build dumps its own from it)."""
+    return archive.parent / CLASS_LIST
+
+
 def _make(directory: Path, jvm: Sequence[str], train: TrainingRun) -> None:
     class_list = directory / CLASS_LIST
     train([f"-XX:DumpLoadedClassList={class_list}"])

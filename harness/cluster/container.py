@@ -19,8 +19,8 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
 from . import broker_config
-from .embedded import cluster_id
-from .images import docker_client, resolve_image
+from .embedded import cluster_id, formatted_storage
+from .images import docker_client, local_image, resolve_image
 from .nodes import Node, NodeCluster
 from .reaper import lease_is_live
 
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 LEASE_LABEL = "kafka-replay.lease"
 DATA_DIR = "/var/lib/kafka/data"
+#: Where a local image's entrypoint finds a formatted storage template (see storage_template).
+TEMPLATE_DIR = "/opt/kafka/storage-template"
 
 testcontainers_config.ryuk_disabled = True
 
@@ -157,8 +159,14 @@ class ContainerCluster(NodeCluster):
             for key, value in properties.items():
                 container.with_env(environment_name(key), value)
             container.with_env("CLUSTER_ID", identity).with_env("KAFKA_HEAP_OPTS", self.heap)
+            if self.image == local_image(self.version):
+                template = formatted_storage(self.version, properties, self._log_path(address))
+                container.with_volume_mapping(str(template), TEMPLATE_DIR, "ro")
+                container.with_env("KAFKA_REPLAY_DIRECTORY_ID", cluster_id())
             container.start()
-            nodes.append(
-                ContainerNode(address, container, self.log_dir / f"broker-{address.node_id}.log")
-            )
+            nodes.append(ContainerNode(address, container, self._log_path(address)))
         return nodes
+
+    def _log_path(self, address: broker_config.NodeAddress) -> Path:
+        assert self.log_dir is not None
+        return self.log_dir / f"broker-{address.node_id}.log"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import broker_config
 from .artifacts import kafka_classpath
-from .class_archive import class_archive, exercise
+from .class_archive import class_archive, class_list, exercise
 from .jvm import find_java
 from .nodes import Node, NodeCluster, read_tail
 from .process import spawn
@@ -186,16 +186,40 @@ class EmbeddedCluster(NodeCluster):
 
     def _jvm_command(self) -> list[str]:
         """``java`` and its options up to the main class; the archive once there is one."""
-        log4j = resources.files("harness.cluster") / "resources" / "log4j2.properties"
-        archive = [f"-XX:SharedArchiveFile={self._archive}"] if self._archive else []
-        return [
-            find_java(),
-            *archive,
-            *JVM_OPTIONS,
-            f"-Xmx{self.heap}",
-            *self.jvm_options,
-            f"-Dlog4j2.configurationFile={log4j}",
-            f"-Dkafka.logs.dir={self.log_dir}",
-            "-cp",
-            os.pathsep.join(str(jar) for jar in self._classpath),
-        ]
+        return java_command(
+            self._classpath, self.heap, self.log_dir, self._archive, self.jvm_options
+        )
+
+
+def java_command(
+    classpath: Sequence[Path],
+    heap: str = DEFAULT_HEAP,
+    log_dir: Path | None = None,
+    archive: Path | None = None,
+    options: Sequence[str] = (),
+) -> list[str]:
+    """The command that runs a class of Kafka's, up to the class name."""
+    log4j = resources.files("harness.cluster") / "resources" / "log4j2.properties"
+    return [
+        find_java(),
+        *([f"-XX:SharedArchiveFile={archive}"] if archive else []),
+        *JVM_OPTIONS,
+        f"-Xmx{heap}",
+        *options,
+        f"-Dlog4j2.configurationFile={log4j}",
+        *([f"-Dkafka.logs.dir={log_dir}"] if log_dir else []),
+        "-cp",
+        os.pathsep.join(str(jar) for jar in classpath),
+    ]
+
+
+def broker_class_list(version: str) -> Path | None:
+    """The classes a broker of ``version`` loads (made with the class-data archive), if any."""
+    cluster = EmbeddedCluster(version)
+    cluster._prepare()
+    return class_list(cluster._archive) if cluster._archive else None
+
+
+def formatted_storage(version: str, properties: Mapping[str, str], log_path: Path) -> Path:
+    """A formatted storage template for a node config, made by this machine's Java."""
+    return formatted_template(version, java_command(kafka_classpath(version)), properties, log_path)

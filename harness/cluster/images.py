@@ -8,6 +8,7 @@ Maven Central jars the embedded backend runs. Building a tag that exists is a no
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .artifacts import file_lock, kafka_classpath
+from .embedded import JVM_OPTIONS, broker_class_list
 from .errors import ClusterError
 from .paths import cache_root
 
@@ -46,12 +48,21 @@ RUN apt-get update -qq \\
  && rm -rf /var/lib/apt/lists/*
 """
 
+#: The class-data archive is dumped by the image's own Java from the class list the embedded
+#: backend recorded, with the entrypoint's options (an archive must match the JVM that maps it).
 KAFKA_DOCKERFILE = f"""\
 FROM {JAVA_IMAGE}
 COPY libs /opt/kafka/libs
-COPY log4j2.properties entrypoint.sh /opt/kafka/
+COPY log4j2.properties entrypoint.sh classpath jvm-options classes.lst /opt/kafka/
+RUN if [ -s /opt/kafka/classes.lst ]; then \\
+      java -Xshare:dump -XX:SharedClassListFile=/opt/kafka/classes.lst \\
+        -XX:SharedArchiveFile=/opt/kafka/kafka.jsa $(cat /opt/kafka/jvm-options) -Xmx768m \\
+        -cp "$(cat /opt/kafka/classpath)" >/dev/null; \\
+    fi
 ENTRYPOINT ["/opt/kafka/entrypoint.sh"]
 """
+#: Bumped by what the image holds: an older local image is rebuilt rather than reused.
+RECIPE_LABEL = "kafka-replay.recipe"
 
 
 class DockerUnavailable(ClusterError):
@@ -99,9 +110,10 @@ def resolve_image(version: str, image: str | None = None, progress: Progress = l
         if not image_exists(client, image):
             _pull(client, image)
         return image
-    for candidate in (local_image(version), official_image(version)):
-        if image_exists(client, candidate):
-            return candidate
+    if image_current(client, local_image(version)):
+        return local_image(version)
+    if image_exists(client, official_image(version)):
+        return official_image(version)
     try:
         _pull(client, official_image(version))
         return official_image(version)
@@ -125,14 +137,32 @@ def build_kafka_image(version: str, progress: Progress = log.warning) -> str:
     """Build ``kafka-replay/kafka:<version>`` (a no-op when it exists); return its tag."""
     client = docker_client()
     tag = local_image(version)
-    if image_exists(client, tag):
+    if image_current(client, tag):
         return tag
     lock = cache_root() / "artifacts" / "image-build.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(lock):  # parallel test workers must not build the same image twice
-        if not image_exists(client, tag):
+        if not image_current(client, tag):
             _build_kafka_image(client, version, tag, progress)
     return tag
+
+
+def recipe() -> str:
+    """What a local Kafka image is made of, as a short digest."""
+    bundled = resources.files("harness.cluster") / "resources" / "entrypoint.sh"
+    text = KAFKA_DOCKERFILE + bundled.read_text() + " ".join(JVM_OPTIONS)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def image_current(client: Any, tag: str) -> bool:
+    """The local image exists and was built by this recipe."""
+    import docker
+
+    try:
+        labels = client.images.get(tag).labels or {}
+    except docker.errors.ImageNotFound:
+        return False
+    return labels.get(RECIPE_LABEL) == recipe()
 
 
 def _build_kafka_image(client: Any, version: str, tag: str, progress: Progress) -> None:
@@ -147,9 +177,14 @@ def _build_kafka_image(client: Any, version: str, tag: str, progress: Progress) 
         for name in ("log4j2.properties", "entrypoint.sh"):
             (root / name).write_bytes((bundled / name).read_bytes())
         (root / "entrypoint.sh").chmod(0o755)
+        (root / "classpath").write_text(":".join(f"/opt/kafka/libs/{jar.name}" for jar in jars))
+        (root / "jvm-options").write_text(" ".join(JVM_OPTIONS) + "\n")
+        classes = broker_class_list(version)
+        (root / "classes.lst").write_bytes(classes.read_bytes() if classes else b"")
         (root / "Dockerfile").write_text(KAFKA_DOCKERFILE)
         progress(f"Building {tag} from {len(jars)} Maven Central jars")
-        _docker_build(client, root, tag, {IMAGE_LABEL: "kafka", "kafka.version": version})
+        labels = {IMAGE_LABEL: "kafka", "kafka.version": version, RECIPE_LABEL: recipe()}
+        _docker_build(client, root, tag, labels)
 
 
 def _build_java_image(client: Any, progress: Progress) -> None:

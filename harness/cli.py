@@ -565,10 +565,11 @@ def _run_in_turn(
 
 
 def _worker_options(args: argparse.Namespace, runs_dir: Path) -> list[str]:
-    """The options a worker process gets: the user's, and where its runs go."""
+    """The options a worker process gets: the user's, and where its runs go (each worker is
+    given its profile)."""
     options = ["--runs-dir", str(runs_dir)]
     for flag, value in (
-        ("--profile", args.profile), ("--app", args.app), ("--output-id", args.output_id),
+        ("--app", args.app), ("--output-id", args.output_id),
         ("--guarantee", args.guarantee), ("--group-protocol", args.group_protocol),
         ("--restart", args.restart), ("--kafka-version", args.kafka_version),
         ("--kafka-backend", args.kafka_backend), ("--kafka-bootstrap", args.kafka_bootstrap),

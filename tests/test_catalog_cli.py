@@ -214,7 +214,9 @@ def test_incidents_side_by_side_report_like_one_after_the_other(tmp_path: Path) 
 def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:
     from harness.replay.parallel import WorkerFailed, run_side_by_side
 
-    with pytest.raises(WorkerFailed, match="replaying no-such-incident exited with code 2"):
+    with pytest.raises(
+        WorkerFailed, match=r"replaying no-such-incident \(vulnerable\) exited with code 2"
+    ):
         run_side_by_side(["no-such-incident", "nor-this-one"], [], ["vulnerable"], 2, tmp_path)
 
 
@@ -223,14 +225,15 @@ def test_the_longest_incidents_start_first(tmp_path: Path, monkeypatch: pytest.M
     from harness.replay.runner import Outcome
 
     monkeypatch.setenv("KAFKA_REPLAY_CACHE", str(tmp_path))
-    names = ["short", "long", "new"]
-    assert longest_first(names, ["vulnerable"]) == names  # nothing known: the order given
+    runs = [("short", "vulnerable"), ("long", "vulnerable"), ("long", "remediated"),
+            ("new", "vulnerable")]  # fmt: skip
+    assert longest_first(runs) == runs  # nothing known: the order given
 
     def ran(incident: str, profile: str, seconds: float) -> Outcome:
         return Outcome(incident, profile, "app", "at-least-once", "exactly-once", True, False,
                        {}, {}, seconds, str(tmp_path))  # fmt: skip
 
     remember_durations([ran("short", "vulnerable", 30), ran("long", "vulnerable", 20),
-                        ran("long", "remediated", 20)])  # fmt: skip
-    assert longest_first(names, ["vulnerable", "remediated"]) == ["long", "short", "new"]
-    assert longest_first(names, ["vulnerable"]) == ["short", "long", "new"]
+                        ran("long", "remediated", 40)])  # fmt: skip
+    assert longest_first(runs) == [("long", "remediated"), ("short", "vulnerable"),
+                                   ("long", "vulnerable"), ("new", "vulnerable")]  # fmt: skip

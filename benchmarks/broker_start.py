@@ -89,7 +89,9 @@ def one_run(backend: str, version: str, options: dict | None = None, reformat: b
     finally:
         cluster.stop()
         if reformat:
-            shutil.rmtree(template_dir(cluster), ignore_errors=True)
+            template = template_dir(cluster)
+            shutil.rmtree(template, ignore_errors=True)
+            template.with_name(f"{template.name}.lock").unlink(missing_ok=True)
     return ready, first_ack, peak
 
 

@@ -17,7 +17,7 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -432,7 +432,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         out.print(summary_table(outcomes, "Incident replay"), soft_wrap=False)
         out.print(
             f"{len(outcomes)} runs in {wall_s:.0f} s wall time; the runs took "
-            f"{sum(o.duration_s for o in outcomes):.0f} s in all (--jobs {args.jobs})"
+            f"{sum(o.duration_s for o in outcomes):.0f} s in all (--jobs {args.jobs}): "
+            + _stage_times([o.stage_s for o in outcomes])
         )
         for line in summary_lines(outcomes) + symptom_lines(outcomes):
             out.print(line, markup=False)
@@ -529,10 +530,20 @@ def _check_before_starting(args: argparse.Namespace) -> None:
             ) from exc
 
 
+def _stage_times(stage_s: Sequence[Mapping[str, float]]) -> str:
+    """``start-up 12 s, steps 25 s, ...``: the stages' seconds added up over runs."""
+    total: dict[str, float] = {}
+    for stages in stage_s:
+        for stage, seconds in stages.items():
+            total[stage] = total.get(stage, 0.0) + seconds
+    return ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in total.items())
+
+
 def _show_outcome(outcome: Outcome) -> None:
     title = f"{outcome.incident} [{outcome.profile}]"
     mark = "[green]pass" if outcome.passed else "[red]FAIL"
-    console.print(f"{mark}[/] {escape(title)} in {outcome.duration_s:.0f}s")
+    stages = _stage_times([outcome.stage_s])
+    console.print(f"{mark}[/] {escape(title)} in {outcome.duration_s:.0f}s ({stages})")
     if not outcome.passed:
         console.print(outcome.explain(), markup=False, highlight=False)
 

@@ -97,6 +97,8 @@ class Outcome:
     failed_stage: str | None = None  # start-up, steps, checker, symptoms or judgement
     #: For an instrumented app: the symptoms measured without its reports (they must agree).
     symptoms_outside: dict[str, Value] | None = None
+    #: Seconds spent in each stage, in order: where a run's time went.
+    stage_s: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,7 +211,7 @@ class _Run:
         self.profile = options.apply(incident.profiles[profile_name])
         self.progress = progress
         self.guarantee = options.guarantee or incident.guarantee
-        self.started = time.monotonic()
+        self.started = self.stage_started = time.monotonic()
         self.stage = "start-up"
         self.cluster: Cluster | None = None
         self.topics: dict[str, str] = {}
@@ -229,6 +231,12 @@ class _Run:
             run_dir=str(history.root),
             group_protocol=options.group_protocol or "classic",
         )
+
+    def _enter(self, stage: str) -> None:
+        """Close the stage under way (its time goes to the outcome) and start ``stage``."""
+        now = time.monotonic()
+        self.outcome.stage_s[self.stage] = round(now - self.stage_started, 1)
+        self.stage, self.stage_started = stage, now
 
     def play(self, cluster_for: Callable[[Mapping[str, Any]], Cluster]) -> None:
         incident, profile, history = self.incident, self.profile, self.history
@@ -278,14 +286,14 @@ class _Run:
             ready=lambda members: group_members(admin, group) >= members,
             python_path=app_python_path(self.options.client_library),
         )
-        self.stage = "steps"
+        self._enter("steps")
         error = _play(incident, profile, cluster, history, topics, group, apps, self.progress)
         if error is not None:
             raise StepFailed(error)
 
     def check(self, spark: Callable[[], SparkSession]) -> None:
         assert self.cluster is not None
-        self.stage = "checker"
+        self._enter("checker")
         self.progress("checking every record with Spark")
         self.check_result, self.side_effects = _check(
             spark(), self.cluster, self.history, self.topics, self.guarantee, self.options
@@ -297,7 +305,7 @@ class _Run:
     def judge(self) -> None:
         assert self.check_result is not None
         assert self.cluster is not None
-        self.stage = "symptoms"
+        self._enter("symptoms")
         evidence = _evidence(
             self.history, self.cluster, self.topics, self.check_result, self.side_effects
         )
@@ -307,7 +315,7 @@ class _Run:
             self.outcome.symptoms_outside = measure(
                 evidence.without_reports(), self.incident.symptoms
             )
-        self.stage = "judgement"
+        self._enter("judgement")
         judgement = judge(
             profile=self.profile.name,
             users_app=bool(self.options.app),
@@ -326,7 +334,7 @@ class _Run:
 
     def finish(self) -> None:
         """Keep the broker logs and the outcome, drop the run's topics; never raises."""
-        self.outcome.duration_s = round(time.monotonic() - self.started, 1)
+        self._enter("clean-up")
         if self.outcome.failed_stage:
             self.outcome.result = f"{self.outcome.failed_stage} failed"
         try:
@@ -335,6 +343,8 @@ class _Run:
                 self.cluster.delete_topics(list(self.topics.values()))
         except Exception as exc:  # a dead broker must not hide the outcome
             self.outcome.reasons.append(f"cleaning up the run's topics failed: {exc}")
+        self._enter("done")  # closes clean-up
+        self.outcome.duration_s = round(time.monotonic() - self.started, 1)
         (self.history.root / "outcome.json").write_text(
             json.dumps(self.outcome.to_json(), indent=2, default=str)
         )

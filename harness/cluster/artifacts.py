@@ -7,17 +7,16 @@ with that file is complete, and reading it never touches the network.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
+
+from harness.file_lock import file_lock
 
 from .errors import ArtifactResolutionError
 from .paths import cache_root
@@ -145,14 +144,3 @@ def _run_maven(workdir: Path, artifacts: Sequence[Artifact]) -> None:
         raise ArtifactResolutionError(
             f"Maven could not resolve {coordinates} (exit {result.returncode}):\n{tail}"
         )
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Serialise first-use resolution between processes (pytest-xdist workers, parallel CLIs)."""
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)

@@ -1,117 +1,43 @@
-"""A class-data-sharing archive of the broker's classes, made once per Kafka version and Java.
+"""The brokers' class-data archive: made once per Kafka version, Java and classpath.
 
-A broker JVM spends most of its first seconds loading and verifying some 7,000 classes. Java's
-AppCDS maps them from an archive instead. The harness records which classes a broker loads
-while it starts and serves a produce, a consumer group's commit and a transaction (a training
-run), then has the JVM dump them (``-Xshare:dump``). A JVM that finds the archive does not
-match its classpath or flags runs without it, so a stale archive slows a start but never
-breaks one; a training run that fails only costs the speed-up, with a warning.
+A broker JVM spends most of its first seconds loading some 7,000 classes; mapped from an
+archive (see :mod:`harness.jvm_archive`), they cost a fraction of that. The training run is a
+broker through what a replay does first: a topic, acknowledged produces, a consumer group's
+commit and a transaction.
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import os
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .artifacts import file_lock
+from harness import jvm_archive
+
 from .base import Cluster
 from .paths import cache_root
 
-log = logging.getLogger(__name__)
-
-CLASS_LIST = "classes.lst"
-ARCHIVE = "kafka.jsa"
-FAILED = "failed.txt"
-DUMP_TIMEOUT_S = 300
 TRAINING_TIMEOUT_S = 30
 #: The training clients' retries while the new broker loads its coordinators are expected.
 QUIET = {"log_level": 0}
 
-#: Runs a broker with the given extra JVM options through a produce, a commit and a
-#: transaction, then stops it (the JVM writes its class list as it loads classes).
-TrainingRun = Callable[[Sequence[str]], None]
-
-
-def archive_dir(version: str, java: str, classpath: Sequence[Path]) -> Path:
-    """One directory per Kafka version, Java runtime and classpath: an archive fits only those."""
-    real = Path(java).resolve()
-    stat = real.stat()
-    identity = f"{real}:{stat.st_size}:{stat.st_mtime_ns}\n" + "\n".join(map(str, classpath))
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return cache_root() / "class-data" / f"kafka-{version}-{digest}"
-
 
 def class_archive(
-    version: str, jvm: Sequence[str], classpath: Sequence[Path], train: TrainingRun
+    version: str, jvm: Sequence[str], train: Callable[[Sequence[str]], None]
 ) -> Path | None:
-    """The archive for ``jvm`` (a java command up to, not including, the main class).
+    """The archive for ``jvm`` (``java``, options, ``-cp`` classpath), made on first use.
 
-    Made on first use (about 20 seconds, once); ``None`` when it could not be made.
+    ``train`` runs a broker of ``version`` with extra JVM options through :func:`exercise`.
     """
-    directory = archive_dir(version, jvm[0], classpath)
-    archive = directory / ARCHIVE
-    if archive.is_file():
-        return archive
-    if (directory / FAILED).is_file():
-        return None
-    directory.mkdir(parents=True, exist_ok=True)
-    with file_lock(directory / ".lock"):
-        if archive.is_file():
-            return archive
-        if (directory / FAILED).is_file():
-            return None
-        log.warning(
-            "Kafka %s: recording the classes a broker loads, so that later starts map them "
-            "from an archive (once per version, about 20 s; cached in %s)",
-            version,
-            directory,
-        )
-        try:
-            _make(directory, jvm, train)
-        except Exception as exc:  # an optimisation: never fail a start for it
-            reason = f"{type(exc).__name__}: {exc}"
-            (directory / FAILED).write_text(reason + "\n")
-            log.warning(
-                "Kafka %s: no class-data archive (%s); brokers start without one. Delete %s to "
-                "try again.",
-                version,
-                reason,
-                directory,
-            )
-            return None
-    return archive
 
+    def training(options: Sequence[str]) -> Sequence[str]:
+        train(options)
+        return jvm[1:]
 
-def class_list(archive: Path) -> Path:
-    """The class list an archive was dumped from (an image build dumps its own from it)."""
-    return archive.parent / CLASS_LIST
-
-
-def _make(directory: Path, jvm: Sequence[str], train: TrainingRun) -> None:
-    class_list = directory / CLASS_LIST
-    train([f"-XX:DumpLoadedClassList={class_list}"])
-    if not class_list.is_file() or class_list.stat().st_size == 0:
-        raise RuntimeError("the training broker wrote no class list")
-    with tempfile.NamedTemporaryFile(dir=directory, suffix=".jsa", delete=False) as staging:
-        partial = Path(staging.name)
-    try:
-        command = [jvm[0], "-Xshare:dump", f"-XX:SharedClassListFile={class_list}",
-                   f"-XX:SharedArchiveFile={partial}", *jvm[1:]]  # fmt: skip
-        result = subprocess.run(
-            command, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, check=False
-        )
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
-            raise RuntimeError(f"java -Xshare:dump exited {result.returncode}: {tail}")
-        os.replace(partial, directory / ARCHIVE)
-    finally:
-        partial.unlink(missing_ok=True)
+    directory = jvm_archive.archive_dir(
+        cache_root() / "class-data", f"kafka-{version}", jvm[0], jvm[-1]
+    )
+    return jvm_archive.class_archive(directory, f"Kafka {version}", jvm[0], training)
 
 
 def exercise(cluster: Cluster) -> None:

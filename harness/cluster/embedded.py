@@ -17,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
+from harness.jvm_archive import class_list
+
 from . import broker_config
 from .artifacts import kafka_classpath
-from .class_archive import class_archive, class_list, exercise
+from .class_archive import class_archive, exercise
 from .jvm import find_java
 from .nodes import Node, NodeCluster, read_tail
 from .process import spawn
@@ -150,9 +152,7 @@ class EmbeddedCluster(NodeCluster):
     def _prepare(self) -> None:
         self._classpath = kafka_classpath(self.version)  # may take a while, once per version
         if self.class_sharing:
-            self._archive = class_archive(
-                self.version, self._jvm_command(), self._classpath, self._train
-            )
+            self._archive = class_archive(self.version, self._jvm_command(), self._train)
 
     def _train(self, options: Sequence[str]) -> None:
         """One broker of this version, without an archive, through a replay's first steps."""

@@ -13,12 +13,15 @@ import re
 import socket
 import sys
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyspark
 from pyspark.sql import SparkSession
 
 from harness.cluster.artifacts import Artifact, resolve_classpath
+
+from .class_archive import spark_class_archive
 
 MASTER_ENV = "KAFKA_REPLAY_SPARK_MASTER"
 DEFAULT_MASTER = "local[2]"
@@ -108,9 +111,21 @@ def spark_session(
     master: str | None = None,
     app_name: str = "kafka-replay-checker",
     extra_jars: list[Path] | None = None,
+    class_sharing: bool = True,
+    java_options: Sequence[str] = (),
 ) -> SparkSession:
-    """A session for the checker (reused if one is already running in this process)."""
+    """A session for the checker (reused if one is already running in this process).
+
+    Its driver JVM maps Spark's classes from a class-data archive (made on first use, see
+    :mod:`harness.checker.class_archive`) unless ``class_sharing`` is off.
+    """
     master = check_master(master)
+    archive = spark_class_archive() if class_sharing else None
+    driver_options = [
+        *([f"-XX:SharedArchiveFile={archive}"] if archive else []),
+        f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+        *java_options,
+    ]
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers run the user's output-id function: they need this interpreter's packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -126,8 +141,6 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
-        .config(
-            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
-        )
+        .config("spark.driver.extraJavaOptions", " ".join(driver_options))
         .getOrCreate()
     )

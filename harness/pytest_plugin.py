@@ -445,8 +445,8 @@ def replay_incident(
                 **options,
             }
 
-        def cluster_for(broker_config: Mapping[str, object]) -> Cluster:
-            spec = ClusterSpec.of(version, 1, broker_config, backend)
+        def cluster_for(broker_config: Mapping[str, object], brokers: int) -> Cluster:
+            spec = ClusterSpec.of(version, brokers, broker_config, backend)
             return _pooled_cluster(request, kafka_cluster_pool, spec)
 
         (incident,) = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])

@@ -90,15 +90,22 @@ class ContainerNode:
     def alive(self) -> bool:
         return bool(self._state()["Running"])
 
+    @property
+    def paused(self) -> bool:
+        return bool(self._state().get("Paused"))
+
     def exited_unexpectedly(self) -> bool:
         return not self._stopping and not self.alive()
 
     def terminate(self) -> None:
         self._stopping = True
+        if self.paused:  # Docker refuses to signal a paused container
+            self.resume()
         with contextlib.suppress(Exception):
             self.container.get_wrapped_container().kill(signal="SIGTERM")
 
     def wait_stopped(self, grace: float) -> None:
+        """Wait for the stop (SIGKILL after ``grace``) and save the log; the container stays."""
         wrapped = self.container.get_wrapped_container()
         try:
             wrapped.wait(timeout=max(grace, 0.1))
@@ -106,13 +113,33 @@ class ContainerNode:
             log.warning("broker %d ignored SIGTERM for %.0fs; killing it", self.node_id, grace)
             self.kill()
         self.save_log()
+
+    def release(self) -> None:
+        """Remove the container (its data goes with it); the cluster's stop calls this last."""
         with contextlib.suppress(Exception):
-            wrapped.remove(force=True)
+            self.container.get_wrapped_container().remove(force=True)
+
+    def restart(self) -> None:
+        """``docker start`` the stopped container: same environment, same data on its layer."""
+        self.container.get_wrapped_container().start()
+        self._stopping = False
+
+    def pause(self) -> None:
+        """``docker pause``: the freezer stops every process of the node, like SIGSTOP."""
+        self.container.get_wrapped_container().pause()
+
+    def resume(self) -> None:
+        """``docker unpause``."""
+        with contextlib.suppress(Exception):
+            self.container.get_wrapped_container().unpause()
 
     def kill(self) -> None:
+        """``docker kill -s SIGKILL``, as a crash would (a paused container is killed too)."""
         self._stopping = True
         with contextlib.suppress(Exception):
             self.container.get_wrapped_container().kill()
+        with contextlib.suppress(Exception):
+            self.container.get_wrapped_container().wait(timeout=30)
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -120,6 +147,13 @@ class ContainerNode:
         except Exception:
             return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return text.rstrip() or "(empty log)"
+
+    def log_text(self) -> str:
+        """The whole log, every start of this container included."""
+        try:
+            return self.container.get_wrapped_container().logs().decode(errors="replace")
+        except Exception:
+            return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def save_log(self) -> None:
         with contextlib.suppress(Exception):

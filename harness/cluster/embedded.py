@@ -11,6 +11,7 @@ import base64
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import uuid
 from collections.abc import Mapping, Sequence
@@ -62,6 +63,9 @@ class BrokerNode:
         self.log_path = log_dir / f"broker-{address.node_id}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self._stopping = False
+        self._paused = False
+        #: How it was last started, so a restart runs the very same JVM on the same data.
+        self._launch: tuple[list[str], bool, Lease] | None = None
 
     @property
     def node_id(self) -> int:
@@ -75,14 +79,46 @@ class BrokerNode:
         self.config_path.write_text(broker_config.render_properties(properties))
 
     def start(self, jvm_command: list[str], die_with_owner: bool, lease: Lease) -> None:
+        """Start the JVM; its output is appended to the node's log, across restarts too."""
         with self.log_path.open("ab") as output:
             self.process = spawn(
                 [*jvm_command, "kafka.Kafka", str(self.config_path)],
                 output,
-                lease,
+                lease,  # every start is recorded, so the reaper finds a restarted node too
                 die_with_owner=die_with_owner,
             )
+        self._launch = (list(jvm_command), die_with_owner, lease)
         self._stopping = False
+        self._paused = False
+
+    def restart(self) -> None:
+        """Start a stopped or killed node again: the same command, config and data."""
+        if self._launch is None:
+            raise RuntimeError(f"broker {self.node_id} was never started")
+        if self.alive():
+            raise RuntimeError(f"broker {self.node_id} is still running")
+        self.start(*self._launch)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused and self.alive()
+
+    def pause(self) -> None:
+        """SIGSTOP: the JVM stops answering, as in a long GC pause; its sockets stay open."""
+        if self.alive():
+            assert self.process is not None
+            self.process.send_signal(signal.SIGSTOP)
+            self._paused = True
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        if self.alive():
+            assert self.process is not None
+            self.process.send_signal(signal.SIGCONT)
+        self._paused = False
+
+    def release(self) -> None:
+        """Nothing to remove: the data directory goes with the cluster's lease."""
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -96,6 +132,8 @@ class BrokerNode:
             self._stopping = True
             assert self.process is not None
             self.process.terminate()
+            if self._paused:  # a stopped JVM only acts on the SIGTERM once it runs again
+                self.resume()
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""
@@ -116,6 +154,13 @@ class BrokerNode:
 
     def log_tail(self, lines: int = 40) -> str:
         return read_tail(self.log_path, lines)
+
+    def log_text(self) -> str:
+        """The whole log, every start of this node included."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
 
     @property
     def log_location(self) -> str:

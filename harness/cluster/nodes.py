@@ -34,6 +34,10 @@ START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
 PORT_CLASH = "Address already in use"
 START_ATTEMPTS = 3
+#: How long a node stopped for a restart gets to shut down cleanly (it moves its leaderships).
+RESTART_GRACE_S = 30.0
+#: How long one metadata request to one node may take before that node counts as not serving.
+NODE_REQUEST_TIMEOUT_S = 3.0
 #: Below this much free space where a node keeps its data or logs, it is not started.
 MIN_FREE_BYTES = 64 * 2**20
 
@@ -56,6 +60,13 @@ class Node(Protocol):
     def wait_stopped(self, grace: float) -> None: ...
     def kill(self) -> None: ...
     def log_tail(self, lines: int = 40) -> str: ...
+    def log_text(self) -> str: ...
+    @property
+    def paused(self) -> bool: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def restart(self) -> None: ...
+    def release(self) -> None: ...
 
 
 def refused_config(log: str) -> str:
@@ -175,6 +186,112 @@ class NodeCluster(Cluster):
             self._lease.release()
             self._lease = None
 
+    # --- one node at a time: the faults a run does to brokers --------------------------------
+
+    def node(self, node_id: int) -> Node:
+        """The node with this id; a ValueError naming the ids there are otherwise."""
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        ids = ", ".join(str(n.node_id) for n in self.nodes) or "none (not started)"
+        raise ValueError(f"no broker {node_id} in this cluster; its node ids: {ids}")
+
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL one node, as a crash would; :meth:`check_alive` does not count it as one."""
+        self.node(node_id).kill()
+
+    def stop_node(self, node_id: int, grace: float = RESTART_GRACE_S) -> None:
+        """Stop one node cleanly (SIGTERM, SIGKILL after ``grace``), keeping its data."""
+        node = self.node(node_id)
+        node.terminate()
+        node.wait_stopped(grace)
+
+    def start_node(self, node_id: int, timeout: float = START_TIMEOUT_S) -> None:
+        """Start a stopped or killed node again with its config and data; wait until it serves."""
+        node = self.node(node_id)
+        if node.alive():
+            raise ValueError(f"broker {node_id} is running; stop or kill it first")
+        node.restart()
+        self.wait_serving(node_id, timeout)
+
+    def pause_node(self, node_id: int) -> None:
+        """Freeze one node (SIGSTOP, or the container's freezer): a long GC pause."""
+        node = self.node(node_id)
+        if not node.alive():
+            raise ValueError(f"broker {node_id} is not running; it cannot be paused")
+        node.pause()
+
+    def resume_node(self, node_id: int) -> None:
+        """Let a paused node run again (SIGCONT)."""
+        self.node(node_id).resume()
+
+    def running_ids(self) -> list[int]:
+        """Nodes whose process runs and is not paused: the ones that can answer now."""
+        return [n.node_id for n in self.nodes if n.alive() and not n.paused]
+
+    def wait_serving(self, node_id: int, timeout: float = START_TIMEOUT_S) -> None:
+        """Wait until ``node_id`` itself answers a metadata request listing every running node.
+
+        A node counts as serving once Kafka lists it: a restarted broker is fenced (absent from
+        metadata) until it has caught up with the controller and registered again.
+        """
+        node = self.node(node_id)
+        deadline = time.monotonic() + timeout
+        while True:
+            if not node.alive():
+                tail = node.log_tail()
+                raise BrokerStartError(
+                    f"Kafka broker {node_id} ({self.backend}) exited with code "
+                    f"{node.exit_code()} while restarting; {refused_config(tail)}"
+                    f"log {node.log_location}:\n{tail}"
+                )
+            listed = self.brokers_seen_by(node_id) if accepts_connections(node.port) else None
+            if listed is not None and set(self.running_ids()) <= listed:
+                return
+            if time.monotonic() > deadline:
+                raise BrokerStartError(
+                    f"Kafka broker {node_id} ({self.backend}) did not serve again within "
+                    f"{timeout:.0f}s (its metadata listed {sorted(listed or [])}, running: "
+                    f"{self.running_ids()}); log {node.log_location}:\n{node.log_tail()}"
+                )
+            time.sleep(0.2)
+
+    def brokers_seen_by(self, node_id: int) -> set[int] | None:
+        """The broker ids in a metadata answer from ``node_id`` itself; None if it did not answer.
+
+        A fresh client knowing only that node sends its first request there, so the answer is
+        that node's own view (a paused or starting node does not give one).
+        """
+        admin = AdminClient(
+            {"bootstrap.servers": f"127.0.0.1:{self.node(node_id).port}", "log_level": 0}
+        )
+        try:
+            return set(admin.list_topics(timeout=NODE_REQUEST_TIMEOUT_S).brokers)
+        except KafkaException:
+            return None
+
+    def needs_restore(self) -> bool:
+        """Whether a node was left stopped or paused (by a fault) instead of running."""
+        return any(not n.alive() or n.paused for n in self.nodes)
+
+    def restore(self, timeout: float = START_TIMEOUT_S) -> list[int]:
+        """Resume paused nodes, restart stopped ones, wait until all serve; return the ids.
+
+        What a run's faults left must not reach the next run that reuses the cluster; raises
+        :class:`BrokerStartError` when a node cannot be brought back (then discard the cluster).
+        """
+        touched = []
+        for node in self.nodes:
+            if node.paused:
+                node.resume()
+                touched.append(node.node_id)
+            if not node.alive():
+                node.restart()
+                touched.append(node.node_id)
+        for node_id in dict.fromkeys(touched):
+            self.wait_serving(node_id, timeout)
+        return list(dict.fromkeys(touched))
+
     def check_alive(self) -> None:
         for node in self.nodes:
             if node.exited_unexpectedly():
@@ -250,6 +367,7 @@ class NodeCluster(Cluster):
 
     def _stop_nodes(self, grace: float) -> None:
         for node in self.nodes:
-            node.terminate()
+            node.terminate()  # a paused node is resumed too, so it can act on the SIGTERM
         for node in self.nodes:
             node.wait_stopped(grace)
+            node.release()

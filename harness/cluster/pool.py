@@ -85,6 +85,10 @@ class ClusterPool:
             log.warning("a broker of %s died; starting a fresh cluster", spec.describe())
             self._stop(spec)
             cluster = None
+        if cluster is not None and not self._restored(cluster):
+            log.warning("a broker of %s could not be restored; starting afresh", spec.describe())
+            self._stop(spec)
+            cluster = None
         if cluster is None:
             while len(self._live) >= self.max_live:
                 self._stop(next(iter(self._live)))
@@ -107,6 +111,18 @@ class ClusterPool:
             self._stop(spec)
         if self._external is not None:
             self._external.stop()
+
+    @staticmethod
+    def _restored(cluster: NodeCluster) -> bool:
+        """Bring back nodes a run's faults left killed or paused; False if that failed."""
+        if not cluster.needs_restore():
+            return True
+        try:
+            cluster.restore()
+        except Exception as exc:  # Docker's errors too: any failure means a fresh cluster
+            log.warning("restoring %r failed: %s", cluster, exc)
+            return False
+        return True
 
     def _stop(self, spec: ClusterSpec) -> None:
         self._live.pop(spec).stop()

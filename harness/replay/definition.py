@@ -31,11 +31,13 @@ from .model import (
     toml_error,
 )
 from .scale import scale_definition
-from .steps import STEPS, TOPIC_ROLES
+from .steps import STEPS, TOPIC_ROLES, StepContext
 from .symptoms import SYMPTOMS
 
 #: What a profile may change.
 OVERRIDABLE = ("broker", "client", "producer", "app", "workloads")
+#: The most nodes a definition may ask for: each is a JVM (or container) of its own.
+MAX_BROKERS = 5
 
 
 class _Table:
@@ -152,7 +154,7 @@ def _workload(source: Path, where: str, data: Any) -> Workload:
         raise DefinitionError(source, where, f"bad parameters for {generator}: {exc}") from exc
 
 
-def _step(source: Path, index: int, data: Any, workloads: set[str]) -> Step:
+def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
     where = f"steps[{index}]"
     table = _Table(source, where, data)
     do = table.get("do", str)
@@ -168,7 +170,7 @@ def _step(source: Path, index: int, data: Any, workloads: set[str]) -> Step:
             raise DefinitionError(
                 source, f"{where}.{name}", f"must be one of {', '.join(spec.choices)}"
             )
-    problem = kind.validate(options, workloads) if kind.validate else None
+    problem = kind.validate(options, context) if kind.validate else None
     if problem:
         raise DefinitionError(source, f"{where}.{problem[0]}", problem[1])
     return Step(do, options)
@@ -244,6 +246,15 @@ def _drift(path: Path, table: dict[str, Any], symptoms: tuple[str, ...]) -> dict
     return drift
 
 
+def _brokers(path: Path, brokers: int) -> int:
+    """``brokers``: the size of the incident's cluster, every profile alike."""
+    if not 1 <= brokers <= MAX_BROKERS:
+        raise DefinitionError(
+            path, "brokers", f"{brokers} brokers cannot run here; allowed: 1 to {MAX_BROKERS}"
+        )
+    return brokers
+
+
 def load_incident(path: Path, scale: int = 1) -> Incident:
     """Read and check one definition file; ``scale`` multiplies its records (see ``scale``)."""
     known_symptoms = set(SYMPTOMS)
@@ -283,9 +294,10 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
             f"must define exactly {' and '.join(PROFILES)} (got {sorted(profiles_table.data)})",
         )
     profiles = {p: _profile(path, p, base, profiles_table.get(p, dict)) for p in PROFILES}
-    workload_names = set(profiles["vulnerable"].workloads)
+    brokers = _brokers(path, top.get("brokers", int, 1))
+    context = StepContext(set(profiles["vulnerable"].workloads), partitions, brokers)
     steps_data = top.get("steps", list)
-    steps = tuple(_step(path, i, s, workload_names) for i, s in enumerate(steps_data))
+    steps = tuple(_step(path, i, s, context) for i, s in enumerate(steps_data))
     conditions = tuple(
         parse_condition(path, f"conditions.{k}", k, v, known_symptoms)
         for k, v in top.get("conditions", dict, {}).items()
@@ -316,6 +328,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         profiles=profiles,
         source=path,
         seed=top.get("seed", int, 0),
+        brokers=brokers,
         symptoms=symptoms,
         drift=drift,
     )

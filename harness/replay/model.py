@@ -118,6 +118,8 @@ class Incident:
     profiles: Mapping[str, Profile]
     source: Path
     seed: int = 0
+    #: Nodes in the incident's cluster; its topics get a replication factor of up to 3.
+    brokers: int = 1
     symptoms: tuple[str, ...] = field(default=())  # every symptom reported, signature first
     #: How far each symptom may move between two setups before a comparison calls it drift
     #: (a relative change: 0.5 is 50 %); a symptom not named gets ``DEFAULT_DRIFT``.

@@ -169,7 +169,7 @@ def run_incident(
     incident: Incident,
     profile_name: str,
     *,
-    cluster_for: Callable[[Mapping[str, Any]], Cluster],
+    cluster_for: Callable[[Mapping[str, Any], int], Cluster],
     spark: Callable[[], SparkSession],
     run_dir: Path,
     options: RunOptions | None = None,
@@ -177,7 +177,8 @@ def run_incident(
 ) -> Outcome:
     """Replay ``incident`` under ``profile_name`` and judge it.
 
-    ``spark`` gives the checker's session when it is needed (not for a run that failed).
+    ``cluster_for(broker_config, brokers)`` gives the cluster; ``spark`` gives the checker's
+    session when it is needed (not for a run that failed).
     """
     options = options or RunOptions()
     run = _Run(incident, profile_name, options, RunHistory(run_dir), progress)
@@ -238,11 +239,12 @@ class _Run:
         self.outcome.stage_s[self.stage] = round(now - self.stage_started, 1)
         self.stage, self.stage_started = stage, now
 
-    def play(self, cluster_for: Callable[[Mapping[str, Any]], Cluster]) -> None:
+    def play(self, cluster_for: Callable[[Mapping[str, Any], int], Cluster]) -> None:
         incident, profile, history = self.incident, self.profile, self.history
-        self.cluster = cluster = cluster_for(profile.broker)
+        self.cluster = cluster = cluster_for(profile.broker, incident.brokers)
+        replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
         self.topics = topics = {
-            role: cluster.create_topic(f"{incident.name}-{role}", partitions)
+            role: cluster.create_topic(f"{incident.name}-{role}", partitions, replicas)
             for role, partitions in incident.topics.items()
             if partitions
         }

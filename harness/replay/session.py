@@ -46,8 +46,9 @@ class CatalogSession:
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
 
-    def cluster_for(self, broker_config: Mapping[str, Any]) -> Cluster:
-        spec = ClusterSpec.of(self.kafka_version, 1, broker_config, self.backend)
+    def cluster_for(self, broker_config: Mapping[str, Any], brokers: int = 1) -> Cluster:
+        """The pool's cluster of ``brokers`` nodes with this broker config."""
+        spec = ClusterSpec.of(self.kafka_version, brokers, broker_config, self.backend)
         return self.pool.get(spec, default=ClusterSpec.of(self.kafka_version, backend=self.backend))
 
     def run(

@@ -9,22 +9,26 @@ symptoms can look at what happened during a given step (the quiet period, the re
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import random
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.apps import Supervisor
 from harness.cluster import Cluster
-from harness.faults import add_partitions, kill_at_random
+from harness.faults import ROLES, BrokerFaultError, BrokerFaults, add_partitions, kill_at_random
 from harness.history import RunHistory, sample_lag
 from harness.history.consumer_offsets import group_reader
 from harness.workload import Workload, WorkloadProducer
 
 from .model import Profile, Step
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.2
 
@@ -49,7 +53,18 @@ class Stage:
     errors: list[BaseException] = field(default_factory=list)
     acks: int = 0
     paused: bool = False
+    #: Created by the first broker fault: the nodes it took down, restored at the end.
+    broker_faults: BrokerFaults | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def brokers(self) -> BrokerFaults:
+        """The run's broker faults (refused, saying why, on a cluster the harness does not run)."""
+        if self.broker_faults is None:
+            try:
+                self.broker_faults = BrokerFaults(self.cluster, self.topics, self.rng, self.stop)
+            except BrokerFaultError as exc:
+                raise StepFailed(str(exc)) from exc
+        return self.broker_faults
 
     def in_background(self, name: str, target: Callable[[], Any]) -> None:
         def guarded() -> None:
@@ -116,8 +131,17 @@ class Field:
     choices: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class StepContext:
+    """What a step's options are checked against: the rest of its definition."""
+
+    workloads: set[str]
+    partitions: Mapping[str, int] = field(default_factory=dict)  # topic role -> partitions
+    brokers: int = 1
+
+
 #: Checks a step's options against the rest of its definition: ``(field, problem)`` or None.
-Validator = Callable[[Mapping[str, Any], set[str]], tuple[str, str] | None]
+Validator = Callable[[Mapping[str, Any], StepContext], tuple[str, str] | None]
 Play = Callable[[Stage, Step], dict[str, Any]]
 
 
@@ -147,14 +171,14 @@ def step_kind(
     return register
 
 
-def _known_workload(options: Mapping[str, Any], workloads: set[str]) -> tuple[str, str] | None:
-    if options["workload"] not in workloads:
-        defined = ", ".join(sorted(workloads))
+def _known_workload(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    if options["workload"] not in context.workloads:
+        defined = ", ".join(sorted(context.workloads))
         return "workload", f"no workload {options['workload']!r}; defined: {defined}"
     return None
 
 
-def _gap(options: Mapping[str, Any], workloads: set[str]) -> tuple[str, str] | None:
+def _gap(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
     gap = options["gap_s"]
     if len(gap) != 2 or not all(isinstance(g, (int, float)) for g in gap) or gap[0] > gap[1]:
         return "gap_s", "must be [shortest, longest] seconds"
@@ -314,6 +338,126 @@ def _add_partitions(stage: Stage, step: Step) -> dict[str, Any]:
     return {"partitions": step["count"]}
 
 
+def _broker_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    """``role = "leader"`` needs a topic the incident has and one of its partitions."""
+    if options["role"] != "leader":
+        return None
+    topic, partition = options["topic"], options["partition"]
+    count = context.partitions.get(topic, 0)
+    if not count:
+        having = ", ".join(role for role, n in context.partitions.items() if n)
+        return "topic", f"the incident has no {topic} topic; allowed: {having}"
+    if not 0 <= partition < count:
+        return "partition", (
+            f"partition {partition} is not in the {topic} topic ({count} partitions); "
+            f"allowed: 0 to {count - 1}"
+        )
+    return None
+
+
+def _pause_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    if options["seconds"] <= 0:
+        return "seconds", f"must be more than 0, got {options['seconds']}"
+    return _broker_target(options, context)
+
+
+def _restart_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    if options["node"] is not None and options["node"] < 1:
+        return "node", f"node ids start at 1, got {options['node']}; allowed: 1 to brokers"
+    return None
+
+
+def _rolling(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    if options["between_s"] < 0:
+        return "between_s", f"must be 0 or more seconds, got {options['between_s']}"
+    return None
+
+
+@contextlib.contextmanager
+def _refused() -> Iterator[None]:
+    """A broker fault that could not be done fails its step, saying why."""
+    try:
+        yield
+    except (BrokerFaultError, ValueError) as exc:
+        raise StepFailed(str(exc)) from exc
+
+
+@step_kind(
+    "kill_broker",
+    _broker_target,
+    role=Field(str, "leader", ROLES),
+    topic=Field(str, "input", TOPIC_ROLES),
+    partition=Field(int, 0),
+    timeout_s=Field((int, float), 60.0),
+)
+def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
+    """SIGKILL one broker (a partition's leader, the controller or any); wait for a new leader."""
+    with _refused():
+        return stage.brokers().kill(
+            step["role"], step["topic"], step["partition"], step["timeout_s"]
+        )
+
+
+@step_kind(
+    "restart_broker",
+    _restart_target,
+    node=Field(int, None),
+    timeout_s=Field((int, float), 120.0),
+)
+def _restart_broker(stage: Stage, step: Step) -> dict[str, Any]:
+    """Start a killed broker again with its config and data; wait until it serves."""
+    with _refused():
+        return stage.brokers().restart(step["node"], step["timeout_s"])
+
+
+@step_kind(
+    "pause_broker",
+    _pause_target,
+    role=Field(str, "leader", ROLES),
+    topic=Field(str, "input", TOPIC_ROLES),
+    partition=Field(int, 0),
+    seconds=Field((int, float)),
+    background=Field(bool, False),
+)
+def _pause_broker(stage: Stage, step: Step) -> dict[str, Any]:
+    """Freeze one broker (SIGSTOP) for that long, then resume it (SIGCONT): a long GC pause."""
+    with _refused():
+        faults = stage.brokers()
+        node, found = faults.pause(step["role"], step["topic"], step["partition"])
+    if not step["background"]:
+        with _refused():
+            return {**found, **faults.hold(node, step["seconds"])}
+
+    def hold() -> None:
+        ended = faults.hold(node, step["seconds"])
+        stage.history.stream("steps").append(
+            {
+                "kind": "resumed",
+                "do": "pause_broker",
+                "label": None,
+                "started": found["paused"],
+                "ended": ended["resumed"],
+                **found,
+                **ended,
+            }
+        )
+
+    stage.in_background(f"pause-broker-{node}", hold)
+    return {**found, "background": True}
+
+
+@step_kind(
+    "rolling_restart",
+    _rolling,
+    between_s=Field((int, float), 0.0),
+    timeout_s=Field((int, float), 120.0),
+)
+def _rolling_restart(stage: Stage, step: Step) -> dict[str, Any]:
+    """Restart every broker in turn (SIGTERM, start, wait until it serves and is in sync)."""
+    with _refused():
+        return stage.brokers().rolling_restart(step["between_s"], step["timeout_s"])
+
+
 def run_steps(stage: Stage, steps: tuple[Step, ...], progress: Callable[[str], None]) -> None:
     """Do every step in order, recording each in the ``steps`` stream."""
     record = stage.history.stream("steps")
@@ -337,6 +481,32 @@ def run_steps(stage: Stage, steps: tuple[Step, ...], progress: Callable[[str], N
 
 
 def stop_background(stage: Stage, timeout: float = 30.0) -> None:
+    """Stop background steps, then bring back brokers the steps left killed or paused.
+
+    The checker then reads a whole cluster and the next run can reuse it; a broker that cannot
+    be brought back is logged (never raised: the apps must still be stopped), and the pool
+    discards that cluster.
+    """
     stage.stop.set()
     for thread in stage.background:
         thread.join(timeout)
+    if stage.broker_faults is None:
+        return
+    started = time.time()
+    try:
+        restored, error = stage.broker_faults.restore(), None
+    except Exception as exc:  # logged and recorded; the pool starts a fresh cluster instead
+        restored, error = [], f"{type(exc).__name__}: {exc}"
+        log.warning("could not restore the brokers after the steps: %s", error)
+    if restored or error:
+        stage.history.stream("steps").append(
+            {
+                "kind": "restore",
+                "do": "restore_brokers",
+                "label": None,
+                "started": started,
+                "ended": time.time(),
+                "nodes": restored,
+                "error": error,
+            }
+        )

@@ -1,0 +1,313 @@
+"""Broker faults: kill -9, restart, pause and rolling restarts of the nodes the harness runs.
+
+Faults act through the cluster room's node operations (:class:`NodeCluster`) on a real
+multi-broker KRaft cluster. Which node is hit is found the way an operator would: the leader of
+a partition from a real metadata request, the active controller from what the KRaft quorum
+itself logged, or any node chosen with the run's seeded random source. Every fault returns what
+it did (when, to which node) and the leaders of the run's partitions before and after, so the
+run history shows leadership move.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ClusterMetadata
+
+from harness.cluster import Cluster
+from harness.cluster.nodes import NODE_REQUEST_TIMEOUT_S, RESTART_GRACE_S, NodeCluster
+
+log = logging.getLogger(__name__)
+
+#: How a fault names its node: a partition's leader, the active controller, or any node.
+ROLES = ("leader", "controller", "any")
+FIND_TIMEOUT_S = 30.0
+POLL_S = 0.2
+
+#: KRaft's own record of every quorum state change, one line per change in each node's log:
+#: ``Completed transition to Leader(... epoch=5 ...) from ...`` or
+#: ``Completed transition to FollowerState(... epoch=5, leader=2 ...) from ...``.
+_TRANSITION = re.compile(r"Completed transition to (\w+)\((.*)\) from ")
+_EPOCH = re.compile(r"\bepoch=(\d+)")
+_LEADER_ID = re.compile(r"\bleader=(\d+)")
+
+
+class BrokerFaultError(RuntimeError):
+    """A broker fault could not be done as asked (no such node, no leader, no quorum)."""
+
+
+def node_cluster(cluster: Cluster) -> NodeCluster:
+    """The cluster as one whose nodes the harness runs; refuses others, saying why."""
+    if not isinstance(cluster, NodeCluster):
+        raise BrokerFaultError(
+            f"broker faults need brokers the harness runs (embedded or container backend); "
+            f"{type(cluster).__name__} at {cluster.bootstrap_servers} is not one of them"
+        )
+    return cluster
+
+
+def cluster_metadata(cluster: NodeCluster, timeout: float = FIND_TIMEOUT_S) -> ClusterMetadata:
+    """A metadata answer from a node that is running and not paused.
+
+    Each try asks one node through a client that knows only that node, so a paused node (its
+    sockets open, nobody answering) cannot hold the request up.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        for node_id in cluster.running_ids():
+            port = cluster.node(node_id).port
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+            try:
+                return admin.list_topics(timeout=NODE_REQUEST_TIMEOUT_S)
+            except KafkaException:
+                continue
+        if time.monotonic() > deadline:
+            raise BrokerFaultError(
+                f"no running broker answered a metadata request within {timeout:.0f}s "
+                f"(running: {cluster.running_ids()})"
+            )
+        time.sleep(POLL_S)
+
+
+def partition_leaders(cluster: NodeCluster, topics: Mapping[str, str]) -> dict[str, int]:
+    """``role/partition`` -> leader's node id (-1: no leader) for the run's topics."""
+    metadata = cluster_metadata(cluster)
+    leaders: dict[str, int] = {}
+    for role, name in topics.items():
+        topic = metadata.topics.get(name)
+        if topic is None:
+            continue
+        for partition in sorted(topic.partitions):
+            leaders[f"{role}/{partition}"] = topic.partitions[partition].leader
+    return leaders
+
+
+def partitions_in_sync(cluster: NodeCluster, topics: Mapping[str, str]) -> bool:
+    """Whether every partition of the run's topics has every replica in sync."""
+    metadata = cluster_metadata(cluster)
+    for name in topics.values():
+        topic = metadata.topics.get(name)
+        if topic is None:
+            continue
+        for partition in topic.partitions.values():
+            if set(partition.isrs) != set(partition.replicas) or partition.leader < 0:
+                return False
+    return True
+
+
+def controller_from_logs(logs: Iterable[tuple[int, str]]) -> int | None:
+    """The KRaft quorum leader the nodes' own logs show, or None while an election runs.
+
+    The newest epoch any node reached decides: its leader is the node that logged becoming
+    ``Leader`` in it, or the ``leader=`` a follower logged for it. Metadata answers cannot say
+    this: in KRaft they name a random broker as "controller".
+    """
+    newest = -1
+    leaders: dict[int, int] = {}
+    for node_id, text in logs:
+        for match in _TRANSITION.finditer(text):
+            state, detail = match.group(1), match.group(2)
+            epoch_match = _EPOCH.search(detail)
+            if epoch_match is None:
+                continue
+            epoch = int(epoch_match.group(1))
+            newest = max(newest, epoch)
+            if state in ("Leader", "LeaderState"):
+                leaders[epoch] = node_id
+            elif state.startswith("Follower") and (found := _LEADER_ID.search(detail)):
+                leaders.setdefault(epoch, int(found.group(1)))
+    return leaders.get(newest)
+
+
+def active_controller(cluster: NodeCluster, timeout: float = FIND_TIMEOUT_S) -> int:
+    """The active controller's node id, waiting out an election under way."""
+    deadline = time.monotonic() + timeout
+    while True:
+        leader = controller_from_logs((n.node_id, n.log_text()) for n in cluster.nodes)
+        if leader is not None:
+            return leader
+        if time.monotonic() > deadline:
+            raise BrokerFaultError(f"no KRaft quorum leader in the brokers' logs after {timeout}s")
+        time.sleep(POLL_S)
+
+
+def find_node(
+    cluster: NodeCluster,
+    role: str,
+    rng: random.Random,
+    topics: Mapping[str, str],
+    topic: str = "input",
+    partition: int = 0,
+) -> int:
+    """The node id that ``role`` names now (see :data:`ROLES`)."""
+    if role == "controller":
+        return active_controller(cluster)
+    if role == "any":
+        running = sorted(cluster.running_ids())
+        if not running:
+            raise BrokerFaultError("no broker is running to choose from")
+        return rng.choice(running)
+    if role != "leader":
+        raise BrokerFaultError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+    if topic not in topics:
+        raise BrokerFaultError(f"this run has no {topic} topic; it has {', '.join(topics)}")
+    leader = partition_leaders(cluster, {topic: topics[topic]}).get(f"{topic}/{partition}")
+    if leader is None:
+        raise BrokerFaultError(f"the {topic} topic has no partition {partition}")
+    if leader < 0:
+        raise BrokerFaultError(f"partition {partition} of the {topic} topic has no leader now")
+    return leader
+
+
+class BrokerFaults:
+    """The broker faults of one run: what it took down, to restart and restore at the end."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        topics: Mapping[str, str],
+        rng: random.Random,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.cluster = node_cluster(cluster)
+        self.topics = dict(topics)
+        self.rng = rng
+        self.stop = stop or threading.Event()
+        #: Nodes this run killed or stopped and has not restarted, the latest last.
+        self.down: list[int] = []
+
+    def leaders(self) -> dict[str, int]:
+        return partition_leaders(self.cluster, self.topics)
+
+    def kill(
+        self, role: str, topic: str = "input", partition: int = 0, timeout: float = 60.0
+    ) -> dict[str, Any]:
+        """SIGKILL the node ``role`` names; wait until Kafka moves leadership off it."""
+        node = find_node(self.cluster, role, self.rng, self.topics, topic, partition)
+        before = self.leaders()
+        controller = active_controller(self.cluster) if role == "controller" else None
+        killed = time.time()
+        self.cluster.kill_node(node)
+        self.down.append(node)
+        moved = self._until(lambda: node not in self.leaders().values(), timeout)
+        found: dict[str, Any] = {
+            "node": node,
+            "killed": killed,
+            "leaders_before": before,
+            "leaders_after": self.leaders(),
+            "leadership_moved_s": round(time.time() - killed, 2) if moved else None,
+        }
+        if controller is not None:
+            found["controller_before"] = controller
+            found["controller_after"] = self._new_controller(controller, timeout)
+        return found
+
+    def restart(self, node: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
+        """Start a node this run took down (the latest by default); wait until it serves."""
+        if node is None:
+            if not self.down:
+                raise BrokerFaultError("no broker was killed or stopped earlier in this run")
+            node = self.down[-1]
+        if self.cluster.node(node).alive():
+            raise BrokerFaultError(f"broker {node} is running; there is nothing to restart")
+        before = self.leaders()
+        started = time.time()
+        self.cluster.start_node(node, timeout)
+        if node in self.down:
+            self.down.remove(node)
+        return {
+            "node": node,
+            "restarted": started,
+            "serving_s": round(time.time() - started, 2),
+            "leaders_before": before,
+            "leaders_after": self.leaders(),
+        }
+
+    def pause(
+        self, role: str, topic: str = "input", partition: int = 0
+    ) -> tuple[int, dict[str, Any]]:
+        """SIGSTOP the node ``role`` names; :meth:`resume` must follow (see :meth:`hold`)."""
+        node = find_node(self.cluster, role, self.rng, self.topics, topic, partition)
+        before = self.leaders()
+        paused = time.time()
+        self.cluster.pause_node(node)
+        return node, {"node": node, "paused": paused, "leaders_before": before}
+
+    def hold(self, node: int, seconds: float) -> dict[str, Any]:
+        """Keep ``node`` paused for ``seconds`` (less if the run stops), then resume it."""
+        try:
+            self.stop.wait(seconds)
+            during = self.leaders()
+        finally:
+            self.cluster.resume_node(node)
+        resumed = time.time()
+        return {"resumed": resumed, "leaders_paused": during, "leaders_after": self.leaders()}
+
+    def rolling_restart(self, between_s: float = 0.0, timeout: float = 120.0) -> dict[str, Any]:
+        """SIGTERM each node in turn, start it again, wait until it serves and is in sync.
+
+        The active controller goes last, as operators do, so the quorum elects once.
+        """
+        down = [n.node_id for n in self.cluster.nodes if not n.alive() or n.paused]
+        if down:
+            raise BrokerFaultError(
+                f"a rolling restart needs every broker running; {down} are not "
+                "(restart_broker first)"
+            )
+        before = self.leaders()
+        controller = active_controller(self.cluster)
+        order = sorted(n.node_id for n in self.cluster.nodes if n.node_id != controller)
+        nodes = []
+        for position, node in enumerate([*order, controller]):
+            if position and self.stop.wait(between_s):
+                break
+            stopped = time.time()
+            self.cluster.stop_node(node, RESTART_GRACE_S)
+            self.cluster.start_node(node, timeout)
+            serving = time.time()
+            in_sync = self._until(lambda: partitions_in_sync(self.cluster, self.topics), timeout)
+            nodes.append(
+                {
+                    "node": node,
+                    "stopped": stopped,
+                    "serving_s": round(serving - stopped, 2),
+                    "in_sync": in_sync,
+                }
+            )
+            if not in_sync:
+                raise BrokerFaultError(
+                    f"after restarting broker {node}, the run's partitions were not all in sync "
+                    f"within {timeout:.0f}s; stopping the rolling restart there"
+                )
+        return {"nodes": nodes, "leaders_before": before, "leaders_after": self.leaders()}
+
+    def restore(self) -> list[int]:
+        """Resume and restart whatever the run left down, so the cluster can be reused."""
+        restored = self.cluster.restore()
+        self.down.clear()
+        return restored
+
+    def _new_controller(self, old: int, timeout: float) -> int | None:
+        found: list[int] = []
+
+        def elected() -> bool:
+            leader = controller_from_logs((n.node_id, n.log_text()) for n in self.cluster.nodes)
+            if leader is not None and leader != old:
+                found.append(leader)
+            return bool(found)
+
+        return found[-1] if self._until(elected, timeout) else None
+
+    def _until(self, condition: Any, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline or self.stop.wait(POLL_S):
+                return False
+        return True

@@ -1,0 +1,407 @@
+"""Broker faults on a real 3-node KRaft cluster: kill -9, restart, pause, the quorum leader.
+
+One embedded cluster serves the module (RF 3, ``min.insync.replicas = 2``); every test leaves it
+with all three nodes running, which the fixture checks after each test. The controller is
+cross-checked with Kafka's own DescribeQuorum (the Java Admin client on the broker's classpath),
+a source independent of the logs the harness reads. The last test replays a small incident
+with ``brokers = 3`` through the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+from harness.cluster import Cluster
+from harness.cluster.artifacts import kafka_classpath
+from harness.cluster.embedded import java_command
+from harness.cluster.pool import ClusterPool, ClusterSpec
+from harness.faults.brokers import (
+    BrokerFaults,
+    active_controller,
+    controller_from_logs,
+    find_node,
+    partition_leaders,
+)
+from harness.history import read_stream
+from harness.replay.definition import load_incident
+from harness.replay.model import DefinitionError
+from harness.replay.runner import RunOptions, run_incident
+from tests.kafka_helpers import produce_acked
+
+BROKER_CONFIG = {"min.insync.replicas": 2}
+TIMEOUT_S = 120.0
+
+#: Kafka's own answer to "who leads the quorum" (KIP-836, Admin.describeMetadataQuorum).
+DESCRIBE_QUORUM = """
+import java.util.Properties;
+import org.apache.kafka.clients.admin.Admin;
+
+public class DescribeQuorum {
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", args[0]);
+        try (Admin admin = Admin.create(props)) {
+            int leader = admin.describeMetadataQuorum().quorumInfo().get().leaderId();
+            System.out.println("quorum-leader=" + leader);
+        }
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterPool]:
+    pool = ClusterPool(tmp_path_factory.mktemp("brokers"))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="module")
+def spec() -> ClusterSpec:
+    return ClusterSpec.of(brokers=3, broker_config=BROKER_CONFIG)
+
+
+@pytest.fixture
+def cluster(pool: ClusterPool, spec: ClusterSpec) -> Iterator[Cluster]:
+    """The module's cluster; after each test every node must run again (the pool reuses it)."""
+    cluster = pool.get(spec)
+    yield cluster
+    assert not cluster.needs_restore(), "a test left a broker down or paused"  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def topic(cluster: Cluster) -> Iterator[str]:
+    name = cluster.create_topic("faults", 3, 3)
+    yield name
+    cluster.delete_topics([name])
+
+
+def leader_of(cluster: Cluster, topic: str, partition: int = 0) -> int:
+    return partition_leaders(cluster, {"t": topic})[f"t/{partition}"]  # type: ignore[arg-type]
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout}s"
+        time.sleep(0.2)
+
+
+def answers(port: int, timeout: float) -> bool:
+    """Whether the node on ``port`` itself answers a metadata request within ``timeout``."""
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+    try:
+        admin.list_topics(timeout=timeout)
+    except KafkaException:
+        return False
+    return True
+
+
+def test_killing_the_leader_moves_leadership_and_acks_all_still_succeeds(
+    cluster: Cluster, topic: str
+) -> None:
+    faults = BrokerFaults(cluster, {"input": topic}, random.Random(1))
+    before = leader_of(cluster, topic)
+    found = faults.kill("leader", "input", 0, timeout=TIMEOUT_S)
+    try:
+        assert found["node"] == before
+        assert found["leaders_before"]["input/0"] == before
+        after = found["leaders_after"]["input/0"]
+        assert after not in (before, -1), found
+        assert found["leadership_moved_s"] is not None
+        assert leader_of(cluster, topic) == after  # metadata shows it, not just the record
+        assert not cluster.node(before).alive()  # type: ignore[attr-defined]
+        cluster.check_alive()  # a deliberate kill is no crash
+        acked = produce_acked(cluster, topic, [(f"k{i}", "v") for i in range(50)], acks="all")
+        assert len(acked) == 50  # two of three replicas in sync satisfy min.insync.replicas
+    finally:
+        restarted = faults.restart(timeout=TIMEOUT_S)
+    assert restarted["node"] == before
+    assert len(cluster.admin().list_topics(timeout=30).brokers) == 3
+    assert cluster.brokers_seen_by(before) == {1, 2, 3}  # type: ignore[attr-defined]
+
+
+def test_a_paused_broker_does_not_answer_until_it_is_resumed(cluster: Cluster) -> None:
+    node = cluster.nodes[1]  # type: ignore[attr-defined]
+    cluster.pause_node(node.node_id)  # type: ignore[attr-defined]
+    try:
+        assert node.alive() and node.paused
+        assert not answers(node.port, timeout=3.0), "a SIGSTOPped broker answered"
+        assert node.node_id not in cluster.running_ids()  # type: ignore[attr-defined]
+    finally:
+        cluster.resume_node(node.node_id)  # type: ignore[attr-defined]
+    wait_for(lambda: answers(node.port, timeout=3.0), "the resumed broker answering")
+    cluster.wait_serving(node.node_id, TIMEOUT_S)  # type: ignore[attr-defined]
+
+
+def test_the_controller_role_finds_the_quorum_leader_kafka_reports(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    found = find_node(cluster, "controller", random.Random(0), {})  # type: ignore[arg-type]
+    source = tmp_path / "DescribeQuorum.java"
+    source.write_text(DESCRIBE_QUORUM)
+    java = java_command(kafka_classpath(cluster.version))  # type: ignore[arg-type]
+    answer = subprocess.run(
+        [*java, str(source), cluster.bootstrap_servers],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    (leader,) = re.findall(r"^quorum-leader=(\d+)$", answer.stdout, re.M)
+    assert int(leader) == found
+    assert active_controller(cluster) == found  # type: ignore[arg-type]
+
+
+def test_the_controller_is_read_from_the_newest_epoch_of_the_quorum_logs() -> None:
+    line = "INFO [RaftManager id={n}] Completed transition to {state}(epoch={e}{extra}) from X()"
+    logs = [
+        (1, line.format(n=1, state="Leader", e=1, extra="") + "\n"),
+        (2, line.format(n=2, state="FollowerState", e=1, extra=", leader=1") + "\n"),
+        (3, line.format(n=3, state="CandidateState", e=2, extra="")),
+    ]
+    assert controller_from_logs(logs) is None  # an election is under way
+    logs.append((3, line.format(n=3, state="Leader", e=2, extra="")))
+    assert controller_from_logs(logs) == 3
+
+
+def test_any_node_is_chosen_with_the_seeded_random_source(cluster: Cluster) -> None:
+    def choose(seed: int) -> int:
+        return find_node(cluster, "any", random.Random(seed), {})  # type: ignore[arg-type]
+
+    assert choose(7) == choose(7)
+    assert {choose(seed) for seed in range(20)} == {1, 2, 3}
+
+
+def test_a_pause_step_holds_the_leader_then_resumes_it(cluster: Cluster, topic: str) -> None:
+    faults = BrokerFaults(cluster, {"input": topic}, random.Random(2))
+    node, found = faults.pause("leader", "input", 1)
+    assert found["leaders_before"]["input/1"] == node
+    assert node not in cluster.running_ids()  # type: ignore[attr-defined]
+    ended = faults.hold(node, 1.0)
+    assert ended["resumed"] > found["paused"]
+    assert node in cluster.running_ids()  # type: ignore[attr-defined]
+    cluster.wait_serving(node, TIMEOUT_S)  # type: ignore[attr-defined]
+
+
+def test_a_rolling_restart_restarts_every_node_controller_last(
+    cluster: Cluster, topic: str
+) -> None:
+    controller = active_controller(cluster)  # type: ignore[arg-type]
+    pids = {n.node_id: n.process.pid for n in cluster.nodes}  # type: ignore[attr-defined]
+    found = BrokerFaults(cluster, {"input": topic}, random.Random(3)).rolling_restart(
+        between_s=0.5, timeout=TIMEOUT_S
+    )
+    order = [entry["node"] for entry in found["nodes"]]
+    assert sorted(order) == [1, 2, 3] and order[-1] == controller
+    assert all(entry["in_sync"] for entry in found["nodes"])
+    assert all(n.process.pid != pids[n.node_id] for n in cluster.nodes)  # type: ignore[attr-defined]
+    assert set(found["leaders_after"]) == {"input/0", "input/1", "input/2"}
+    assert len(cluster.admin().list_topics(timeout=30).brokers) == 3
+
+
+def test_restore_brings_back_a_killed_and_a_paused_node(cluster: Cluster) -> None:
+    cluster.kill_node(3)  # type: ignore[attr-defined]
+    cluster.pause_node(2)  # type: ignore[attr-defined]
+    assert cluster.needs_restore()  # type: ignore[attr-defined]
+    assert sorted(cluster.restore(TIMEOUT_S)) == [2, 3]  # type: ignore[attr-defined]
+    assert cluster.running_ids() == [1, 2, 3]  # type: ignore[attr-defined]
+
+
+# --- definitions ----------------------------------------------------------------------------
+
+INCIDENT = """
+name = "{name}"
+title = "the input partition's leader is killed mid-produce and comes back"
+post = "ours"
+guarantee = "at-least-once"
+seed = 5
+time_scale = "400 records at 100 a second; the kill lands after 100 acks"
+{brokers}
+
+[topics]
+input = 2
+output = 2
+
+[broker]
+"min.insync.replicas" = 2
+
+[app]
+command = "{{python}} -m incidents.apps.batch_forwarder"
+
+[workloads.stream]
+generator = "student_onboarding"
+count = 400
+students = 40
+rate = 100.0
+
+[[steps]]
+do = "start_apps"
+
+[[steps]]
+do = "produce"
+workload = "stream"
+background = true
+
+[[steps]]
+do = "wait_acks"
+count = 100
+
+[[steps]]
+{kill}
+
+[[steps]]
+do = "restart_broker"
+
+[[steps]]
+do = "drain"
+budget_s = 90
+
+[signature]
+backlog_drained = "== false"
+
+[profiles.vulnerable]
+description = "v"
+
+[profiles.remediated]
+description = "r"
+"""
+
+KILL = 'do = "kill_broker"\nrole = "leader"\ntopic = "input"\npartition = 1'
+
+
+def write(tmp_path: Path, name: str, brokers: str = "brokers = 3", kill: str = KILL) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(INCIDENT.format(name=name, brokers=brokers, kill=kill))
+    return path
+
+
+def refusal(path: Path) -> DefinitionError:
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(path)
+    return caught.value
+
+
+def test_a_definition_asks_for_a_cluster_size(tmp_path: Path) -> None:
+    assert load_incident(write(tmp_path, "three")).brokers == 3
+    assert load_incident(write(tmp_path, "one", brokers="")).brokers == 1
+    error = refusal(write(tmp_path, "none", brokers="brokers = 0"))
+    assert (error.where, error.problem) == ("brokers", "0 brokers cannot run here; allowed: 1 to 5")
+    assert str(error).startswith(f"{tmp_path / 'none.toml'}: brokers: ")
+    error = refusal(write(tmp_path, "text", brokers='brokers = "3"'))
+    assert error.where == "brokers" and "must be an integer" in error.problem
+
+
+@pytest.mark.parametrize(
+    ("kill", "where", "problem"),
+    [
+        (
+            'do = "kill_broker"\nrole = "follower"',
+            "steps[3].role",
+            "must be one of leader, controller, any",
+        ),
+        (
+            'do = "kill_broker"\npartition = 2',
+            "steps[3].partition",
+            "partition 2 is not in the input topic (2 partitions); allowed: 0 to 1",
+        ),
+        (
+            'do = "pause_broker"\ntopic = "side_effects"\nseconds = 2',
+            "steps[3].topic",
+            "the incident has no side_effects topic; allowed: input, output",
+        ),
+        ('do = "pause_broker"\nseconds = 0', "steps[3].seconds", "must be more than 0, got 0"),
+        (
+            'do = "pause_broker"',
+            "steps[3].seconds",
+            "is required",
+        ),
+    ],
+)
+def test_broker_steps_refuse_what_cannot_be_done(
+    tmp_path: Path, kill: str, where: str, problem: str
+) -> None:
+    error = refusal(write(tmp_path, "bad", kill=kill))
+    assert (error.where, error.problem) == (where, problem)
+
+
+def test_the_engine_kills_the_input_leader_mid_produce_and_restarts_it(
+    tmp_path: Path, pool: ClusterPool, spark: SparkSession
+) -> None:
+    incident = load_incident(write(tmp_path, "leader-killed"))
+    asked: list[tuple[Mapping[str, object], int]] = []
+
+    def cluster_for(broker_config: Mapping[str, object], brokers: int = 1) -> Cluster:
+        asked.append((dict(broker_config), brokers))
+        return pool.get(ClusterSpec.of(brokers=brokers, broker_config=broker_config))
+
+    outcome = run_incident(
+        incident,
+        "vulnerable",
+        cluster_for=cluster_for,
+        spark=lambda: spark,
+        run_dir=tmp_path / "run",
+        options=RunOptions(),
+    )
+    assert outcome.failed_stage is None, outcome.explain()
+    assert asked == [({"min.insync.replicas": 2}, 3)]
+    steps = read_stream(tmp_path / "run" / "events" / "steps.jsonl")
+    kill, restart = (s for s in steps if s["do"] in ("kill_broker", "restart_broker"))
+    assert kill["leaders_before"]["input/1"] == kill["node"]
+    assert kill["leaders_after"]["input/1"] not in (kill["node"], -1)
+    assert set(kill["leaders_before"]) == {"input/0", "input/1", "output/0", "output/1"}
+    assert restart["node"] == kill["node"]
+    assert kill["node"] not in restart["leaders_before"].values()
+    assert outcome.verdict in ("exactly-once", "at-least-once"), json.dumps(outcome.to_json())
+    cluster = pool.get(ClusterSpec.of(brokers=3, broker_config=BROKER_CONFIG))
+    assert cluster.running_ids() == [1, 2, 3]  # type: ignore[attr-defined]
+
+
+def test_broker_steps_refuse_a_node_the_cluster_does_not_have(
+    tmp_path: Path, pool: ClusterPool, spark: SparkSession
+) -> None:
+    kill = 'do = "restart_broker"\nnode = 4'
+    incident = load_incident(write(tmp_path, "no-such-node", kill=kill))
+    outcome = run_incident(
+        incident,
+        "vulnerable",
+        cluster_for=lambda config, brokers=1: pool.get(
+            ClusterSpec.of(brokers=brokers, broker_config=config)
+        ),
+        spark=lambda: spark,
+        run_dir=tmp_path / "run",
+    )
+    assert outcome.failed_stage == "steps"
+    assert outcome.error is not None and "no broker 4 in this cluster" in outcome.error
+
+
+@pytest.mark.parametrize("kafka_backend", ["container"])
+def test_container_nodes_are_killed_restarted_and_paused_the_same_way(
+    kafka_cluster_factory: Callable[..., Cluster],
+) -> None:
+    """``docker kill -s SIGKILL``, ``docker start``, ``docker pause`` and ``unpause``."""
+    cluster = kafka_cluster_factory(brokers=3, broker_config=BROKER_CONFIG).start()  # type: ignore[attr-defined]
+    topic = cluster.create_topic("faults", 2, 3)
+    faults = BrokerFaults(cluster, {"input": topic}, random.Random(4))
+    killed = faults.kill("leader", "input", 0, timeout=TIMEOUT_S)
+    assert killed["leaders_after"]["input/0"] not in (killed["node"], -1)
+    produce_acked(cluster, topic, [("k", "v")], acks="all")
+    assert faults.restart(timeout=TIMEOUT_S)["node"] == killed["node"]
+    node, _ = faults.pause("any")
+    assert not answers(cluster.node(node).port, timeout=3.0)
+    faults.hold(node, 0.1)
+    cluster.wait_serving(node, TIMEOUT_S)
+    assert cluster.running_ids() == [1, 2, 3]

@@ -1,11 +1,14 @@
 """The workload producer against Kafka's own ``kafka-producer-perf-test``, on the same broker.
 
 For 1KB and ~800KB records, each producer sends to a fresh one-partition topic with
-``acks=all`` and ``linger.ms=5``; runs alternate between the two so drift on a shared machine
-hits both. Reported: records/s and MB/s (10^6 bytes of value), median of ``--runs``, and the
-ratio of the medians. The workload producer's time includes generating each record (Faker
-documents, JSON, identity), as it does in an incident; the perf test sends random bytes it
-made up front.
+``acks=all`` and ``linger.ms=5``; runs alternate between the producers so drift on a shared
+machine hits all of them. Reported: records/s and MB/s (10^6 bytes of value), median of
+``--runs``, and the ratio of the medians. The workload producer's time includes generating
+each record (Faker documents, JSON, identity), as it does in an incident; the perf test sends
+random bytes it made up front. The workload producer runs twice per round: bare (nobody
+listens to its acks; this gives the ratio) and writing every ack to a run history's
+``produce`` stream, as an incident does. Each client keeps its own batching defaults
+(librdkafka batches up to 1MB, Java's ``batch.size`` is 16KB), as when nobody tunes them.
 """
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ import functools
 import re
 import statistics
 import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
 from harness.cluster import EmbeddedCluster, choose_version
 from harness.cluster.artifacts import LOG4J_VERSION, Artifact, resolve_classpath
 from harness.cluster.jvm import find_java
+from harness.history import RunHistory
 from harness.workload import WorkloadProducer, deal_flood, quiet_events
 
 CASES = {  # name: (record bytes, records per run)
@@ -54,20 +61,39 @@ def run_perf_test(classpath: list[str], bootstrap: str, topic: str, size: int, c
     return float(matches[-1][1])
 
 
-def run_workload_producer(bootstrap: str, topic: str, size: int, count: int) -> float:
+def run_workload_producer(
+    bootstrap: str, topic: str, size: int, count: int, record_acks: bool = False
+) -> float:
+    """Records/s of the workload producer; with ``record_acks``, acks go to a run history."""
     if size >= 100_000:
         workload = deal_flood(deals=1, runs=1, run_length=(count, count), target_bytes=size)
     else:
         workload = quiet_events(count=count, keys=50, size_bytes=size, rate=None)
-    stats = WorkloadProducer(bootstrap, topic, config={"linger.ms": 5}).run(workload)
+    with tempfile.TemporaryDirectory(prefix="bench-history-") as directory:
+        history = RunHistory(Path(directory)) if record_acks else None
+        on_event = history.stream("produce") if history else None
+        try:
+            stats = WorkloadProducer(bootstrap, topic, on_event, config={"linger.ms": 5}).run(
+                workload
+            )
+        finally:
+            if on_event is not None:
+                on_event.close()
     if stats.acked != count:
         raise RuntimeError(f"only {stats.acked} of {count} records acknowledged")
     return stats.records_per_s
 
 
+Producer = Callable[[str, str, int, int], float]
+
+
 def run(args: argparse.Namespace) -> None:
     version = choose_version(args.kafka_version)
-    perf_test = functools.partial(run_perf_test, perf_test_classpath(PERF_TEST_VERSION))
+    producers: dict[str, Producer] = {
+        "workload": run_workload_producer,
+        "workload+history": functools.partial(run_workload_producer, record_acks=True),
+        "perf-test": functools.partial(run_perf_test, perf_test_classpath(PERF_TEST_VERSION)),
+    }
     overrides = {"message.max.bytes": 2_000_000}
     with EmbeddedCluster(version, broker_config_overrides=overrides) as cluster:
         print(
@@ -75,20 +101,24 @@ def run(args: argparse.Namespace) -> None:
             f" (perf test from kafka-tools {PERF_TEST_VERSION})"
         )
         for name, (size, count) in CASES.items():
-            results: dict[str, list[float]] = {"workload": [], "perf-test": []}
-            producers = (("workload", run_workload_producer), ("perf-test", perf_test))
+            results: dict[str, list[float]] = {label: [] for label in producers}
             for _ in range(args.runs):
-                for label, produce in producers:
+                for label, produce in producers.items():
                     topic = cluster.create_topic(f"bench-{name}")
                     results[label].append(produce(cluster.bootstrap_servers, topic, size, count))
                     cluster.delete_topics([topic])
-            _report(name, size, results["workload"], results["perf-test"])
+            _report(name, size, results)
 
 
-def _report(name: str, size: int, ours: list[float], theirs: list[float]) -> None:
-    mine, kafkas = statistics.median(ours), statistics.median(theirs)
+def _report(name: str, size: int, results: dict[str, list[float]]) -> None:
+    medians = {label: statistics.median(rates) for label, rates in results.items()}
+    kafkas = medians["perf-test"]
     print(f"  {name} records ({size} bytes)")
-    for label, rate in (("workload producer (confluent-kafka)", mine),
-                        ("kafka-producer-perf-test (Java)", kafkas)):  # fmt: skip
-        print(f"    {label:<37} {rate:10.0f} rec/s {rate * size / 1e6:8.1f} MB/s")
-    print(f"    {'ratio workload / perf-test':<37} {mine / kafkas:10.2f}")
+    for label, title in (("workload", "workload producer (confluent-kafka)"),
+                         ("workload+history", "  the same, recording every ack"),
+                         ("perf-test", "kafka-producer-perf-test (Java)")):  # fmt: skip
+        rate = medians[label]
+        print(f"    {title:<37} {rate:10.0f} rec/s {rate * size / 1e6:8.1f} MB/s")
+    for label, title in (("workload", "ratio workload / perf-test"),
+                         ("workload+history", "ratio recording acks / perf-test")):  # fmt: skip
+        print(f"    {title:<37} {medians[label] / kafkas:10.2f}")

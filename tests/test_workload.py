@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from itertools import groupby
+import random
+import uuid
+from datetime import date, datetime
+from itertools import groupby, pairwise
 
 import pytest
 
@@ -19,6 +22,7 @@ from harness.workload import (
     quiet_then_wake,
     student_onboarding,
 )
+from harness.workload.records import Stamper
 
 WORKLOADS = {
     "students": lambda seed: student_onboarding(count=200, students=20, skew=1.2, seed=seed),
@@ -50,6 +54,69 @@ def test_every_record_carries_its_identity(name: str) -> None:
             record.seq,
         )
         assert record.headers == [("event_id", record.event_id.encode())]
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_values_are_what_json_dumps_would_write(name: str) -> None:
+    # values are assembled from text for speed; they must stay byte-for-byte canonical JSON
+    for record in WORKLOADS[name](4).records():
+        assert json.dumps(json.loads(record.value), separators=(",", ":")).encode() == record.value
+        assert str(uuid.UUID(record.event_id)) == record.event_id
+        assert uuid.UUID(record.event_id).version == 4
+
+
+def test_event_ids_are_the_uuids_of_the_seeded_bits() -> None:
+    stamper, bits = Stamper(random.Random(9)), random.Random(9)
+    for _ in range(1000):
+        expected = str(uuid.UUID(int=bits.getrandbits(128), version=4))
+        assert stamper.stamp("k", {"n": 1}).event_id == expected
+
+
+def test_a_body_cannot_overwrite_the_identity() -> None:
+    with pytest.raises(ValueError, match="event_id"):
+        Stamper(random.Random(1)).stamp("k", {"seq": 7})
+
+
+def test_small_events_are_varied_and_move_forward_in_time() -> None:
+    values = [json.loads(r.value) for r in quiet_events(count=2000, keys=50, seed=6).records()]
+    for field in ("account", "amount_cents", "currency"):
+        assert len({v[field] for v in values}) > 50, field
+    times = [datetime.fromisoformat(v["at"]) for v in values]
+    assert times == sorted(times) and len(set(times)) == len(times)
+
+
+def test_the_silence_shows_in_the_event_times() -> None:
+    steps = list(quiet_then_wake(before=3, idle_s=600, after=3, seed=2).records())
+    at = [datetime.fromisoformat(json.loads(r.value)["at"]) for r in steps]
+    assert (at[3] - at[2]).total_seconds() >= 600 > (at[2] - at[0]).total_seconds()
+
+
+def test_students_are_16_to_30_when_their_events_happen() -> None:
+    for record in student_onboarding(count=100, students=30, seed=8).records():
+        value = json.loads(record.value)
+        born = date.fromisoformat(value["student"]["date_of_birth"])
+        age_days = (datetime.fromisoformat(value["at"]).date() - born).days
+        assert 16 * 365 <= age_days <= 31 * 365
+
+
+def test_each_deal_copy_changes_one_option_and_the_revision() -> None:
+    records = list(deal_flood(deals=1, runs=1, run_length=(20, 20), seed=3).records())
+    deals = [json.loads(r.value)["deal"] for r in records]
+    for before, after in pairwise(deals):
+        assert after["revision"] == before["revision"] + 1
+        changed = [
+            n
+            for n, (a, b) in enumerate(zip(before["options"], after["options"], strict=True))
+            if a != b
+        ]
+        assert len(changed) == 1
+        n = changed[0]
+        assert after["options"][n] == {
+            **before["options"][n],
+            "active": not before["options"][n]["active"],
+        }
+    descriptions = {option["description"] for option in deals[0]["options"]}
+    assert len(descriptions) == len(deals[0]["options"])
 
 
 def test_key_skew_concentrates_records_on_few_keys() -> None:
@@ -116,3 +183,31 @@ def test_different_workloads_never_share_an_event_id_even_with_one_seed() -> Non
     students = {r.event_id for r in student_onboarding(count=50, seed=3).records()}
     assert len(chatter) == len(students) == 50
     assert not chatter & students
+
+
+def test_every_record_sent_flat_out_is_acked_once_where_it_landed(
+    kafka_cluster: Cluster, kafka_topic, tmp_path
+) -> None:
+    topic = kafka_topic("quiet", partitions=3)
+    history = RunHistory(tmp_path / "run")
+    workload = quiet_events(count=5000, keys=40, size_bytes=1000, seed=12, rate=None)
+    stats = WorkloadProducer(kafka_cluster.bootstrap_servers, topic, history.stream("produce")).run(
+        workload
+    )
+    records = {r.event_id: r for r in workload.records()}
+    acks = [e for e in history.read("produce") if e["kind"] == "ack"]
+    assert stats.sent == stats.acked == len(acks) == len(records) and stats.failed == 0
+    assert {ack["event_id"] for ack in acks} == set(records)
+    for ack in acks:
+        record = records[ack["event_id"]]
+        assert (ack["key"], ack["seq"], ack["size"]) == (record.key, record.seq, len(record.value))
+        assert ack["topic"] == topic and ack["partition"] == java_partition(record.key, 3)
+    # a partition's offsets are 0..n-1, each once, and a key's records sit there in seq order
+    for partition in range(3):
+        landed = sorted(
+            (a["offset"], a["key"], a["seq"]) for a in acks if a["partition"] == partition
+        )
+        assert [offset for offset, _, _ in landed] == list(range(len(landed)))
+        for _, group in groupby(sorted(landed, key=lambda a: a[1]), key=lambda a: a[1]):
+            seqs = [seq for _, _, seq in group]
+            assert seqs == sorted(seqs)

@@ -9,28 +9,34 @@ final commit per partition past every input. Both sides read the same JSON-lines
   unseen, duplicate, reordered, unexpected), which are where the data volume is; the
   history-level ones read streams of a few lines.
 
-Reported: wall time, inputs/s, peak memory (driver JVM + Python for Spark; the Python process
-for the single-process side), and how time grows from the smaller run to the larger.
+The single-process side runs in a child process limited to the memory Spark is given
+(``MEMORY_BUDGET``, 8 GiB of address space): past about 15M inputs its dictionaries no longer
+fit and it stops with a MemoryError, which is reported as such (``--sizes 50000000`` shows
+it; that run needs about 10 GB of disk for its generated data, deleted afterwards).
+
+Reported: wall time, inputs/s, peak memory (the driver JVM and this Python process for Spark;
+the child process for the single-process side), and how time grows from the smaller run to
+the larger.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
+import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from harness.checker import analyse, spark_session
-from harness.checker.check import history_inputs
-
 SIZES = (1_000_000, 10_000_000)
 PARTITIONS = 12
 KEYS = 10_000
+MEMORY_BUDGET = 8 * 1024**3  # what either side may use: Spark's driver stays far below it
 
 
 def generate(spark, root: Path, inputs: int) -> dict[str, int]:
@@ -96,6 +102,8 @@ def generate(spark, root: Path, inputs: int) -> dict[str, int]:
 
 
 def spark_check(spark, root: Path) -> dict[str, int]:
+    from harness.checker import analyse
+    from harness.checker.check import history_inputs
     from harness.checker.sources import OUTPUT_SCHEMA
 
     committed = spark.read.schema(OUTPUT_SCHEMA).json(str(root / "output"))
@@ -142,6 +150,60 @@ def single_process_check(root: Path) -> dict[str, int]:
     return {name: n for name, n in counts.items() if n}
 
 
+def _single_process_child(root: str, budget: int) -> None:
+    """Run in the child: the check under an address-space limit, its result as JSON."""
+    resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
+    started = time.perf_counter()
+    try:
+        found: dict[str, int] | None = single_process_check(Path(root))
+        error = None
+    except MemoryError:
+        found, error = None, "MemoryError"
+    seconds = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(
+        json.dumps(
+            {
+                "found": found,
+                "seconds": seconds,
+                "cpu_s": usage.ru_utime + usage.ru_stime,
+                "peak_mib": usage.ru_maxrss / 1024,
+                "error": error,
+            }
+        )
+    )
+
+
+def single_process_limited(root: Path, budget: int = MEMORY_BUDGET) -> dict:
+    """The single-process check in a child process, so its memory is its own and bounded."""
+    code = (
+        "import sys; from benchmarks.checker_scale import _single_process_child as child; "
+        "child(sys.argv[1], int(sys.argv[2]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(budget)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or not lines:
+        tail = (done.stderr or "").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        nan = float("nan")
+        return {"found": None, "seconds": nan, "cpu_s": nan, "peak_mib": nan, "error": tail[0]}
+    return json.loads(lines[-1])
+
+
+def _spark_cpu_s(spark) -> float:
+    """CPU seconds the driver JVM and this process have used: on a shared machine the fair
+    measure beside wall time, which counts the time spent waiting for a core too."""
+    pid = spark.sparkContext._gateway.proc.pid
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    jvm = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return jvm + usage.ru_utime + usage.ru_stime
+
+
 def _jvm_peak_mib(spark) -> float:
     pid = spark.sparkContext._gateway.proc.pid  # the driver JVM PySpark launched
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -155,31 +217,46 @@ def _python_peak_mib() -> float:
 
 
 def run(args: argparse.Namespace) -> None:
+    from harness.checker import spark_session  # here: the single-process child needs no Spark
+
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(SIZES)
     spark = spark_session()
     spark.sparkContext.setLogLevel("ERROR")
     times: dict[str, dict[int, float]] = {"spark": {}, "single": {}}
     print("\nChecker scale (12 partitions, 10,000 keys; 0.1% lost, 0.1% duplicated)")
+    print(f"  single process limited to {MEMORY_BUDGET / 1024**3:.0f} GiB of address space")
     for inputs in sizes:
         root = Path(tempfile.mkdtemp(prefix="kafka-replay-bench-"))
         try:
             expected = generate(spark, root, inputs)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), _spark_cpu_s(spark)
             found = spark_check(spark, root)
             times["spark"][inputs] = time.perf_counter() - started
-            started = time.perf_counter()
-            baseline = single_process_check(root)
-            times["single"][inputs] = time.perf_counter() - started
-            gc.collect()
+            spark_cpu = _spark_cpu_s(spark) - cpu
+            spark_peak = _jvm_peak_mib(spark)
+            single = single_process_limited(root)
+            times["single"][inputs] = single["seconds"]
             for name, count in expected.items():
-                assert found.get(name) == count == baseline.get(name), (name, found, baseline)
+                assert found.get(name) == count, (name, found)
+                if single["found"] is not None:
+                    assert single["found"].get(name) == count, (name, single["found"])
             print(f"  {inputs:>11,} inputs   found {found}")
-            for side in ("spark", "single"):
+            for side, cpu in (("spark", spark_cpu), ("single", single["cpu_s"])):
                 seconds = times[side][inputs]
-                print(f"    {side:<7} {seconds:8.1f} s  {inputs / seconds:>12,.0f} inputs/s")
+                print(
+                    f"    {side:<7} {seconds:8.1f} s  {inputs / seconds:>12,.0f} inputs/s  "
+                    f"(CPU {cpu:,.1f} s)"
+                )
+            if single["error"]:
+                limit = MEMORY_BUDGET / 1024**2
+                print(f"    single  failed: {single['error']} (limit {limit:,.0f} MiB)")
+            else:
+                print(
+                    f"    spark/single time ratio {times['spark'][inputs] / single['seconds']:.2f}"
+                )
             print(
-                f"    peak memory: Spark driver JVM {_jvm_peak_mib(spark):,.0f} MiB, "
-                f"Python process {_python_peak_mib():,.0f} MiB (includes the single-process side)"
+                f"    peak memory: Spark driver JVM {spark_peak:,.0f} MiB, Python driver "
+                f"{_python_peak_mib():,.0f} MiB; single process {single['peak_mib']:,.0f} MiB"
             )
         finally:
             shutil.rmtree(root, ignore_errors=True)

@@ -102,6 +102,21 @@ def test_duplicates_are_counted_with_their_distribution(spark, tmp_path) -> None
     assert found["duplicate"].detail == {"distribution": {"2": 1, "3": 1}}
 
 
+def test_an_input_acknowledged_twice_is_one_input(spark, tmp_path) -> None:
+    run = write_run(tmp_path, [*THREE, THREE[0]], offsets=[commit(3)])
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e1", 0, 1, 2)]))
+    assert counts(found) == {"lost": 1}  # e0 is neither lost twice nor duplicated
+    assert [e["event_id"] for e in found["lost"].examples] == ["e2"]
+
+
+def test_the_first_delivery_by_position_is_the_one_checked_for_order(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    rows = [("e0", 0, 0, 1), ("e2", 0, 1, 2), ("e1", 0, 2, 3), ("e1", 0, 9, 4), ("e0", 0, 10, 5)]
+    found = findings(spark, run, output(spark, rows))
+    assert counts(found) == {"reordered": 1, "duplicate": 2}
+    assert found["reordered"].examples[0]["out_offset"] == 2
+
+
 def test_output_only_visible_uncommitted_is_an_aborted_read(spark, tmp_path) -> None:
     run = write_run(tmp_path, THREE, offsets=[commit(3)])
     committed = [("e0", 0, 0, 1), ("e1", 0, 2, 2), ("e2", 0, 3, 3)]

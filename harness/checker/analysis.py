@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 @dataclass
 class CheckInputs:
-    acks: DataFrame  # acknowledged_inputs()
+    acks: DataFrame  # acknowledged_inputs(): one row per ack, an event_id may repeat
     committed: DataFrame  # output, read_committed (or files)
     offsets: DataFrame  # the "offsets" stream
     reports: DataFrame  # the "app-*" streams
@@ -47,25 +47,147 @@ def _finding(frame: DataFrame, limit: int, order: tuple[str, ...]) -> Finding:
     return Finding(count, examples)
 
 
+# Which stream a row of the matching came from.
+_ACK, _OUT, _SOURCE = 0, 1, 2
+_ACK_FIELDS = ("key", "seq", "in_topic", "in_partition", "in_offset", "ack_ts")
+_OUT_FIELDS = ("out_partition", "out_offset", "out_ts_ms")
+
+
+def match(inputs: CheckInputs) -> DataFrame:
+    """Every output record beside the input it delivers, and every input never delivered.
+
+    One shuffle by ``event_id`` of the acks, the output (and the source's ids) together
+    does what a join per anomaly did: it keeps one ack per ``event_id`` (the first read),
+    counts each input's deliveries and marks its first one by output position. A null
+    ``event_id`` matches nothing, as in a join.
+
+    Columns: ``event_id``, ``side`` (``_OUT``: an output record, ``_ACK``: an input never
+    delivered), the ack's fields (null when none matched), the output's fields (null for
+    an input), ``deliveries``, ``first`` (the input's first delivery by position), ``acked``
+    (its ``event_id`` is an ack's) and ``known`` (an ack's or the source's).
+    """
+    position = F.monotonically_increasing_id().alias("n")  # one of equal rows, in read order
+    nothing = F.lit(None)
+    acks = inputs.acks.select(
+        "event_id",
+        F.lit(_ACK).alias("side"),
+        F.struct(position, *_ACK_FIELDS).alias("ack"),
+        nothing.alias("out"),
+    )
+    outputs = inputs.committed.select(
+        "event_id",
+        F.lit(_OUT).alias("side"),
+        nothing.alias("ack"),
+        F.struct(*_OUT_FIELDS[:2], position, _OUT_FIELDS[2]).alias("out"),
+    )
+    rows = acks.unionByName(outputs, allowMissingColumns=True)
+    if inputs.source_ids is not None:
+        sourced = inputs.source_ids.select("event_id", F.lit(_SOURCE).alias("side"))
+        rows = rows.unionByName(sourced, allowMissingColumns=True)
+    same_id = Window.partitionBy("event_id")
+    has_id = F.col("event_id").isNotNull()
+    side = F.col("side")
+    chosen = F.min(F.when(side == _ACK, F.col("ack"))).over(same_id)
+    first = F.min(F.when(side == _OUT, F.col("out"))).over(same_id)
+    deliveries = F.sum((side == _OUT).cast("long")).over(same_id)
+    in_source = F.max((side == _SOURCE).cast("int")).over(same_id) == 1
+    grouped = rows.select(
+        "event_id",
+        "side",
+        "ack",
+        "out",
+        chosen.alias("chosen"),
+        F.when(has_id, deliveries).otherwise(0).alias("deliveries"),
+        (F.col("out.n") == first["n"]).alias("first"),
+        in_source.alias("in_source"),
+    )
+    acked = has_id & F.col("chosen").isNotNull()
+    undelivered = (side == _ACK) & (F.col("ack.n") == F.col("chosen.n"))
+    return grouped.filter((side == _OUT) | (undelivered & (F.col("deliveries") == 0))).select(
+        "event_id",
+        "side",
+        *(
+            F.when(side == _ACK, F.col(f"ack.{name}"))
+            .when(acked, F.col(f"chosen.{name}"))
+            .alias(name)
+            for name in _ACK_FIELDS
+        ),
+        *(F.col(f"out.{name}").alias(name) for name in _OUT_FIELDS),
+        "deliveries",
+        F.coalesce(F.col("first"), F.lit(False)).alias("first"),
+        acked.alias("acked"),
+        (acked | (has_id & F.col("in_source"))).alias("known"),
+    )
+
+
 class Analysis:
-    """What the anomaly queries share, each part computed once per check."""
+    """What the anomaly queries share, each part computed once per check.
+
+    Everything about records comes from one cached :func:`match`, so the history and the
+    output are read, parsed and shuffled once, not once per anomaly: :meth:`close` frees it.
+    """
 
     def __init__(self, inputs: CheckInputs, examples: int) -> None:
         self.inputs, self.examples = inputs, examples
+
+    @cached_property
+    def matched(self) -> DataFrame:
+        return match(self.inputs).cache()
 
     @cached_property
     def commits(self) -> DataFrame:
         return self.inputs.offsets.filter(F.col("kind") == "commit")
 
     @cached_property
+    def outputs(self) -> DataFrame:
+        """Every output record (``known`` and ``acked`` say what it matched)."""
+        return self.matched.filter(F.col("side") == _OUT)
+
+    @cached_property
     def delivered(self) -> DataFrame:
         """Known inputs only, one row per delivery."""
-        return self.inputs.committed.join(self.inputs.acks, "event_id")
+        return self.outputs.filter(F.col("acked"))
 
     @cached_property
     def missing(self) -> tuple[DataFrame, DataFrame]:
         """(lost, unseen at deadline)."""
-        return _missing(self.inputs.acks, self.inputs.committed, self.commits)
+        return _missing(self.matched.filter(F.col("side") == _ACK), self.commits)
+
+    def findings(self) -> dict[str, Finding]:
+        """Every registered anomaly."""
+        findings = {}
+        for name, found in REGISTRY.items():
+            result = found.query(self)
+            findings[name] = (
+                result
+                if isinstance(result, Finding)
+                else _finding(result, self.examples, found.order)
+            )
+        return findings
+
+    def totals(self) -> dict[str, int]:
+        """Acknowledged inputs, output records, and inputs delivered at least once."""
+        side, delivered = F.col("side"), F.col("acked") & F.col("first")
+        row = self.matched.agg(
+            F.count(F.when((side == _ACK) | ((side == _OUT) & delivered), 1)).alias("acks"),
+            F.count(F.when(side == _OUT, 1)).alias("outputs"),
+            F.count(F.when((side == _OUT) & delivered, 1)).alias("delivered"),
+        ).collect()[0]
+        return {
+            "acknowledged": row["acks"],
+            "output_records": row["outputs"],
+            "delivered": row["delivered"],
+        }
+
+    def deliveries(self) -> DataFrame:
+        """Each output record matched to its input, in output time."""
+        return self.delivered.select(
+            "event_id", "in_partition", "in_offset", "out_partition", "out_offset", "out_ts_ms"
+        ).orderBy("out_ts_ms", "out_partition", "out_offset")
+
+    def close(self) -> None:
+        if "matched" in self.__dict__:
+            self.matched.unpersist()
 
 
 Query = Callable[[Analysis], "DataFrame | Finding"]
@@ -97,17 +219,15 @@ def anomaly(*order: str) -> Callable[[Query], Query]:
 def analyse(inputs: CheckInputs, examples: int = 5) -> dict[str, Finding]:
     """Every registered anomaly, computed on Spark.
 
-    Each query reads ``acks`` and ``committed`` again: cache them first when they are costly
-    to read (a Kafka topic), as :func:`~harness.checker.check.check_run` does.
+    The inputs are read once (into :func:`match`); a Kafka output is read a second time
+    only for ``aborted_read``, so cache ``committed`` when it is costly to read, as
+    :func:`~harness.checker.check.check_run` does.
     """
     analysis = Analysis(inputs, examples)
-    findings = {}
-    for name, found in REGISTRY.items():
-        result = found.query(analysis)
-        findings[name] = (
-            result if isinstance(result, Finding) else _finding(result, examples, found.order)
-        )
-    return findings
+    try:
+        return analysis.findings()
+    finally:
+        analysis.close()
 
 
 @anomaly("in_partition", "in_offset")
@@ -137,14 +257,13 @@ def aborted_read(analysis: Analysis) -> DataFrame:
 @anomaly("out_partition", "out_offset")
 def reordered(analysis: Analysis) -> DataFrame:
     """For one key in one output partition, a first delivery with a lower seq than the last."""
-    return _reordered(analysis.delivered)
+    return _reordered(analysis.delivered.filter(F.col("first")))
 
 
 @anomaly("out_partition", "out_offset")
 def unexpected(analysis: Analysis) -> DataFrame:
     """Output that matches no input, or in which no event_id was found."""
-    inputs = analysis.inputs
-    return _unexpected(inputs.committed, inputs.acks, inputs.source_ids)
+    return _unexpected(analysis.outputs)
 
 
 @anomaly("log_offset")
@@ -162,7 +281,8 @@ def commit_by_non_owner(analysis: Analysis) -> DataFrame:
 @anomaly("in_partition", "in_offset")
 def reprocessing_after_reset(analysis: Analysis) -> DataFrame:
     """A repeated delivery of an input whose offset had been committed as done before it."""
-    return _reprocessed(analysis.delivered, analysis.commits)
+    repeated = analysis.delivered.filter(F.col("deliveries") > 1)  # the others have no repeat
+    return _reprocessed(repeated, analysis.commits)
 
 
 @anomaly("partition")
@@ -172,24 +292,22 @@ def stuck_lag(analysis: Analysis) -> DataFrame:
     return _stuck_lag(analysis.inputs.lag, lost.unionByName(unseen))
 
 
-def _missing(
-    acks: DataFrame, committed: DataFrame, commits: DataFrame
-) -> tuple[DataFrame, DataFrame]:
-    missing = acks.join(committed.select("event_id").distinct(), "event_id", "left_anti")
+def _missing(undelivered: DataFrame, commits: DataFrame) -> tuple[DataFrame, DataFrame]:
     progress = commits.groupBy(
         F.col("topic").alias("in_topic"), F.col("partition").alias("in_partition")
     ).agg(F.max("offset").alias("max_committed"))
-    judged = missing.join(progress, ["in_topic", "in_partition"], "left")
+    judged = undelivered.join(progress, ["in_topic", "in_partition"], "left")
     passed = F.col("max_committed").isNotNull() & (F.col("in_offset") < F.col("max_committed"))
     columns = ["event_id", "key", "seq", "in_partition", "in_offset", "max_committed", "ack_ts"]
     return judged.filter(passed).select(*columns), judged.filter(~passed).select(*columns)
 
 
 def _duplicates(delivered: DataFrame, examples: int) -> Finding:
-    counts = delivered.groupBy("event_id", "key", "seq", "in_partition", "in_offset").agg(
-        F.count("*").alias("deliveries")
+    repeated = (
+        delivered.filter(F.col("first") & (F.col("deliveries") > 1))
+        .select("event_id", "key", "seq", "in_partition", "in_offset", "deliveries")
+        .cache()
     )
-    repeated = counts.filter(F.col("deliveries") > 1).cache()
     distribution = {
         str(row["deliveries"]): row["count"]
         for row in repeated.groupBy("deliveries").count().collect()
@@ -209,12 +327,9 @@ def _aborted(committed: DataFrame, uncommitted: DataFrame | None) -> DataFrame:
     return uncommitted.join(committed, ["out_partition", "out_offset"], "left_anti")
 
 
-def _reordered(delivered: DataFrame) -> DataFrame:
-    first = delivered.withColumn(
-        "delivery",
-        F.row_number().over(Window.partitionBy("event_id").orderBy("out_partition", "out_offset")),
-    ).filter(F.col("delivery") == 1)
-    in_order = Window.partitionBy("out_partition", "key").orderBy("out_offset")
+def _reordered(first: DataFrame) -> DataFrame:
+    # key first: the sort's prefix is then the key, not one of a few output partitions
+    in_order = Window.partitionBy("key", "out_partition").orderBy("out_offset")
     return (
         first.withColumn("previous_seq", F.lag("seq").over(in_order))
         .filter(F.col("seq") < F.col("previous_seq"))
@@ -222,16 +337,22 @@ def _reordered(delivered: DataFrame) -> DataFrame:
     )
 
 
-def _unexpected(committed: DataFrame, acks: DataFrame, source_ids: DataFrame | None) -> DataFrame:
-    """Output records matched to no input, by position: a null ``event_id`` matches nothing."""
-    known = acks.select("event_id")
-    if source_ids is not None:
-        known = known.unionByName(source_ids.select("event_id"))
-    matched = committed.join(known.distinct(), "event_id", "left_semi")
-    unmatched = committed.join(
-        matched.select("out_partition", "out_offset"), ["out_partition", "out_offset"], "left_anti"
+def _unexpected(outputs: DataFrame) -> DataFrame:
+    """Output records matched to no input, by position: a null ``event_id`` matches nothing.
+
+    A record at the position of a known one is not unexpected, and a record with a null
+    position is, as an anti join by position would have it. Only the (few) candidates'
+    positions are looked up among the known records.
+    """
+    position = ["out_partition", "out_offset"]
+    no_position = F.col("out_partition").isNull() | F.col("out_offset").isNull()
+    candidates = outputs.filter(~F.col("known") | no_position)
+    taken = (
+        outputs.filter(F.col("known"))
+        .select(*position)
+        .join(candidates.select(*position).distinct(), position, "left_semi")
     )
-    return unmatched.select("event_id", "out_partition", "out_offset")
+    return candidates.join(taken, position, "left_anti").select("event_id", *position)
 
 
 def _regressions(offsets: DataFrame) -> DataFrame:

@@ -14,7 +14,7 @@ from harness.apps.correlation import OutputRecord
 from harness.history.store import read_stream
 
 from . import sources
-from .analysis import ANOMALIES, CheckInputs, Finding, analyse
+from .analysis import ANOMALIES, Analysis, CheckInputs, Finding
 from .verdict import judge, verdict
 
 
@@ -169,23 +169,16 @@ def check_run(
             spark, source.bootstrap_servers, source.topic, "read_uncommitted"
         ).select("event_id")
     inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, source_ids)
-    inputs.acks = inputs.acks.cache()  # every query reads both; the output only once from Kafka
+    analysis = Analysis(inputs, examples)
     try:
         if isinstance(output, KafkaOutput) and output.event_id and uncommitted is not None:
             for frame in (inputs.committed, uncommitted):  # aborted records are only in the latter
                 sources.raise_for_failed_ids(frame, output.topic, output.event_id)
-        findings = analyse(inputs, examples)
-        totals = {
-            "acknowledged": inputs.acks.count(),
-            "output_records": inputs.committed.count(),
-            "delivered": inputs.committed.join(inputs.acks, "event_id", "left_semi")
-            .select("event_id")
-            .distinct()
-            .count(),
-        }
-        timeline = _deliveries(inputs) if deliveries else []
+        findings = analysis.findings()
+        totals = analysis.totals()
+        timeline = _deliveries(analysis) if deliveries else []
     finally:
-        inputs.acks.unpersist()
+        analysis.close()
         inputs.committed.unpersist()
     attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
     lost, dup, unseen = (findings[n].count for n in ("lost", "duplicate", "unseen_at_deadline"))
@@ -199,15 +192,9 @@ def check_run(
     )
 
 
-def _deliveries(inputs: CheckInputs) -> list[dict[str, Any]]:
+def _deliveries(analysis: Analysis) -> list[dict[str, Any]]:
     """Each output record matched to its input: what the output shows of how the app consumed.
 
     Collected to the driver: meant for runs of an incident's size, not for benchmarks.
     """
-    rows = (
-        inputs.committed.join(inputs.acks, "event_id")
-        .select("event_id", "in_partition", "in_offset", "out_partition", "out_offset", "out_ts_ms")
-        .orderBy("out_ts_ms", "out_partition", "out_offset")
-        .collect()
-    )
-    return [row.asDict() for row in rows]
+    return [row.asDict() for row in analysis.deliveries().collect()]

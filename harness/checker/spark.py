@@ -138,7 +138,9 @@ def spark_session(
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
+        # 16 keeps a 10M-record shuffle from spilling in 2g; adaptive execution merges the
+        # partitions of a small one back to a few
+        .config("spark.sql.shuffle.partitions", "16")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
         .config("spark.driver.extraJavaOptions", " ".join(driver_options))

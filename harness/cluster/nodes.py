@@ -239,12 +239,7 @@ class NodeCluster(Cluster):
         deadline = time.monotonic() + timeout
         while True:
             if not node.alive():
-                tail = node.log_tail()
-                raise BrokerStartError(
-                    f"Kafka broker {node_id} ({self.backend}) exited with code "
-                    f"{node.exit_code()} while restarting; {refused_config(tail)}"
-                    f"log {node.log_location}:\n{tail}"
-                )
+                raise self._exited(node, "restarting")
             listed = self.brokers_seen_by(node_id) if accepts_connections(node.port) else None
             if listed is not None and set(self.running_ids()) <= listed:
                 return
@@ -340,12 +335,7 @@ class NodeCluster(Cluster):
         while True:
             for node in self.nodes:
                 if not node.alive():
-                    tail = node.log_tail()
-                    raise BrokerStartError(
-                        f"Kafka {self.version} broker {node.node_id} ({self.backend}) exited with "
-                        f"code {node.exit_code()} while starting; {refused_config(tail)}"
-                        f"log {node.log_location}:\n{tail}"
-                    )
+                    raise self._exited(node, "starting")
             if admin is None and all(accepts_connections(n.port) for n in self.nodes):
                 admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
             if admin is not None and self._lists_every_broker(admin):
@@ -357,6 +347,15 @@ class NodeCluster(Cluster):
                     f"{self.log_tail()}"
                 )
             time.sleep(0.1)
+
+    def _exited(self, node: Node, doing: str) -> BrokerStartError:
+        """The error for a node that exited while ``doing``: its exit, Kafka's words, its log."""
+        tail = node.log_tail()
+        return BrokerStartError(
+            f"Kafka {self.version} broker {node.node_id} ({self.backend}) exited with code "
+            f"{node.exit_code()} while {doing}; {refused_config(tail)}"
+            f"log {node.log_location}:\n{tail}"
+        )
 
     def _lists_every_broker(self, admin: AdminClient) -> bool:
         try:

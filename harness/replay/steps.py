@@ -382,14 +382,15 @@ def _refused() -> Iterator[None]:
         raise StepFailed(str(exc)) from exc
 
 
-@step_kind(
-    "kill_broker",
-    _broker_target,
-    role=Field(str, "leader", ROLES),
-    topic=Field(str, "input", TOPIC_ROLES),
-    partition=Field(int, 0),
-    timeout_s=Field((int, float), 60.0),
-)
+#: How a broker fault names its broker: by role, and for a leader, which partition's.
+BROKER_TARGET = {
+    "role": Field(str, "leader", ROLES),
+    "topic": Field(str, "input", TOPIC_ROLES),
+    "partition": Field(int, 0),
+}
+
+
+@step_kind("kill_broker", _broker_target, **BROKER_TARGET, timeout_s=Field((int, float), 60.0))
 def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
     """SIGKILL one broker (a partition's leader, the controller or any); wait for a new leader."""
     with _refused():
@@ -413,9 +414,7 @@ def _restart_broker(stage: Stage, step: Step) -> dict[str, Any]:
 @step_kind(
     "pause_broker",
     _pause_target,
-    role=Field(str, "leader", ROLES),
-    topic=Field(str, "input", TOPIC_ROLES),
-    partition=Field(int, 0),
+    **BROKER_TARGET,
     seconds=Field((int, float)),
     background=Field(bool, False),
 )

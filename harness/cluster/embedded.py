@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 
 HEAP_ENV = "KAFKA_REPLAY_BROKER_HEAP"
 DEFAULT_HEAP = "768m"
-#: A broker here lives minutes, not months: the C1 compiler alone reaches a serving broker in
-#: about half the time (the C2 compiler's threads compete for two cores while classes load).
+#: A broker here lives minutes, not months: with the C1 compiler alone it serves about 30%
+#: sooner (C2's compiler threads compete for two cores while classes load); see the README.
 JVM_OPTIONS = (
     "-Xms128m",
     "-XX:TieredStopAtLevel=1",

@@ -349,7 +349,8 @@ def kafka_cluster_factory(
 ) -> Iterator[Callable[..., NodeCluster]]:
     """Unshared, unstarted clusters for tests that break or restart them; stopped afterwards.
 
-    ``kafka_cluster_factory(brokers=1, broker_config=None)`` uses the test's version and backend.
+    ``kafka_cluster_factory(brokers=1, broker_config=None, network_faults=False)`` uses the
+    test's version and backend; ``network_faults`` puts a Toxiproxy proxy before each broker.
     """
     from harness.cluster.backends import make_cluster
 
@@ -357,9 +358,20 @@ def kafka_cluster_factory(
         skip_without_docker(request)
     made: list[NodeCluster] = []
 
-    def make(brokers: int = 1, broker_config: Mapping[str, object] | None = None) -> NodeCluster:
+    def make(
+        brokers: int = 1,
+        broker_config: Mapping[str, object] | None = None,
+        network_faults: bool = False,
+    ) -> NodeCluster:
         work_dir = tmp_path / f"cluster-{len(made) + 1}"
-        cluster = make_cluster(kafka_backend, kafka_version, brokers, broker_config, work_dir)
+        cluster = make_cluster(
+            kafka_backend,
+            kafka_version,
+            brokers,
+            broker_config,
+            work_dir,
+            network_faults=network_faults,
+        )
         made.append(cluster)
         request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
         return cluster
@@ -445,8 +457,10 @@ def replay_incident(
                 **options,
             }
 
-        def cluster_for(broker_config: Mapping[str, object], brokers: int) -> Cluster:
-            spec = ClusterSpec.of(version, brokers, broker_config, backend)
+        def cluster_for(
+            broker_config: Mapping[str, object], brokers: int, network_faults: bool
+        ) -> Cluster:
+            spec = ClusterSpec.of(version, brokers, broker_config, backend, network_faults)
             return _pooled_cluster(request, kafka_cluster_pool, spec)
 
         (incident,) = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])

@@ -342,10 +342,10 @@ def test_the_engine_kills_the_input_leader_mid_produce_and_restarts_it(
     tmp_path: Path, pool: ClusterPool, spark: SparkSession
 ) -> None:
     incident = load_incident(write(tmp_path, "leader-killed"))
-    asked: list[tuple[Mapping[str, object], int]] = []
+    asked: list[tuple[Mapping[str, object], int, bool]] = []
 
-    def cluster_for(broker_config: Mapping[str, object], brokers: int = 1) -> Cluster:
-        asked.append((dict(broker_config), brokers))
+    def cluster_for(broker_config: Mapping[str, object], brokers: int, network: bool) -> Cluster:
+        asked.append((dict(broker_config), brokers, network))
         return pool.get(ClusterSpec.of(brokers=brokers, broker_config=broker_config))
 
     outcome = run_incident(
@@ -357,7 +357,7 @@ def test_the_engine_kills_the_input_leader_mid_produce_and_restarts_it(
         options=RunOptions(),
     )
     assert outcome.failed_stage is None, outcome.explain()
-    assert asked == [({"min.insync.replicas": 2}, 3)]
+    assert asked == [({"min.insync.replicas": 2}, 3, False)]
     steps = read_stream(tmp_path / "run" / "events" / "steps.jsonl")
     kill, restart = (s for s in steps if s["do"] in ("kill_broker", "restart_broker"))
     assert kill["leaders_before"]["input/1"] == kill["node"]
@@ -378,7 +378,7 @@ def test_broker_steps_refuse_a_node_the_cluster_does_not_have(
     outcome = run_incident(
         incident,
         "vulnerable",
-        cluster_for=lambda config, brokers=1: pool.get(
+        cluster_for=lambda config, brokers, _: pool.get(
             ClusterSpec.of(brokers=brokers, broker_config=config)
         ),
         spark=lambda: spark,

@@ -29,13 +29,23 @@ def make_cluster(
     broker_config_overrides: Mapping[str, object] | None = None,
     work_dir: Path | None = None,
     image: str | None = None,
+    network_faults: bool = False,
 ) -> NodeCluster:
-    """An unstarted cluster of the chosen backend."""
+    """An unstarted cluster of the chosen backend (with a proxy per node for network faults)."""
     if choose_backend(backend) == "container":
         from .container import ContainerCluster  # imports testcontainers only when wanted
 
         image = image or os.environ.get(IMAGE_ENV) or None
-        return ContainerCluster(version, brokers, broker_config_overrides, work_dir, image=image)
+        return ContainerCluster(
+            version,
+            brokers,
+            broker_config_overrides,
+            work_dir,
+            image=image,
+            network_faults=network_faults,
+        )
     from .embedded import EmbeddedCluster
 
-    return EmbeddedCluster(version, brokers, broker_config_overrides, work_dir)
+    return EmbeddedCluster(
+        version, brokers, broker_config_overrides, work_dir, network_faults=network_faults
+    )

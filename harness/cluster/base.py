@@ -37,6 +37,11 @@ class Cluster(ABC):
     def bootstrap_servers(self) -> str:
         """``host:port[,host:port...]`` for clients."""
 
+    @property
+    def client_bootstrap_servers(self) -> str:
+        """Where the app and the workload producer connect (behind proxies, if there are any)."""
+        return self.bootstrap_servers
+
     @abstractmethod
     def stop(self) -> None:
         """Release the cluster; safe to call twice."""

@@ -63,9 +63,19 @@ def validate_overrides(overrides: Mapping[str, object]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class NodeAddress:
+    """Where a node listens: its own port, its controller port and, behind a proxy, two more.
+
+    With ``client_port`` and ``proxy_port`` the node also listens for clients on
+    ``client_port`` and advertises that listener at ``proxy_port``, where a proxy forwards to
+    it; ``port`` stays the direct address of the brokers' own traffic and the harness's
+    observers.
+    """
+
     node_id: int
     port: int
     controller_port: int
+    client_port: int | None = None
+    proxy_port: int | None = None
 
 
 def node_properties(
@@ -76,15 +86,22 @@ def node_properties(
 ) -> dict[str, str]:
     """The full config of one combined broker+controller node."""
     voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in quorum)
+    listeners = [f"PLAINTEXT://127.0.0.1:{node.port}"]
+    advertised = list(listeners)
+    protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
+    if node.client_port is not None and node.proxy_port is not None:
+        listeners.append(f"CLIENT://127.0.0.1:{node.client_port}")
+        advertised.append(f"CLIENT://127.0.0.1:{node.proxy_port}")
+        protocols.append("CLIENT:PLAINTEXT")
     wiring = {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
         "controller.quorum.voters": voters,
-        "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+        "listeners": ",".join([*listeners, f"CONTROLLER://127.0.0.1:{node.controller_port}"]),
+        "advertised.listeners": ",".join(advertised),
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": ",".join(protocols),
         "log.dirs": log_dir,
     }
     return {**test_defaults(len(quorum)), **overrides, **wiring}

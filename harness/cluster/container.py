@@ -173,8 +173,9 @@ class ContainerCluster(NodeCluster):
         work_dir: Path | None = None,
         image: str | None = None,
         heap: str = "-Xms128m -Xmx768m",
+        network_faults: bool = False,
     ) -> None:
-        super().__init__(version, brokers, broker_config_overrides, work_dir)
+        super().__init__(version, brokers, broker_config_overrides, work_dir, network_faults)
         self.image = image
         self.heap = heap
 

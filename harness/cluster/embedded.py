@@ -185,8 +185,9 @@ class EmbeddedCluster(NodeCluster):
         die_with_owner: bool = True,
         class_sharing: bool = True,
         jvm_options: Sequence[str] = (),
+        network_faults: bool = False,
     ) -> None:
-        super().__init__(version, brokers, broker_config_overrides, work_dir)
+        super().__init__(version, brokers, broker_config_overrides, work_dir, network_faults)
         self.heap = heap or os.environ.get(HEAP_ENV, DEFAULT_HEAP)
         self.die_with_owner = die_with_owner
         self.class_sharing = class_sharing

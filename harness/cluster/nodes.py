@@ -26,6 +26,7 @@ from .base import Cluster
 from .errors import BrokerDiedError, BrokerStartError
 from .ports import accepts_connections, free_ports
 from .reaper import Lease, reap_orphans
+from .toxiproxy import Toxiproxy, toxiproxy_binary
 from .versions import choose_version
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,7 @@ class NodeCluster(Cluster):
         brokers: int = 1,
         broker_config_overrides: Mapping[str, object] | None = None,
         work_dir: Path | None = None,
+        network_faults: bool = False,
     ) -> None:
         super().__init__()
         if brokers < 1:
@@ -123,6 +125,9 @@ class NodeCluster(Cluster):
         self.brokers = brokers
         self.overrides = broker_config.validate_overrides(broker_config_overrides or {})
         self._work_dir = Path(work_dir) if work_dir else None
+        #: Clients reach each node through its own Toxiproxy proxy (see :mod:`.toxiproxy`).
+        self.network_faults = network_faults
+        self.proxy: Toxiproxy | None = None
         self.nodes: list[Node] = []
         self._lease: Lease | None = None
         self.data_dir: Path | None = None
@@ -151,10 +156,31 @@ class NodeCluster(Cluster):
             raise RuntimeError("the cluster is not started")
         return ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
 
+    @property
+    def client_bootstrap_servers(self) -> str:
+        """Through each node's proxy when the cluster has them, else the direct addresses."""
+        if not self.network_faults:
+            return self.bootstrap_servers
+        if not self.nodes:
+            raise RuntimeError("the cluster is not started")
+        return ",".join(f"127.0.0.1:{node.address.proxy_port}" for node in self.nodes)
+
+    def proxy_name(self, node_id: int) -> str:
+        """The name of the proxy in front of ``node_id`` (a ValueError if there is none)."""
+        self.node(node_id)
+        if self.proxy is None:
+            raise ValueError(
+                "this cluster has no proxies in front of its brokers; network faults need a "
+                "cluster started with network_faults=True"
+            )
+        return f"broker-{node_id}"
+
     def start(self, timeout: float = START_TIMEOUT_S) -> Self:
         """Start every node and wait until all are serving; raise with their log tail if not."""
         reap_orphans()
         self._prepare()
+        if self.network_faults:
+            toxiproxy_binary()  # built once, before anything is started
         self._lease = Lease.take()
         try:
             self.data_dir = Path(tempfile.mkdtemp(prefix="kafka-replay-data-"))
@@ -162,9 +188,21 @@ class NodeCluster(Cluster):
             self.log_dir = self._work_dir or self.data_dir / "logs"
             self.log_dir.mkdir(parents=True, exist_ok=True)
             check_free_space(self.data_dir.parent, self.log_dir)
+            if self.network_faults:
+                log_path = self.log_dir / "toxiproxy.log"
+                self.proxy = Toxiproxy(self._lease, log_path).start()
             for attempt in range(1, START_ATTEMPTS + 1):
                 try:
-                    self.nodes = self._launch(self._addresses())
+                    addresses = self._addresses()
+                    if self.proxy is not None:
+                        self.proxy.route(
+                            {
+                                f"broker-{a.node_id}": (a.proxy_port, a.client_port)
+                                for a in addresses
+                                if a.proxy_port and a.client_port
+                            }
+                        )
+                    self.nodes = self._launch(addresses)
                     self._wait_ready(timeout)
                     break
                 except BrokerStartError as exc:
@@ -182,6 +220,9 @@ class NodeCluster(Cluster):
         """Stop every node (SIGTERM, then SIGKILL after ``grace``) and remove the data."""
         self._admin = None
         self._stop_nodes(grace)
+        if self.proxy is not None:
+            self.proxy.stop()
+            self.proxy = None
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -266,15 +307,18 @@ class NodeCluster(Cluster):
             return None
 
     def needs_restore(self) -> bool:
-        """Whether a node was left stopped or paused (by a fault) instead of running."""
-        return any(not n.alive() or n.paused for n in self.nodes)
+        """Whether a fault left a node stopped or paused, or a proxy faulty."""
+        faulty_network = self.proxy is not None and self.proxy.faulty()
+        return faulty_network or any(not n.alive() or n.paused for n in self.nodes)
 
     def restore(self, timeout: float = START_TIMEOUT_S) -> list[int]:
-        """Resume paused nodes, restart stopped ones, wait until all serve; return the ids.
+        """Heal the proxies, resume paused nodes, restart stopped ones; return the node ids.
 
         What a run's faults left must not reach the next run that reuses the cluster; raises
         :class:`BrokerStartError` when a node cannot be brought back (then discard the cluster).
         """
+        if self.proxy is not None:
+            self.proxy.reset()
         touched = []
         for node in self.nodes:
             if node.paused:
@@ -323,9 +367,10 @@ class NodeCluster(Cluster):
         return broker_config.node_properties(address, quorum, log_dir, self.overrides)
 
     def _addresses(self) -> list[broker_config.NodeAddress]:
-        ports = free_ports(2 * self.brokers)
+        per_node = 4 if self.network_faults else 2
+        ports = free_ports(per_node * self.brokers)
         return [
-            broker_config.NodeAddress(i + 1, ports[2 * i], ports[2 * i + 1])
+            broker_config.NodeAddress(i + 1, *ports[per_node * i : per_node * (i + 1)])
             for i in range(self.brokers)
         ]
 

@@ -30,6 +30,8 @@ class ClusterSpec:
     brokers: int = 1
     broker_config: tuple[tuple[str, str], ...] = field(default=())
     backend: str = "embedded"
+    #: A Toxiproxy proxy in front of each broker, for network faults.
+    network_faults: bool = False
 
     @classmethod
     def of(
@@ -38,14 +40,18 @@ class ClusterSpec:
         brokers: int = 1,
         broker_config: Mapping[str, object] | None = None,
         backend: str | None = None,
+        network_faults: bool = False,
     ) -> ClusterSpec:
         overrides = tuple(sorted(validate_overrides(broker_config or {}).items()))
-        return cls(choose_version(version), brokers, overrides, choose_backend(backend))
+        return cls(
+            choose_version(version), brokers, overrides, choose_backend(backend), network_faults
+        )
 
     def describe(self) -> str:
         config = ", ".join(f"{k}={v}" for k, v in self.broker_config)
         where = f"Kafka {self.version} ({self.backend}), {self.brokers} broker(s)"
-        return where + (f", {config}" if config else "")
+        proxied = ", behind proxies" if self.network_faults else ""
+        return where + proxied + (f", {config}" if config else "")
 
 
 class ExternalClusterMismatch(ClusterError):
@@ -101,6 +107,7 @@ class ClusterPool:
                 dict(spec.broker_config),
                 work_dir,
                 image=self.image,
+                network_faults=spec.network_faults,
             ).start()
             self._live[spec] = cluster
         self._live.move_to_end(spec)
@@ -137,6 +144,8 @@ class ClusterPool:
             wanted.append(f"Kafka {spec.version}")
         if spec.backend != default.backend:
             wanted.append(f"the {spec.backend} backend")
+        if spec.network_faults:
+            wanted.append("a proxy in front of each broker (network faults)")
         if wanted:
             raise ExternalClusterMismatch(
                 f"needs {'; '.join(wanted)}, which an external cluster "

@@ -1,11 +1,23 @@
 """Faults: what happens to the system during a run, done to real processes and real Kafka.
 
 Each fault acts through the public API of the cluster and apps rooms and leaves its trace in
-the run history through them (the supervisor records every signal it sends; broker faults
-return what they did and the partition leaders before and after).
+the run history through them (the supervisor records every signal it sends; broker and network
+faults return what they did and the partition leaders before and after).
 """
 
 from .actions import add_partitions, kill_at_random
 from .brokers import ROLES, BrokerFaultError, BrokerFaults
+from .network import DIRECTIONS, FAULTS, NETWORK_ROLES, NetworkFaults, toxic_attributes
 
-__all__ = ["ROLES", "BrokerFaultError", "BrokerFaults", "add_partitions", "kill_at_random"]
+__all__ = [
+    "DIRECTIONS",
+    "FAULTS",
+    "NETWORK_ROLES",
+    "ROLES",
+    "BrokerFaultError",
+    "BrokerFaults",
+    "NetworkFaults",
+    "add_partitions",
+    "kill_at_random",
+    "toxic_attributes",
+]

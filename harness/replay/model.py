@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from harness.workload import Workload
 
 PROFILES = ("vulnerable", "remediated")
+#: Steps that act on the proxies in front of the brokers: their cluster needs proxies.
+NETWORK_STEPS = frozenset({"network_fault", "heal_network"})
 GROUP_PROTOCOLS = ("classic", "consumer")
 
 COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
@@ -124,3 +126,8 @@ class Incident:
     #: How far each symptom may move between two setups before a comparison calls it drift
     #: (a relative change: 0.5 is 50 %); a symptom not named gets ``DEFAULT_DRIFT``.
     drift: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def network_faults(self) -> bool:
+        """Whether a step acts on the network, so clients must reach brokers through proxies."""
+        return any(step.do in NETWORK_STEPS for step in self.steps)

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 #: Client settings the KIP-848 ``consumer`` protocol moves to the broker.
 CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
 LAG_SAMPLE_S = 0.5
+#: ``cluster_for(broker_config, brokers, network_faults)``: the cluster a run plays on.
+ClusterFor = Callable[[Mapping[str, Any], int, bool], Cluster]
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,7 @@ def run_incident(
     incident: Incident,
     profile_name: str,
     *,
-    cluster_for: Callable[[Mapping[str, Any], int], Cluster],
+    cluster_for: ClusterFor,
     spark: Callable[[], SparkSession],
     run_dir: Path,
     options: RunOptions | None = None,
@@ -177,8 +179,8 @@ def run_incident(
 ) -> Outcome:
     """Replay ``incident`` under ``profile_name`` and judge it.
 
-    ``cluster_for(broker_config, brokers)`` gives the cluster; ``spark`` gives the checker's
-    session when it is needed (not for a run that failed).
+    ``cluster_for(broker_config, brokers, network_faults)`` gives the cluster; ``spark`` gives
+    the checker's session when it is needed (not for a run that failed).
     """
     options = options or RunOptions()
     run = _Run(incident, profile_name, options, RunHistory(run_dir), progress)
@@ -239,9 +241,11 @@ class _Run:
         self.outcome.stage_s[self.stage] = round(now - self.stage_started, 1)
         self.stage, self.stage_started = stage, now
 
-    def play(self, cluster_for: Callable[[Mapping[str, Any], int], Cluster]) -> None:
+    def play(self, cluster_for: ClusterFor) -> None:
         incident, profile, history = self.incident, self.profile, self.history
-        self.cluster = cluster = cluster_for(profile.broker, incident.brokers)
+        self.cluster = cluster = cluster_for(
+            profile.broker, incident.brokers, incident.network_faults
+        )
         replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
         self.topics = topics = {
             role: cluster.create_topic(f"{incident.name}-{role}", partitions, replicas)
@@ -263,14 +267,15 @@ class _Run:
             client_config=config,
             broker_config=dict(profile.broker),
             client_library=self.options.client_library,
-            bootstrap_servers=cluster.bootstrap_servers,
+            bootstrap_servers=cluster.client_bootstrap_servers,
+            observer_bootstrap_servers=cluster.bootstrap_servers,
             started=time.time(),
         )
         admin = cluster.admin()
         apps = Supervisor(
             spec,
             lambda i: AppContext(
-                cluster.bootstrap_servers,
+                cluster.client_bootstrap_servers,
                 topics["input"],
                 topics["output"],
                 group,

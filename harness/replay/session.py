@@ -46,9 +46,13 @@ class CatalogSession:
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
 
-    def cluster_for(self, broker_config: Mapping[str, Any], brokers: int = 1) -> Cluster:
-        """The pool's cluster of ``brokers`` nodes with this broker config."""
-        spec = ClusterSpec.of(self.kafka_version, brokers, broker_config, self.backend)
+    def cluster_for(
+        self, broker_config: Mapping[str, Any], brokers: int = 1, network_faults: bool = False
+    ) -> Cluster:
+        """The pool's cluster of ``brokers`` nodes with this broker config (and proxies)."""
+        spec = ClusterSpec.of(
+            self.kafka_version, brokers, broker_config, self.backend, network_faults
+        )
         return self.pool.get(spec, default=ClusterSpec.of(self.kafka_version, backend=self.backend))
 
     def run(

@@ -21,7 +21,18 @@ from typing import Any
 
 from harness.apps import Supervisor
 from harness.cluster import Cluster
-from harness.faults import ROLES, BrokerFaultError, BrokerFaults, add_partitions, kill_at_random
+from harness.faults import (
+    DIRECTIONS,
+    FAULTS,
+    NETWORK_ROLES,
+    ROLES,
+    BrokerFaultError,
+    BrokerFaults,
+    NetworkFaults,
+    add_partitions,
+    kill_at_random,
+    toxic_attributes,
+)
 from harness.history import RunHistory, sample_lag
 from harness.history.consumer_offsets import group_reader
 from harness.workload import Workload, WorkloadProducer
@@ -55,6 +66,8 @@ class Stage:
     paused: bool = False
     #: Created by the first broker fault: the nodes it took down, restored at the end.
     broker_faults: BrokerFaults | None = None
+    #: Created by the first network fault: the faults still active, healed at the end.
+    network_faults: NetworkFaults | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def brokers(self) -> BrokerFaults:
@@ -65,6 +78,15 @@ class Stage:
             except BrokerFaultError as exc:
                 raise StepFailed(str(exc)) from exc
         return self.broker_faults
+
+    def network(self) -> NetworkFaults:
+        """The run's network faults (refused, saying why, on a cluster without proxies)."""
+        if self.network_faults is None:
+            try:
+                self.network_faults = NetworkFaults(self.cluster, self.topics, self.rng, self.stop)
+            except BrokerFaultError as exc:
+                raise StepFailed(str(exc)) from exc
+        return self.network_faults
 
     def in_background(self, name: str, target: Callable[[], Any]) -> None:
         def guarded() -> None:
@@ -190,7 +212,7 @@ def _produce(stage: Stage, step: Step) -> dict[str, Any]:
     """Produce a workload to the input topic, recording every ack."""
     workload: Workload = stage.profile.workloads[step["workload"]]
     producer = WorkloadProducer(
-        stage.cluster.bootstrap_servers,
+        stage.cluster.client_bootstrap_servers,
         stage.topics["input"],
         stage.on_produce_event(stage.history.stream("produce")),
         config=dict(stage.profile.producer),
@@ -457,6 +479,93 @@ def _rolling_restart(stage: Stage, step: Step) -> dict[str, Any]:
         return stage.brokers().rolling_restart(step["between_s"], step["timeout_s"])
 
 
+def _network_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    """Each fault's own fields must make sense; a repeated fault must end to repeat."""
+    fault = options["fault"]
+    needs = {"latency": "latency_ms", "bandwidth": "rate_kb_s"}.get(fault)
+    if needs and not (options[needs] or 0) > 0:
+        return needs, f"a {fault} fault needs {needs} above 0"
+    jitter, latency = options["jitter_ms"], options["latency_ms"]
+    if not 0 <= jitter <= latency:
+        return "jitter_ms", f"must be 0 to latency_ms ({latency}), got {jitter}"
+    if options["reset_after_ms"] < 0:
+        return "reset_after_ms", f"must be 0 or more, got {options['reset_after_ms']}"
+    if fault == "cut_off" and options["direction"] != "both":
+        return "direction", 'a cut_off closes the broker\'s connections both ways; use "both"'
+    if options["seconds"] is not None and options["seconds"] <= 0:
+        return "seconds", f"must be more than 0, got {options['seconds']}"
+    if options["times"] < 1:
+        return "times", f"must be 1 or more, got {options['times']}"
+    if options["times"] > 1 and options["seconds"] is None:
+        return "times", "a fault repeated more than once needs seconds (how long each lasts)"
+    if options["gap_s"] != [0, 0] and (problem := _gap(options, context)) is not None:
+        return problem
+    return _broker_target(options, context)
+
+
+@step_kind(
+    "network_fault",
+    _network_fault,
+    fault=Field(str, REQUIRED, tuple(FAULTS)),
+    role=Field(str, "leader", NETWORK_ROLES),
+    topic=Field(str, "input", TOPIC_ROLES),
+    partition=Field(int, 0),
+    direction=Field(str, "both", DIRECTIONS),
+    latency_ms=Field((int, float), 0),
+    jitter_ms=Field((int, float), 0),
+    rate_kb_s=Field(int, None),
+    reset_after_ms=Field(int, 0),
+    seconds=Field((int, float), None),
+    times=Field(int, 1),
+    gap_s=Field(list, [0, 0]),
+    background=Field(bool, False),
+    label=Field(str, None),
+)
+def _network(stage: Stage, step: Step) -> dict[str, Any]:
+    """A network fault between the clients and one broker (or all) through its proxy."""
+    faults = stage.network()
+    target = {name: step[name] for name in BROKER_TARGET}
+
+    def play() -> dict[str, Any]:
+        with _refused():
+            return faults.play(
+                step["fault"],
+                target,
+                step["direction"],
+                toxic_attributes(step["fault"], step.options),
+                step["seconds"],
+                step["times"],
+                tuple(step["gap_s"]),
+            )
+
+    if not step["background"]:
+        return play()
+
+    def in_background() -> None:
+        started = time.time()
+        found = play()
+        stage.history.stream("steps").append(
+            {
+                "kind": "ended",
+                "do": "network_fault",
+                "label": step["label"],
+                "started": started,
+                "ended": time.time(),
+                **found,
+            }
+        )
+
+    stage.in_background(f"network-{step['fault']}", in_background)
+    return {"fault": step["fault"], "background": True}
+
+
+@step_kind("heal_network", label=Field(str, None))
+def _heal_network(stage: Stage, step: Step) -> dict[str, Any]:
+    """End every network fault still active (each proxy passes traffic untouched again)."""
+    with _refused():
+        return {"healed": stage.network().heal()}
+
+
 def run_steps(stage: Stage, steps: tuple[Step, ...], progress: Callable[[str], None]) -> None:
     """Do every step in order, recording each in the ``steps`` stream."""
     record = stage.history.stream("steps")
@@ -480,7 +589,7 @@ def run_steps(stage: Stage, steps: tuple[Step, ...], progress: Callable[[str], N
 
 
 def stop_background(stage: Stage, timeout: float = 30.0) -> None:
-    """Stop background steps, then bring back brokers the steps left killed or paused.
+    """Stop background steps, then heal the network and bring back brokers the steps left down.
 
     The checker then reads a whole cluster and the next run can reuse it; a broker that cannot
     be brought back is logged (never raised: the apps must still be stopped), and the pool
@@ -489,14 +598,19 @@ def stop_background(stage: Stage, timeout: float = 30.0) -> None:
     stage.stop.set()
     for thread in stage.background:
         thread.join(timeout)
-    if stage.broker_faults is None:
+    if stage.broker_faults is None and stage.network_faults is None:
         return
     started = time.time()
+    restored, error = [], None
     try:
-        restored, error = stage.broker_faults.restore(), None
+        if stage.network_faults is not None:
+            restored += stage.network_faults.heal()
+        if stage.broker_faults is not None:
+            restored += stage.broker_faults.restore()
     except Exception as exc:  # logged and recorded; the pool starts a fresh cluster instead
-        restored, error = [], f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {exc}"
         log.warning("could not restore the brokers after the steps: %s", error)
+    restored = sorted(set(restored))
     if restored or error:
         stage.history.stream("steps").append(
             {

@@ -14,7 +14,6 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from harness.cluster import Cluster
@@ -28,21 +27,14 @@ NETWORK_ROLES = (*ROLES, "all")
 DIRECTIONS = ("both", "to_broker", "from_broker")
 
 
-@dataclass(frozen=True)
-class NetworkFault:
-    """One kind of fault and what it takes: a Toxiproxy toxic, or the proxy switched off."""
-
-    toxic: str | None  # None: the proxy is disabled (the broker cut off)
-    summary: str
-
-
-#: Every network fault a step may ask for, by name.
-FAULTS: dict[str, NetworkFault] = {
-    "latency": NetworkFault("latency", "delay every chunk by latency_ms (+- jitter_ms)"),
-    "bandwidth": NetworkFault("bandwidth", "limit the rate to rate_kb_s kilobytes a second"),
-    "blackhole": NetworkFault("timeout", "drop all data; connections stay open, requests time out"),
-    "reset": NetworkFault("reset_peer", "reset (TCP RST) each connection that carries data"),
-    "cut_off": NetworkFault(None, "close the broker's connections and refuse new ones"),
+#: Every network fault a step may ask for -> the Toxiproxy toxic that does it (None: the
+#: proxy is switched off, closing the broker's connections and refusing new ones).
+FAULTS: dict[str, str | None] = {
+    "latency": "latency",  # each chunk delayed by latency_ms (+- jitter_ms)
+    "bandwidth": "bandwidth",  # at most rate_kb_s kilobytes a second
+    "blackhole": "timeout",  # with timeout 0: every byte dropped, connections kept open
+    "cut_off": None,
+    "reset": "reset_peer",  # a TCP RST on each connection that carries data
 }
 
 
@@ -90,7 +82,7 @@ class NetworkFaults:
         self, fault: str, nodes: list[int], direction: str, attributes: Mapping[str, Any]
     ) -> list[str]:
         """Put ``fault`` on each node's proxy; return the names to :meth:`heal` it by."""
-        kind = FAULTS[fault].toxic
+        kind = FAULTS[fault]
         streams = ["to_broker", "from_broker"] if direction == "both" else [direction]
         started = []
         try:

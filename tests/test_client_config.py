@@ -16,6 +16,7 @@ from harness.apps.client_config import (
     KNOWN,
     batch_size,
     check_client_config,
+    for_client,
     java_properties,
     librdkafka_config,
     unknown_keys,
@@ -156,6 +157,15 @@ def test_the_poll_timeout_fix_is_a_client_setting() -> None:
     vulnerable, remediated = incident.profiles["vulnerable"], incident.profiles["remediated"]
     assert (batch_size(vulnerable.client), batch_size(remediated.client)) == (500, 100)
     assert vulnerable.app == remediated.app
+
+
+def test_each_client_gets_its_own_part_of_the_config() -> None:
+    config = librdkafka_config(
+        {"session.timeout.ms": 3000, "delivery.timeout.ms": 5000, "retry.backoff.ms": 50}
+    )
+    assert for_client(config, "consumer") == {"session.timeout.ms": 3000, "retry.backoff.ms": 50}
+    assert for_client(config, "producer") == {"delivery.timeout.ms": 5000, "retry.backoff.ms": 50}
+    assert for_client({"unknown.to.us": 1}, "producer") == {"unknown.to.us": 1}
 
 
 def test_librdkafka_accepts_every_translated_name() -> None:

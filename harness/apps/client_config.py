@@ -146,6 +146,19 @@ _FROM_LIBRDKAFKA = {
 }
 
 
+#: librdkafka's name -> the client that reads it (consumer, producer or any).
+_CLIENT_OF = {s.librdkafka: s.client for s in _TABLE if s.librdkafka is not None}
+
+
+def for_client(config: Mapping[str, Any], client: str) -> dict[str, Any]:
+    """The part of a librdkafka config that a ``client`` (consumer or producer) reads.
+
+    librdkafka warns about, and ignores, a consumer's property given to a producer and the
+    reverse; an app that hands each client its part gets neither. Names not in the table pass.
+    """
+    return {k: v for k, v in config.items() if _CLIENT_OF.get(k, "any") in (client, "any")}
+
+
 def unknown_keys(config: Mapping[str, Any]) -> list[str]:
     """The keys of ``config`` that are not Apache Kafka client settings this harness knows."""
     return sorted(key for key in config if key not in KNOWN)

@@ -12,6 +12,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from harness.apps import AppContext, Reporter
+from harness.apps.client_config import for_client
 
 
 class Service:
@@ -45,18 +46,20 @@ class Service:
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             **config,
-            **self.context.client_config,
+            **for_client(self.context.client_config, "consumer"),
         }
         return Consumer(self.report.client_config(base))
 
     def producer(self, **config: Any) -> Producer:
-        """An idempotent producer: a retried send is never written twice."""
+        """An idempotent producer (a retried send is never written twice), with the incident's
+        producer settings (``delivery.timeout.ms``...) on top."""
         return Producer(
             {
                 "bootstrap.servers": self.context.bootstrap_servers,
                 "linger.ms": 5,
                 "enable.idempotence": True,
                 **config,
+                **for_client(self.context.client_config, "producer"),
             }
         )
 

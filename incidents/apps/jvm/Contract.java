@@ -90,12 +90,21 @@ final class Contract {
         return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
-    /** An idempotent producer (a retried send is never written twice), optionally transactional. */
-    static KafkaProducer<byte[], byte[]> producer(String transactionalId) {
+    /**
+     * An idempotent producer (a retried send is never written twice), optionally transactional,
+     * with the incident's producer settings on top.
+     */
+    static KafkaProducer<byte[], byte[]> producer(String transactionalId) throws IOException {
         Properties config = new Properties();
-        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, ENV.get("KAFKA_BOOTSTRAP_SERVERS"));
         config.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         config.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        Properties settings = clientSettings();
+        for (String name : settings.stringPropertyNames()) {
+            if (ProducerConfig.configNames().contains(name)) {
+                config.put(name, settings.getProperty(name));
+            }
+        }
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, ENV.get("KAFKA_BOOTSTRAP_SERVERS"));
         if (transactionalId != null) {
             config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
         }

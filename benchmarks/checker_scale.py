@@ -1,18 +1,22 @@
 """The Spark checker on generated runs of 1M and 10M inputs, beside a single-process check.
 
-A run is generated with Spark: acknowledged inputs over 12 partitions and 10,000 keys, an
-output where 0.1% of inputs are lost, 0.1% duplicated and 0.01% of records unexpected, and a
-final commit per partition past every input. Both sides read the same JSON-lines files:
+A run is generated with Spark: acknowledged inputs over 12 partitions and 10,000 keys, the
+input log as the brokers kept it (as every run reads it), where 0.01% of the acknowledged
+writes are lost, 0.01% written twice and about 0.01% written after the next record of their
+key, an output where 0.1% of inputs are lost, 0.1% duplicated and 0.01% of records
+unexpected (and the log's second copies delivered again), and a final commit per partition
+past every input. Both sides read the same JSON-lines files:
 
-- Spark: the full checker (all ten anomalies), ``local[2]``;
+- Spark: the full checker (every anomaly), ``local[2]``;
 - single process: plain Python dictionaries computing the record-level anomalies (lost,
-  unseen, duplicate, reordered, unexpected), which are where the data volume is; the
-  history-level ones read streams of a few lines.
+  unseen, duplicate, reordered, unexpected, lost_write, log_duplicate, log_reordered), which
+  are where the data volume is; the history-level ones read streams of a few lines.
 
 The single-process side runs in a child process limited to the memory Spark is given
-(``MEMORY_BUDGET``, 8 GiB of address space): past about 15M inputs its dictionaries no longer
-fit and it stops with a MemoryError, which is reported as such (``--sizes 50000000`` shows
-it; that run needs about 10 GB of disk for its generated data, deleted afterwards).
+(``MEMORY_BUDGET``, 8 GiB of address space): past about 15M inputs (measured without the
+input log, which adds about half to its memory) its dictionaries no longer fit and it stops
+with a MemoryError, which is reported as such (``--sizes 50000000`` shows it; that run needs
+more than 10 GB of disk for its generated data, deleted afterwards).
 
 Reported: wall time, inputs/s, peak memory (the driver JVM and this Python process for Spark;
 the child process for the single-process side), and how time grows from the smaller run to
@@ -40,7 +44,7 @@ MEMORY_BUDGET = 8 * 1024**3  # what either side may use: Spark's driver stays fa
 
 
 def generate(spark, root: Path, inputs: int) -> dict[str, int]:
-    """Write ``events/produce.jsonl``, ``events/offsets.jsonl`` and ``output/`` under root."""
+    """Write ``events/produce.jsonl``, ``events/offsets.jsonl``, ``log/`` and ``output/``."""
     from pyspark.sql import functions as F
 
     ids = spark.range(inputs).select(
@@ -63,8 +67,23 @@ def generate(spark, root: Path, inputs: int) -> dict[str, int]:
         F.lit(100).alias("size"),
     )
     acks.write.mode("overwrite").json(str(root / "events" / "produce.jsonl"))
-    kept = ids.filter(F.col("id") % 1000 != 7)
+    lost_write = F.col("id") % 10_000 == 11  # acknowledged, then lost with its leader
+    copied = F.col("id") % 10_000 == 13  # a retry the broker appended a second time
+    # written just after the key's next record (KEYS later); a modulus apart from KEYS'
+    # moves one record of a key, not all of them
+    late = F.col("id") % 10_007 == 5
+    after_next = ((F.col("id") + KEYS) / (KEYS / PARTITIONS)).cast("long") + 1
+    written = ids.filter(~lost_write).withColumn(
+        "offset", F.when(late, after_next).otherwise(F.col("offset"))
+    )
+    second = written.filter(copied).withColumn("offset", F.col("offset") + inputs)
+    log = written.unionByName(second).select("event_id", "key", "seq", "partition", "offset")
+    log.write.mode("overwrite").json(str(root / "log"))
+    kept = ids.filter((F.col("id") % 1000 != 7) & ~lost_write)
     again = ids.filter(F.col("id") % 1000 == 3).withColumn("offset", F.col("offset") + inputs)
+    again = again.unionByName(
+        ids.filter(copied).withColumn("offset", F.col("offset") + 2 * inputs)
+    )  # the app read both copies: no duplicate
     strangers = spark.range(inputs // 10_000).select(
         F.concat(F.lit("x"), F.col("id")).alias("event_id"),
         F.lit(0).alias("partition"),
@@ -98,16 +117,27 @@ def generate(spark, root: Path, inputs: int) -> dict[str, int]:
                 )
                 + "\n"
             )
-    return {"lost": inputs // 1000, "duplicate": inputs // 1000, "unexpected": inputs // 10_000}
+    reordered_in_log = sum(
+        1 for i in range(5, inputs - KEYS, 10_007) if i % 10_000 != 11
+    )  # the key's next record exists and was not lost
+    return {
+        "lost": inputs // 1000,
+        "duplicate": inputs // 1000,
+        "unexpected": inputs // 10_000,
+        "lost_write": len(range(11, inputs, 10_000)),
+        "log_duplicate": len(range(13, inputs, 10_000)),
+        "log_reordered": reordered_in_log,
+    }
 
 
 def spark_check(spark, root: Path) -> dict[str, int]:
     from harness.checker import analyse
     from harness.checker.check import history_inputs
-    from harness.checker.sources import OUTPUT_SCHEMA
+    from harness.checker.sources import LOG_SCHEMA, OUTPUT_SCHEMA
 
     committed = spark.read.schema(OUTPUT_SCHEMA).json(str(root / "output"))
-    findings = analyse(history_inputs(spark, root, committed), examples=3)
+    log = spark.read.schema(LOG_SCHEMA).json(str(root / "log"))
+    findings = analyse(history_inputs(spark, root, committed, source=log), examples=3)
     return {name: f.count for name, f in findings.items() if f.count}
 
 
@@ -123,6 +153,14 @@ def single_process_check(root: Path) -> dict[str, int]:
         for line in lines:
             r = json.loads(line)
             committed[r["partition"]] = max(committed.get(r["partition"], -1), r["offset"])
+    copies: Counter[str] = Counter()
+    log: list[tuple[int, int, str, int, str]] = []
+    for part in sorted((root / "log").glob("part-*")):
+        with part.open() as lines:
+            for line in lines:
+                r = json.loads(line)
+                copies[r["event_id"]] += 1
+                log.append((r["partition"], r["offset"], r["key"], r["seq"], r["event_id"]))
     deliveries: Counter[str] = Counter()
     outputs: list[tuple[int, int, str]] = []
     for part in sorted((root / "output").glob("part-*")):
@@ -133,10 +171,26 @@ def single_process_check(root: Path) -> dict[str, int]:
                 outputs.append((r["out_partition"], r["out_offset"], r["event_id"]))
     counts = Counter()
     for event_id, (_, _, partition, offset) in inputs.items():
-        if event_id not in deliveries:
+        if event_id not in copies:
+            counts["lost_write"] += 1
+        elif event_id not in deliveries:
             counts["lost" if offset < committed.get(partition, -1) else "unseen_at_deadline"] += 1
-    counts["duplicate"] = sum(1 for e, n in deliveries.items() if n > 1 and e in inputs)
-    counts["unexpected"] = sum(n for e, n in deliveries.items() if e not in inputs)
+    counts["duplicate"] = sum(
+        1 for e, n in deliveries.items() if n > max(copies[e], 1) and e in inputs
+    )
+    counts["unexpected"] = sum(
+        n for e, n in deliveries.items() if e not in inputs and e not in copies
+    )
+    counts["log_duplicate"] = sum(1 for n in copies.values() if n > 1)
+    previous: dict[tuple[int, str], int] = {}
+    written: set[str] = set()
+    for partition, _, key, seq, event_id in sorted(log):
+        if event_id in written:
+            continue
+        written.add(event_id)
+        if seq < previous.get((partition, key), -1):
+            counts["log_reordered"] += 1
+        previous[(partition, key)] = seq
     last_seq: dict[tuple[int, str], int] = {}
     first_seen: set[str] = set()
     for partition, _, event_id in sorted(outputs):
@@ -223,7 +277,10 @@ def run(args: argparse.Namespace) -> None:
     spark = spark_session()
     spark.sparkContext.setLogLevel("ERROR")
     times: dict[str, dict[int, float]] = {"spark": {}, "single": {}}
-    print("\nChecker scale (12 partitions, 10,000 keys; 0.1% lost, 0.1% duplicated)")
+    print(
+        "\nChecker scale (12 partitions, 10,000 keys; 0.1% lost, 0.1% duplicated; "
+        "0.01% lost, written twice and late in the input log)"
+    )
     print(f"  single process limited to {MEMORY_BUDGET / 1024**3:.0f} GiB of address space")
     for inputs in sizes:
         root = Path(tempfile.mkdtemp(prefix="kafka-replay-bench-"))

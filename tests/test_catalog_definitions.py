@@ -63,9 +63,17 @@ def write(tmp_path: Path, text: str, name: str = "broken") -> Path:
     return path
 
 
+#: Incidents from public write-ups beyond the four posts, each naming its sources by address.
+PUBLIC_WRITE_UPS = {
+    "leader-loss-acks-one",
+    "producer-retry-duplicates",
+    "paused-leader-send-expiry",
+}
+
+
 def test_the_catalog_covers_every_post() -> None:
     incidents = catalog()
-    assert set(incidents) == {
+    from_posts = {
         "poll-timeout-rebalance",
         "zombie-commit",
         "deal-flood",
@@ -73,15 +81,18 @@ def test_the_catalog_covers_every_post() -> None:
         "transactional-id-expiry",
         "crash-restart-eos",
     }
-    assert {i.post for i in incidents.values()} == POSTS
+    assert set(incidents) == from_posts | PUBLIC_WRITE_UPS
+    assert {incidents[name].post for name in from_posts} == POSTS
+    assert all("https://" in incidents[name].post for name in PUBLIC_WRITE_UPS)
     for incident in incidents.values():
         assert tuple(incident.profiles) == PROFILES
         assert incident.signature and incident.time_scale.strip()
         vulnerable, remediated = incident.profiles.values()
-        assert (vulnerable.app, vulnerable.broker, vulnerable.client) != (
+        assert (vulnerable.app, vulnerable.broker, vulnerable.client, vulnerable.producer) != (
             remediated.app,
             remediated.broker,
             remediated.client,
+            remediated.producer,
         ), f"{incident.name}: the fix must change something"
 
 

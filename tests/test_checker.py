@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.checker import analyse, judge, sources, verdict
+from harness.checker.analysis import Analysis
 from harness.checker.check import history_inputs
 from harness.history import RunHistory
 
@@ -43,8 +44,13 @@ def output(spark, rows: list[tuple[str | None, int, int, int | None]]):
     return spark.createDataFrame(rows, sources.OUTPUT_SCHEMA)
 
 
-def findings(spark, run_dir: Path, committed, uncommitted=None):
-    return analyse(history_inputs(spark, run_dir, committed, uncommitted))
+def input_log(spark, rows: list[tuple[str, str, int, int, int]]):
+    """The input topic's log as read at check time: (event_id, key, seq, partition, offset)."""
+    return spark.createDataFrame(rows, sources.LOG_SCHEMA)
+
+
+def findings(spark, run_dir: Path, committed, uncommitted=None, source=None):
+    return analyse(history_inputs(spark, run_dir, committed, uncommitted, source))
 
 
 def counts(found) -> dict[str, int]:
@@ -225,6 +231,101 @@ def test_lag_that_stays_although_all_was_processed_is_stuck(spark, tmp_path) -> 
     # partition 1 still misses e2 (unseen), so its lag is honest; partition 0's is stuck
     assert counts(found) == {"unseen_at_deadline": 1, "stuck_lag": 1}
     assert found["stuck_lag"].examples[0]["partition"] == 0
+
+
+def test_acknowledged_writes_the_log_lost_are_lost_writes_not_the_apps_loss(
+    spark, tmp_path
+) -> None:
+    # acks=1: e2 and e3 were acknowledged by a leader that died; the new leader's log ends
+    # at offset 2 and then took e4 there
+    acks = [*THREE, ("e3", "k", 3, 0, 3), ("e4", "k", 4, 0, 2)]
+    run = write_run(tmp_path, acks, offsets=[commit(3)])
+    log = input_log(spark, [("e0", "k", 0, 0, 0), ("e1", "k", 1, 0, 1), ("e4", "k", 4, 0, 2)])
+    rows = [("e0", 0, 0, 1), ("e1", 0, 1, 2), ("e4", 0, 2, 3)]
+    without_log = findings(spark, run, output(spark, rows))
+    assert counts(without_log) == {"lost": 1, "unseen_at_deadline": 1}  # as if the app lost them
+    found = findings(spark, run, output(spark, rows), source=log)
+    assert counts(found) == {"lost_write": 2}
+    examples = [{k: v for k, v in e.items() if k != "ack_ts"} for e in found["lost_write"].examples]
+    assert examples == [
+        {"event_id": "e2", "key": "k", "seq": 2, "in_partition": 0, "in_offset": 2,
+         "log_event_id": "e4"},
+        {"event_id": "e3", "key": "k", "seq": 3, "in_partition": 0, "in_offset": 3,
+         "log_event_id": None},  # past the log's end
+    ]  # fmt: skip
+
+
+def test_a_lost_write_the_app_had_read_is_still_a_lost_write(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    log = input_log(spark, [("e0", "k", 0, 0, 0), ("e1", "k", 1, 0, 1)])  # unclean election
+    rows = [("e0", 0, 0, 1), ("e1", 0, 1, 2), ("e2", 0, 2, 3)]
+    found = findings(spark, run, output(spark, rows), source=log)
+    assert counts(found) == {"lost_write": 1}
+    assert found["lost_write"].examples[0]["event_id"] == "e2"
+
+
+def test_an_input_the_log_holds_twice_may_be_delivered_twice(spark, tmp_path) -> None:
+    # a retried batch appended again after e2: e1 is at offsets 1 and 3
+    log = [("e0", "k", 0, 0, 0), ("e1", "k", 1, 0, 1), ("e2", "k", 2, 0, 2), ("e1", "k", 1, 0, 3)]
+    log.append(("e9", "k", 9, 0, 4))  # in the log, its ack never came back
+    offsets = [commit(2, log_offset=0, log_ts_ms=1500), commit(5, log_offset=1, log_ts_ms=9000)]
+    run = write_run(tmp_path, THREE, offsets=offsets)
+    rows = [("e0", 0, 0, 1000), ("e1", 0, 1, 1100), ("e2", 0, 2, 2000), ("e1", 0, 3, 2100)]
+    rows.append(("e9", 0, 4, 2200))
+    without_log = findings(spark, run, output(spark, rows))
+    assert counts(without_log) == {"duplicate": 1, "reprocessing_after_reset": 1, "unexpected": 1}
+    found = findings(spark, run, output(spark, rows), source=input_log(spark, log))
+    assert counts(found) == {"log_duplicate": 1}
+    assert found["log_duplicate"].detail == {"distribution": {"2": 1}}
+    assert found["log_duplicate"].examples == [
+        {"event_id": "e1", "key": "k", "seq": 1, "partition": 0, "copies": 2, "offsets": [1, 3]}
+    ]
+    # a third delivery is one more than the log holds
+    again = findings(
+        spark, run, output(spark, [*rows, ("e1", 0, 5, 2300)]), source=input_log(spark, log)
+    )
+    assert counts(again) == {"log_duplicate": 1, "duplicate": 1, "reprocessing_after_reset": 1}
+    assert (
+        again["duplicate"].examples[0]["deliveries"],
+        again["duplicate"].examples[0]["copies"],
+    ) == (3, 2)
+
+
+def test_a_retried_batch_written_after_a_later_one_is_reordered_in_the_log(spark, tmp_path) -> None:
+    acks = [*THREE, ("j0", "j", 0, 0, 5), ("j1", "j", 1, 0, 4)]
+    run = write_run(tmp_path, acks, offsets=[commit(7)])
+    log = [
+        ("e0", "k", 0, 0, 0),
+        ("e2", "k", 2, 0, 1),
+        ("e1", "k", 1, 0, 2),  # written after e2, its later seq
+        ("j0", "j", 0, 0, 3),
+        ("j1", "j", 1, 0, 4),
+        ("j0", "j", 0, 0, 5),  # a second copy: only the first copy's place counts
+        ("e2", "k", 2, 0, 6),
+    ]
+    rows = [(event_id, 0, offset, offset) for event_id, _, _, _, offset in log]  # in log order
+    found = findings(spark, run, output(spark, rows), source=input_log(spark, log))
+    # the app kept the log's order, so its output is out of seq order too
+    assert counts(found) == {"log_reordered": 1, "log_duplicate": 2, "reordered": 1}
+    assert found["log_reordered"].examples == [
+        {"event_id": "e1", "key": "k", "seq": 1, "previous_seq": 2, "in_partition": 0,
+         "in_offset": 2},
+    ]  # fmt: skip
+
+
+def test_the_totals_count_the_log_only_when_it_was_read(spark, tmp_path) -> None:
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    rows = [("e0", 0, 0, 1), ("e1", 0, 1, 2), ("e2", 0, 2, 3)]
+    log = input_log(spark, [("e0", "k", 0, 0, 0), ("e1", "k", 1, 0, 1), ("e2", "k", 2, 0, 2)])
+    for source, expected in ((None, {}), (log, {"log_records": 3})):
+        analysis = Analysis(history_inputs(spark, run, output(spark, rows), source=source), 5)
+        try:
+            assert analysis.totals() == {
+                "acknowledged": 3, "output_records": 3, "delivered": 3, **expected
+            }  # fmt: skip
+            assert counts(analysis.findings()) == {}
+        finally:
+            analysis.close()
 
 
 @pytest.mark.parametrize(

@@ -27,8 +27,11 @@ APPS = {
 }
 
 
-def run_app(cluster: Cluster, kafka_topic, tmp_path, mode: str) -> tuple[RunHistory, str]:
-    """Feed 100 records to the app, wait until its group has committed them all, stop it."""
+def run_app(cluster: Cluster, kafka_topic, tmp_path, mode: str) -> tuple[RunHistory, str, str]:
+    """Feed 100 records to the app, wait until its group has committed them all, stop it.
+
+    Returns the history, the input topic and the output topic.
+    """
     source, sink = kafka_topic("input", partitions=3), kafka_topic("output", partitions=2)
     group = cluster.unique_name("app")
     history = RunHistory(tmp_path / mode)
@@ -56,7 +59,7 @@ def run_app(cluster: Cluster, kafka_topic, tmp_path, mode: str) -> tuple[RunHist
         reader.close()
         apps.stop()
         recorder.stop()
-    return history, sink
+    return history, source, sink
 
 
 def run_check_command(
@@ -96,14 +99,21 @@ def test_the_checker_judges_real_runs(
     expected_verdict,
     expected_result,
 ) -> None:
-    history, sink = run_app(kafka_cluster, kafka_topic, tmp_path, mode)
+    history, source, sink = run_app(kafka_cluster, kafka_topic, tmp_path, mode)
+    bootstrap = kafka_cluster.bootstrap_servers
     result = check_run(
-        spark, history.root, KafkaOutput(kafka_cluster.bootstrap_servers, sink), guarantee
+        spark,
+        history.root,
+        KafkaOutput(bootstrap, sink),
+        guarantee,
+        source=KafkaOutput(bootstrap, source),  # as the runner reads the input log
     )
     print(result.summary())
     assert (result.verdict, result.result) == (expected_verdict, expected_result)
     counts = result.counts
     assert result.totals["acknowledged"] == 100
+    assert result.totals["log_records"] == 100  # the brokers kept every write, once, in order
+    assert counts["lost_write"] == counts["log_duplicate"] == counts["log_reordered"] == 0
     if mode == "duplicate":
         assert counts["duplicate"] == 20 and counts["lost"] == 0
     if mode == "lose":
@@ -121,7 +131,7 @@ def test_kafka_replay_check_writes_the_report_and_gates_on_it(
 ) -> None:
     import json
 
-    history, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "duplicate")
+    history, _, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "duplicate")
     lenient = run_check_command(kafka_cluster, history, sink, "--guarantee", "at-least-once")
     strict = run_check_command(kafka_cluster, history, sink, "--guarantee", "exactly-once")
     assert lenient.returncode == 0, lenient.stdout + lenient.stderr
@@ -139,7 +149,7 @@ def test_the_checker_runs_on_a_spark_standalone_cluster(
 
     from harness.checker.standalone import StandaloneSpark
 
-    history, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "transactional")
+    history, _, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "transactional")
     with StandaloneSpark(worker_cores=1, worker_memory="1g") as cluster:
         result = run_check_command(
             kafka_cluster, history, sink, "--guarantee", "exactly-once",

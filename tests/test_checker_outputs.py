@@ -5,6 +5,7 @@ database tables (through JDBC)."""
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import subprocess
 import sys
@@ -14,8 +15,9 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from harness.apps.correlation import OutputRecord
 from harness.checker import FileOutput, KafkaOutput, check_run
-from harness.checker.sources import OutputIdError
+from harness.checker.sources import OutputIdError, kafka_log
 from harness.cluster import Cluster
+from harness.workload.records import Stamper
 from tests.test_checker import commit, write_run
 
 ACKS = [(f"e{i}", "k", i, 0, i) for i in range(5)]
@@ -172,6 +174,56 @@ def test_a_users_function_that_raises_names_itself_and_the_record(
     assert "partition 1, offset 2 (and 1 more)" in message
     assert "KeyError: 'order'" in message
     assert "Py4J" not in message and "org.apache.spark" not in message
+
+
+def test_the_input_log_shows_what_the_brokers_kept_and_the_app_is_judged_on_it(
+    spark, kafka_cluster, kafka_topic, tmp_path
+) -> None:
+    stamper = Stamper(random.Random(1))
+    first, second, third = (stamper.stamp("k", {"n": n}) for n in range(3))
+    big = stamper.stamp("big", {}, pad_to=800_000)  # read for its seq without parsing it all
+    # the log: second was retried after third, and appended again; plain has no header
+    # and its seq where the workload does not write it
+    log = [first, third, second, second, big]
+    source = kafka_topic("input", partitions=1)
+    plain = (0, b"p", b'{"n": 1, "seq": 5, "event_id": "plain"}', None)
+    write_output(kafka_cluster, source, [(0, r.key.encode(), r.value, r.headers) for r in log])
+    write_output(kafka_cluster, source, [plain])
+    assert sorted(kafka_log(spark, kafka_cluster.bootstrap_servers, source).collect()) == sorted(
+        [
+            (r.event_id, r.key, r.seq, 0, offset)
+            for offset, r in enumerate(log)
+        ] + [("plain", "p", 5, 0, 5)]
+    )  # fmt: skip
+    acks = [(r.event_id, r.key, r.seq, 0, offset) for offset, r in enumerate(log) if offset != 2]
+    acks += [("plain", "p", 5, 0, 5), ("gone", "k", 3, 0, 6)]  # gone: its leader died
+    run = write_run(tmp_path, acks, offsets=[commit(7)])
+    sink = kafka_topic("output", partitions=1)  # the app processed every record of the log
+    delivered = [r.event_id for r in log] + ["plain"]
+    write_output(kafka_cluster, sink, [(0, None, as_json(e), None) for e in delivered])
+    output = KafkaOutput(kafka_cluster.bootstrap_servers, sink)
+
+    alone = check_run(spark, run, output, "exactly-once")
+    assert not alone.source_read
+    assert alone.verdict == "lossy"  # as if the app had lost gone and repeated second
+    assert nonzero(alone) == {"lost": 1, "duplicate": 1, "reordered": 1,
+                              "reprocessing_after_reset": 1}  # fmt: skip
+    read = check_run(
+        spark, run, output, "exactly-once", KafkaOutput(kafka_cluster.bootstrap_servers, source)
+    )
+    assert read.source_read
+    assert (read.verdict, read.result) == ("exactly-once", "pass")
+    assert nonzero(read) == {"lost_write": 1, "log_duplicate": 1, "log_reordered": 1,
+                             "reordered": 1}  # fmt: skip
+    assert read.totals == {"acknowledged": 6, "output_records": 6, "delivered": 5,
+                           "log_records": 6}  # fmt: skip
+    (lost_write,) = read.findings["lost_write"].examples
+    assert (lost_write["event_id"], lost_write["log_event_id"]) == ("gone", None)
+    (reordered,) = read.findings["log_reordered"].examples
+    assert (reordered["event_id"], reordered["seq"], reordered["previous_seq"]) == (
+        second.event_id, 1, 2
+    )  # fmt: skip
+    assert read.findings["log_duplicate"].examples[0]["offsets"] == [2, 3]
 
 
 def test_output_files_are_checked(spark, tmp_path) -> None:

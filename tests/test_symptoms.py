@@ -11,9 +11,9 @@ from harness.replay.symptoms import Evidence, measure
 TOPIC = "input"
 
 
-def check(**counts: int) -> CheckResult:
+def check(totals: dict[str, int] | None = None, **counts: int) -> CheckResult:
     findings = {name: Finding(counts.get(name, 0), []) for name in ANOMALIES}
-    return CheckResult("at-least-once", "at-least-once", "pass", {}, findings)
+    return CheckResult("at-least-once", "at-least-once", "pass", totals or {}, findings)
 
 
 def evidence(**streams: Any) -> Evidence:
@@ -111,3 +111,18 @@ def test_a_hot_partition_that_drains_one_record_per_fetch_wait() -> None:
         "hot_arrival_gap_s": None,
         "hot_arrivals_fetch_wait_apart": False,
     }
+
+
+def test_what_the_brokers_did_to_the_input_log_is_measured_only_when_it_was_read() -> None:
+    names = ("lost_writes", "log_duplicates", "log_reordered")
+    counts = {"lost_write": 3, "log_duplicate": 2, "log_reordered": 1}
+    assert measure(evidence(check=check(**counts)), names) == dict.fromkeys(names)
+    read = check({"log_records": 99}, **counts)
+    assert read.source_read
+    assert measure(evidence(check=read), names) == {
+        "lost_writes": 3,
+        "log_duplicates": 2,
+        "log_reordered": 1,
+    }
+    clean = evidence(check=check({"log_records": 99}))
+    assert measure(clean, names) == dict.fromkeys(names, 0)

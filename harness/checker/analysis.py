@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 
@@ -25,7 +25,7 @@ class CheckInputs:
     reports: DataFrame  # the "app-*" streams
     lag: DataFrame  # the "lag" stream
     uncommitted: DataFrame | None = None  # output, read_uncommitted (Kafka outputs only)
-    source_ids: DataFrame | None = None  # event_id of every record in the source topic
+    source: DataFrame | None = None  # the input topic's log (sources.kafka_log), if it was read
 
 
 @dataclass
@@ -48,23 +48,28 @@ def _finding(frame: DataFrame, limit: int, order: tuple[str, ...]) -> Finding:
 
 
 # Which stream a row of the matching came from.
-_ACK, _OUT, _SOURCE = 0, 1, 2
+_ACK, _OUT, _LOG = 0, 1, 2
 _ACK_FIELDS = ("key", "seq", "in_topic", "in_partition", "in_offset", "ack_ts")
 _OUT_FIELDS = ("out_partition", "out_offset", "out_ts_ms")
+_LOG_FIELDS = ("in_partition", "in_offset", "key", "seq")  # a log record's own
 
 
 def match(inputs: CheckInputs) -> DataFrame:
-    """Every output record beside the input it delivers, and every input never delivered.
+    """Every output record beside the input it delivers, every input never delivered, and
+    every record of the input log when it was read.
 
-    One shuffle by ``event_id`` of the acks, the output (and the source's ids) together
-    does what a join per anomaly did: it keeps one ack per ``event_id`` (the first read),
-    counts each input's deliveries and marks its first one by output position. A null
-    ``event_id`` matches nothing, as in a join.
+    One shuffle by ``event_id`` of the acks, the output (and the input log) together does
+    what a join per anomaly did: it keeps one ack per ``event_id`` (the first read), counts
+    each input's deliveries and its copies in the log, and marks its first delivery by output
+    position and its first copy by log position. A null ``event_id`` matches nothing, as in
+    a join.
 
     Columns: ``event_id``, ``side`` (``_OUT``: an output record, ``_ACK``: an input never
-    delivered), the ack's fields (null when none matched), the output's fields (null for
-    an input), ``deliveries``, ``first`` (the input's first delivery by position), ``acked``
-    (its ``event_id`` is an ack's) and ``known`` (an ack's or the source's).
+    delivered, ``_LOG``: a record of the input log), the ack's fields (null when none matched;
+    a log record's own ``key``, ``seq``, ``in_partition`` and ``in_offset``), the output's
+    fields (null for an input), ``deliveries``, ``copies`` (in the log; null when it was not
+    read), ``first`` (the first delivery, or the first copy, by position), ``acked`` (its
+    ``event_id`` is an ack's) and ``known`` (an ack's or the log's).
     """
     position = F.monotonically_increasing_id().alias("n")  # one of equal rows, in read order
     nothing = F.lit(None)
@@ -81,16 +86,33 @@ def match(inputs: CheckInputs) -> DataFrame:
         F.struct(*_OUT_FIELDS[:2], position, _OUT_FIELDS[2]).alias("out"),
     )
     rows = acks.unionByName(outputs, allowMissingColumns=True)
-    if inputs.source_ids is not None:
-        sourced = inputs.source_ids.select("event_id", F.lit(_SOURCE).alias("side"))
-        rows = rows.unionByName(sourced, allowMissingColumns=True)
     same_id = Window.partitionBy("event_id")
     has_id = F.col("event_id").isNotNull()
     side = F.col("side")
+    logged: list[Column | str] = []  # what only the input log's rows give
+    copies = F.lit(None).cast("long")
+    if inputs.source is not None:
+        log = inputs.source.select(
+            "event_id",
+            F.lit(_LOG).alias("side"),
+            F.struct(
+                F.col("partition").alias("in_partition"),
+                F.col("offset").alias("in_offset"),
+                "key",
+                "seq",
+            ).alias("log"),
+        )
+        rows = rows.unionByName(log, allowMissingColumns=True)
+        copies = F.when(has_id, F.sum((side == _LOG).cast("long")).over(same_id))
+        logged = [
+            "log",
+            F.min(F.when(side == _LOG, F.struct(*(f"log.{n}" for n in _LOG_FIELDS[:2]))))
+            .over(same_id)
+            .alias("first_copy"),
+        ]
     chosen = F.min(F.when(side == _ACK, F.col("ack"))).over(same_id)
     first = F.min(F.when(side == _OUT, F.col("out"))).over(same_id)
     deliveries = F.sum((side == _OUT).cast("long")).over(same_id)
-    in_source = F.max((side == _SOURCE).cast("int")).over(same_id) == 1
     grouped = rows.select(
         "event_id",
         "side",
@@ -98,37 +120,64 @@ def match(inputs: CheckInputs) -> DataFrame:
         "out",
         chosen.alias("chosen"),
         F.when(has_id, deliveries).otherwise(0).alias("deliveries"),
+        copies.alias("copies"),
         (F.col("out.n") == first["n"]).alias("first"),
-        in_source.alias("in_source"),
+        *logged,
     )
     acked = has_id & F.col("chosen").isNotNull()
     undelivered = (side == _ACK) & (F.col("ack.n") == F.col("chosen.n"))
-    return grouped.filter((side == _OUT) | (undelivered & (F.col("deliveries") == 0))).select(
+    kept = (side == _OUT) | (undelivered & (F.col("deliveries") == 0))
+    first_of = F.col("first")
+    if logged:
+        kept |= side == _LOG
+        first_of = F.when(
+            side == _LOG,
+            (F.col("log.in_partition") == F.col("first_copy.in_partition"))
+            & (F.col("log.in_offset") == F.col("first_copy.in_offset")),
+        ).otherwise(first_of)
+
+    def field(name: str) -> Column:
+        """The ack's field: a missing input's own, an output's input's, a log record's own."""
+        value = F.when(side == _ACK, F.col(f"ack.{name}"))
+        if logged:
+            value = value.when(side == _LOG, F.col(f"log.{name}") if name in _LOG_FIELDS else None)
+        return value.when(acked, F.col(f"chosen.{name}")).alias(name)
+
+    return grouped.filter(kept).select(
         "event_id",
         "side",
-        *(
-            F.when(side == _ACK, F.col(f"ack.{name}"))
-            .when(acked, F.col(f"chosen.{name}"))
-            .alias(name)
-            for name in _ACK_FIELDS
-        ),
+        *(field(name) for name in _ACK_FIELDS),
         *(F.col(f"out.{name}").alias(name) for name in _OUT_FIELDS),
         "deliveries",
-        F.coalesce(F.col("first"), F.lit(False)).alias("first"),
+        "copies",
+        F.coalesce(first_of, F.lit(False)).alias("first"),
         acked.alias("acked"),
-        (acked | (has_id & F.col("in_source"))).alias("known"),
+        (acked | (has_id & F.coalesce(F.col("copies") > 0, F.lit(False)))).alias("known"),
     )
+
+
+def _unlogged() -> Column:
+    """An input the input log holds no copy of: a write the brokers lost (null: not read)."""
+    return F.col("copies") == 0
+
+
+def _fair_deliveries() -> Column:
+    """Deliveries the app owes an input: one per copy in the input log, at least one."""
+    return F.greatest(F.col("copies"), F.lit(1))  # greatest skips a null: one, unread
 
 
 class Analysis:
     """What the anomaly queries share, each part computed once per check.
 
-    Everything about records comes from one cached :func:`match`, so the history and the
-    output are read, parsed and shuffled once, not once per anomaly: :meth:`close` frees it.
+    Everything about records comes from one cached :func:`match`, so the history, the
+    output and the input log are read, parsed and shuffled once, not once per anomaly:
+    :meth:`close` frees it.
     """
 
     def __init__(self, inputs: CheckInputs, examples: int) -> None:
         self.inputs, self.examples = inputs, examples
+        #: Whether the input log was read: without it, the anomalies about it are not looked for.
+        self.source_read = inputs.source is not None
 
     @cached_property
     def matched(self) -> DataFrame:
@@ -149,9 +198,18 @@ class Analysis:
         return self.outputs.filter(F.col("acked"))
 
     @cached_property
+    def log(self) -> DataFrame:
+        """Every record of the input log (``in_partition``, ``in_offset``: its position)."""
+        return self.matched.filter(F.col("side") == _LOG)
+
+    @cached_property
     def missing(self) -> tuple[DataFrame, DataFrame]:
-        """(lost, unseen at deadline)."""
-        return _missing(self.matched.filter(F.col("side") == _ACK), self.commits)
+        """(lost, unseen at deadline): never delivered, although the input log holds them.
+
+        A write the brokers lost is neither: the app could never read it (``lost_write``).
+        """
+        undelivered = (F.col("side") == _ACK) & ~F.coalesce(_unlogged(), F.lit(False))
+        return _missing(self.matched.filter(undelivered), self.commits)
 
     def findings(self) -> dict[str, Finding]:
         """Every registered anomaly."""
@@ -166,18 +224,23 @@ class Analysis:
         return findings
 
     def totals(self) -> dict[str, int]:
-        """Acknowledged inputs, output records, and inputs delivered at least once."""
+        """Acknowledged inputs, output records, inputs delivered at least once, and, when the
+        input log was read, its records (``log_records``: its presence says it was read)."""
         side, delivered = F.col("side"), F.col("acked") & F.col("first")
         row = self.matched.agg(
             F.count(F.when((side == _ACK) | ((side == _OUT) & delivered), 1)).alias("acks"),
             F.count(F.when(side == _OUT, 1)).alias("outputs"),
             F.count(F.when((side == _OUT) & delivered, 1)).alias("delivered"),
+            F.count(F.when(side == _LOG, 1)).alias("logged"),
         ).collect()[0]
-        return {
+        totals = {
             "acknowledged": row["acks"],
             "output_records": row["outputs"],
             "delivered": row["delivered"],
         }
+        if self.source_read:
+            totals["log_records"] = row["logged"]
+        return totals
 
     def deliveries(self) -> DataFrame:
         """Each output record matched to its input, in output time."""
@@ -244,8 +307,8 @@ def unseen_at_deadline(analysis: Analysis) -> DataFrame:
 
 @anomaly()
 def duplicate(analysis: Analysis) -> Finding:
-    """An input delivered more than once (with the distribution of delivery counts)."""
-    return _duplicates(analysis.delivered, analysis.examples)
+    """An input delivered more than once, and more often than the input log holds it if read."""
+    return _duplicates(analysis.delivered, analysis.examples, analysis.source_read)
 
 
 @anomaly("out_partition", "out_offset")
@@ -281,7 +344,8 @@ def commit_by_non_owner(analysis: Analysis) -> DataFrame:
 @anomaly("in_partition", "in_offset")
 def reprocessing_after_reset(analysis: Analysis) -> DataFrame:
     """A repeated delivery of an input whose offset had been committed as done before it."""
-    repeated = analysis.delivered.filter(F.col("deliveries") > 1)  # the others have no repeat
+    # the others have no repeat: a delivery per copy in the input log is none
+    repeated = analysis.delivered.filter(F.col("deliveries") > _fair_deliveries())
     return _reprocessed(repeated, analysis.commits)
 
 
@@ -290,6 +354,52 @@ def stuck_lag(analysis: Analysis) -> DataFrame:
     """A partition with nothing missing whose group lag stayed above zero at the end."""
     lost, unseen = analysis.missing
     return _stuck_lag(analysis.inputs.lag, lost.unionByName(unseen))
+
+
+@anomaly()
+def lost_write(analysis: Analysis) -> Finding:
+    """Acknowledged by a broker, yet no copy is in the input log read at check time."""
+    if not analysis.source_read:
+        return Finding(0, [])
+    side = F.col("side")
+    acked_input = (side == _ACK) | ((side == _OUT) & F.col("acked") & F.col("first"))
+    lost = analysis.matched.filter(acked_input & _unlogged())
+    columns = ("event_id", "key", "seq", "in_partition", "in_offset", "ack_ts")
+    finding = _finding(lost.select(*columns), analysis.examples, ("in_partition", "in_offset"))
+    now = _log_at(analysis.log, {(e["in_partition"], e["in_offset"]) for e in finding.examples})
+    for example in finding.examples:
+        example["log_event_id"] = now.get((example["in_partition"], example["in_offset"]))
+    return finding
+
+
+@anomaly()
+def log_duplicate(analysis: Analysis) -> Finding:
+    """An input written to the input log more than once (with the distribution of copies)."""
+    if not analysis.source_read:
+        return Finding(0, [])
+    copied = analysis.log.filter(F.col("first") & (F.col("copies") > 1)).select(
+        "event_id",
+        "key",
+        "seq",
+        F.col("in_partition").alias("partition"),
+        F.col("in_offset").alias("first_offset"),
+        "copies",
+    )
+    order = (F.desc("copies"), "partition", "first_offset")
+    finding = _counted(copied, "copies", order, analysis.examples)
+    offsets = _offsets_of(analysis.log, {e["event_id"] for e in finding.examples})
+    for example in finding.examples:
+        del example["first_offset"]
+        example["offsets"] = offsets[example["event_id"]]
+    return finding
+
+
+@anomaly("in_partition", "in_offset")
+def log_reordered(analysis: Analysis) -> DataFrame | Finding:
+    """For one key in one input partition, a first copy with a lower seq than the one before."""
+    if not analysis.source_read:
+        return Finding(0, [])
+    return _log_reordered(analysis.log.filter(F.col("first")))
 
 
 def _missing(undelivered: DataFrame, commits: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -302,23 +412,54 @@ def _missing(undelivered: DataFrame, commits: DataFrame) -> tuple[DataFrame, Dat
     return judged.filter(passed).select(*columns), judged.filter(~passed).select(*columns)
 
 
-def _duplicates(delivered: DataFrame, examples: int) -> Finding:
-    repeated = (
-        delivered.filter(F.col("first") & (F.col("deliveries") > 1))
-        .select("event_id", "key", "seq", "in_partition", "in_offset", "deliveries")
-        .cache()
-    )
-    distribution = {
-        str(row["deliveries"]): row["count"]
-        for row in repeated.groupBy("deliveries").count().collect()
-    }
+def _duplicates(delivered: DataFrame, examples: int, source_read: bool) -> Finding:
+    """Inputs delivered more than once, or, beside the input log, more than their copies."""
+    columns = ["event_id", "key", "seq", "in_partition", "in_offset", "deliveries"]
+    if source_read:
+        columns.append("copies")
+    repeated = delivered.filter(F.col("first") & (F.col("deliveries") > _fair_deliveries()))
+    order = (F.desc("deliveries"), "in_partition", "in_offset")
+    return _counted(repeated.select(*columns), "deliveries", order, examples)
+
+
+def _counted(
+    frame: DataFrame, times: str, order: tuple[Column | str, ...], examples: int
+) -> Finding:
+    """One row per repeated record, with the distribution of how many ``times`` each came."""
+    frame = frame.cache()
+    distribution = {str(row[times]): row["count"] for row in frame.groupBy(times).count().collect()}
     finding = Finding(
-        repeated.count(),
-        _rows(repeated.orderBy(F.desc("deliveries"), "in_partition", "in_offset"), examples),
+        frame.count(),
+        _rows(frame.orderBy(*order), examples),
         {"distribution": dict(sorted(distribution.items(), key=lambda item: int(item[0])))},
     )
-    repeated.unpersist()
+    frame.unpersist()
     return finding
+
+
+def _log_at(log: DataFrame, positions: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """The ``event_id`` the input log holds at each position now; a missing one holds none.
+
+    For a few examples: a filter of the cached log, not a join.
+    """
+    if not positions:
+        return {}
+    wanted = F.lit(False)
+    for partition, offset in positions:
+        wanted |= (F.col("in_partition") == partition) & (F.col("in_offset") == offset)
+    rows = log.filter(wanted).select("in_partition", "in_offset", "event_id").collect()
+    return {(row["in_partition"], row["in_offset"]): row["event_id"] for row in rows}
+
+
+def _offsets_of(log: DataFrame, event_ids: set[str]) -> dict[str, list[int]]:
+    """Each of a few ``event_id``s' offsets in the input log, lowest first."""
+    if not event_ids:
+        return {}
+    rows = log.filter(F.col("event_id").isin(sorted(event_ids))).select("event_id", "in_offset")
+    offsets: dict[str, list[int]] = {event_id: [] for event_id in event_ids}
+    for row in rows.collect():
+        offsets[row["event_id"]].append(row["in_offset"])
+    return {event_id: sorted(found) for event_id, found in offsets.items()}
 
 
 def _aborted(committed: DataFrame, uncommitted: DataFrame | None) -> DataFrame:
@@ -334,6 +475,16 @@ def _reordered(first: DataFrame) -> DataFrame:
         first.withColumn("previous_seq", F.lag("seq").over(in_order))
         .filter(F.col("seq") < F.col("previous_seq"))
         .select("event_id", "key", "seq", "previous_seq", "out_partition", "out_offset")
+    )
+
+
+def _log_reordered(first: DataFrame) -> DataFrame:
+    # the one shuffle of the input log besides match's; key first, as in _reordered
+    in_order = Window.partitionBy("key", "in_partition").orderBy("in_offset")
+    return (
+        first.withColumn("previous_seq", F.lag("seq").over(in_order))
+        .filter(F.col("seq") < F.col("previous_seq"))
+        .select("event_id", "key", "seq", "previous_seq", "in_partition", "in_offset")
     )
 
 
@@ -417,10 +568,12 @@ def _non_owner_commits(reports: DataFrame) -> DataFrame:
 
 
 def _reprocessed(delivered: DataFrame, commits: DataFrame) -> DataFrame:
+    """Deliveries past an input's fair ones (one per copy in the input log) that came after a
+    commit passed the input."""
     repeats = delivered.withColumn(
         "delivery",
         F.row_number().over(Window.partitionBy("event_id").orderBy("out_ts_ms", "out_offset")),
-    ).filter(F.col("delivery") > 1)
+    ).filter(F.col("delivery") > _fair_deliveries())
     done = commits.select(
         F.col("topic").alias("in_topic"),
         F.col("partition").alias("in_partition"),

@@ -62,6 +62,12 @@ class CheckResult:
     def counts(self) -> dict[str, int]:
         return {name: finding.count for name, finding in self.findings.items()}
 
+    @property
+    def source_read(self) -> bool:
+        """Whether the input topic's log was read: only then are ``lost_write``,
+        ``log_duplicate`` and ``log_reordered`` looked for (else they are 0, not measured)."""
+        return "log_records" in self.totals
+
     def to_json(self) -> dict[str, Any]:
         return {
             "guarantee": self.guarantee,
@@ -121,9 +127,9 @@ def history_inputs(
     run_dir: Path,
     committed: DataFrame,
     uncommitted: DataFrame | None = None,
-    source_ids: DataFrame | None = None,
+    source: DataFrame | None = None,
 ) -> CheckInputs:
-    """The run history's streams beside an output already read."""
+    """The run history's streams beside an output (and the input log) already read."""
     return CheckInputs(
         acks=sources.acknowledged_inputs(spark, run_dir),
         committed=committed,
@@ -131,7 +137,7 @@ def history_inputs(
         reports=sources.read_stream(spark, run_dir, "app-*", "app"),
         lag=sources.read_stream(spark, run_dir, "lag", "lag"),
         uncommitted=uncommitted,
-        source_ids=source_ids,
+        source=source,
     )
 
 
@@ -145,6 +151,13 @@ def check_run(
     deliveries: bool = False,
 ) -> CheckResult:
     """Read the run's history and output, find every anomaly, and judge the guarantee.
+
+    ``source`` is the input topic (its ``event_id`` function is not used: input records are
+    the workload's). Reading it finds what the brokers did to the acknowledged writes
+    (``lost_write``, ``log_duplicate``, ``log_reordered``) and keeps the app's verdict to what
+    the app could read: a lost write is not ``lost`` or ``unseen_at_deadline``, and an input
+    the log holds twice may be delivered twice. An output of an input the log holds but no
+    ack recorded is not ``unexpected`` either.
 
     An output record with no event_id (none found, or the user's function returned None)
     counts as unexpected. :class:`~harness.checker.sources.OutputIdError` when the user's
@@ -163,12 +176,10 @@ def check_run(
         committed = sources.jdbc_table(spark, output.url, output.table, output.driver)
     else:
         committed = sources.files(spark, output.path, output.file_format)
-    source_ids = None
+    log = None
     if source is not None:
-        source_ids = sources.kafka_topic(
-            spark, source.bootstrap_servers, source.topic, "read_uncommitted"
-        ).select("event_id")
-    inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, source_ids)
+        log = sources.kafka_log(spark, source.bootstrap_servers, source.topic)
+    inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, log)
     analysis = Analysis(inputs, examples)
     try:
         if isinstance(output, KafkaOutput) and output.event_id and uncommitted is not None:

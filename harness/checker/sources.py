@@ -3,6 +3,7 @@
 - inputs: the producer's acknowledgements from the run history (what should arrive);
 - outputs: a Kafka topic through Spark's Kafka source (``read_committed`` or
   ``read_uncommitted``) or files, each record reduced to its ``event_id`` and position;
+- the source: the input topic's log as the brokers kept it (:func:`kafka_log`);
 - the history streams: committed offsets, instrumented app reports, lag samples.
 
 Output columns: ``event_id``, ``out_partition``, ``out_offset``, ``out_ts_ms``.
@@ -230,15 +231,11 @@ def raise_for_failed_ids(
     )
 
 
-def kafka_topic(
-    spark: SparkSession,
-    bootstrap_servers: str,
-    topic: str,
-    isolation: str = "read_committed",
-    event_id: Column | None = None,
+def _raw_topic(
+    spark: SparkSession, bootstrap_servers: str, topic: str, isolation: str
 ) -> DataFrame:
-    """A whole topic, as it stands now, through Spark's Kafka source."""
-    raw = (
+    """A whole topic, as it stands now, through Spark's Kafka source: its columns unparsed."""
+    return (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", topic)
@@ -248,11 +245,68 @@ def kafka_topic(
         .option("kafka.isolation.level", isolation)
         .load()
     )
+
+
+def kafka_topic(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    topic: str,
+    isolation: str = "read_committed",
+    event_id: Column | None = None,
+) -> DataFrame:
+    """A whole topic, as it stands now, through Spark's Kafka source."""
+    raw = _raw_topic(spark, bootstrap_servers, topic, isolation)
     return raw.select(
         (event_id if event_id is not None else default_event_id()).alias("event_id"),
         F.col("partition").alias("out_partition"),
         F.col("offset").alias("out_offset"),
         (F.col("timestamp").cast("double") * 1000).cast("long").alias("out_ts_ms"),
+    )
+
+
+#: Bytes of a value searched for its ``seq``: the workload writes it third, after
+#: ``event_id`` and ``key`` (harness/workload/records.py), far before any padding.
+IDENTITY_PREFIX = 1024
+#: The identity fields at the start of a workload value; ``seq`` is group 1.
+_STAMPED = r'^\{"event_id":"[^"]*","key":"(?:[^"\\]|\\.)*","seq":(-?\d+)[,}]'
+LOG_SCHEMA = T.StructType(
+    [
+        T.StructField("event_id", T.StringType()),
+        T.StructField("key", T.StringType()),
+        T.StructField("seq", T.LongType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
+    ]
+)
+
+
+def stamped_seq() -> Column:
+    """A workload value's ``seq``, read from its first bytes; else the JSON field, else null.
+
+    Input values can be ~800KB of padding after their identity: matching the stamped prefix
+    reads a kilobyte of each, and only a value written some other way is parsed whole.
+    """
+    prefix = F.substring(F.col("value"), 1, IDENTITY_PREFIX).cast("string")
+    stamped = F.nullif(F.regexp_extract(prefix, _STAMPED, 1), F.lit(""))
+    field = F.get_json_object(F.col("value").cast("string"), "$.seq")
+    return F.coalesce(stamped, field).cast("long")
+
+
+def kafka_log(spark: SparkSession, bootstrap_servers: str, topic: str) -> DataFrame:
+    """The input topic's log as the brokers kept it: what the acks are compared with.
+
+    Columns as :data:`LOG_SCHEMA`: ``event_id`` (:func:`default_event_id`: the header, which
+    every workload record has, so the value is parsed for it only when that is missing), the
+    record's Kafka key (the entity key) as text, ``seq`` (:func:`stamped_seq`), ``partition``
+    and ``offset``. Read ``read_uncommitted``: every record the brokers hold counts.
+    """
+    raw = _raw_topic(spark, bootstrap_servers, topic, "read_uncommitted")
+    return raw.select(
+        default_event_id().alias("event_id"),
+        F.col("key").cast("string").alias("key"),
+        stamped_seq().alias("seq"),
+        "partition",
+        "offset",
     )
 
 

@@ -1,4 +1,9 @@
-"""From anomaly counts to a verdict, and from a verdict to pass, fail or unknown."""
+"""From anomaly counts to a verdict, and from a verdict to pass, fail or unknown.
+
+The counts judge the app, so they leave out what the brokers did: when the input log was
+read, a write it lost counts as ``lost_write`` (not lost or unseen) and an input it holds
+twice may be delivered twice (see :mod:`harness.checker.analysis`).
+"""
 
 from __future__ import annotations
 

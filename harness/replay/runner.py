@@ -398,14 +398,15 @@ def _check(
 ) -> tuple[CheckResult, CheckResult | None]:
     extractor = load_callable(options.output_id) if options.output_id else None
     output = KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor)
-    check = check_run(spark, history.root, output, guarantee, deliveries=True)
+    source = KafkaOutput(cluster.bootstrap_servers, topics["input"])  # what the brokers kept
+    check = check_run(spark, history.root, output, guarantee, source=source, deliveries=True)
     (history.root / "check.json").write_text(json.dumps(check.to_json(), indent=2, default=str))
     with (history.root / "deliveries.jsonl").open("w") as deliveries:  # for the HTML report
         deliveries.writelines(json.dumps(d, default=str) + "\n" for d in check.deliveries)
     side_effects = None
     if "side_effects" in topics:
         side = KafkaOutput(cluster.bootstrap_servers, topics["side_effects"])
-        side_effects = check_run(spark, history.root, side, guarantee)
+        side_effects = check_run(spark, history.root, side, guarantee, source=source)
         (history.root / "check-side-effects.json").write_text(
             json.dumps(side_effects.to_json(), indent=2, default=str)
         )

@@ -220,7 +220,7 @@ def _jumps_back(evidence: Evidence) -> list[int] | None:
 
 @symptom
 def reprocessed(evidence: Evidence) -> Value:
-    """Inputs whose result reached the output more than once."""
+    """Inputs whose result reached the output more often than the input log holds them."""
     return evidence.check.counts["duplicate"]
 
 
@@ -541,3 +541,60 @@ def keys_moved(evidence: Evidence) -> Value:
 def reordered(evidence: Evidence) -> Value:
     """Results of one key that reached the output in a different order than their inputs."""
     return evidence.check.counts["reordered"]
+
+
+@symptom
+def inputs_lost(evidence: Evidence) -> Value:
+    """Acknowledged inputs missing from the output although the group committed past them."""
+    return evidence.check.counts["lost"]
+
+
+# --- what the steps did to the brokers and the network ----------------------------------------
+
+
+@symptom
+def brokers_killed(evidence: Evidence) -> Value:
+    """Brokers the steps killed (``kill_broker``)."""
+    return sum(1 for e in evidence.steps if e.get("kind") == "step" and e["do"] == "kill_broker")
+
+
+@symptom
+def brokers_paused(evidence: Evidence) -> Value:
+    """Brokers the steps froze (``pause_broker``), counted when the pause began."""
+    return sum(1 for e in evidence.steps if e.get("kind") == "step" and e["do"] == "pause_broker")
+
+
+@symptom
+def network_faults(evidence: Evidence) -> Value:
+    """Times a network fault began (each time of each ``network_fault`` step)."""
+    return sum(
+        len(e.get("occurrences", []))
+        for e in evidence.steps
+        if e["do"] == "network_fault" and e.get("kind") in ("step", "ended")
+    )
+
+
+# --- what the brokers kept of the input ------------------------------------------------------
+
+
+def _in_log(evidence: Evidence, anomaly: str) -> Value:
+    """The checker's count for ``anomaly`` of the input log; None when it read no log."""
+    return evidence.check.counts[anomaly] if evidence.check.source_read else None
+
+
+@symptom
+def lost_writes(evidence: Evidence) -> Value:
+    """Acknowledged input records the input log no longer holds (a broker lost them)."""
+    return _in_log(evidence, "lost_write")
+
+
+@symptom
+def log_duplicates(evidence: Evidence) -> Value:
+    """Input records written to the input log more than once (a retry appended again)."""
+    return _in_log(evidence, "log_duplicate")
+
+
+@symptom
+def log_reordered(evidence: Evidence) -> Value:
+    """Input records of one key the input log holds after a later one of that key."""
+    return _in_log(evidence, "log_reordered")

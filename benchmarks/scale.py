@@ -3,8 +3,9 @@
 1. ``kafka-replay run crash-restart-eos --scale 10 --report DIR`` (30,000 records instead of
    3,000, produced ten times as fast, the same six kills): per profile, the records
    acknowledged, the outputs, the checker's counts, the verdict and result, and whether the
-   check is exact: every acknowledged input delivered or counted lost or unseen, and every
-   output an acknowledged input's delivery, a duplicate of one, or counted unexpected.
+   check is exact: every acknowledged input delivered or counted lost, unseen or a lost
+   write, and every output an acknowledged input's delivery, a duplicate of one, or counted
+   unexpected.
 2. ``pytest -n 2 -k incident`` over the catalog: wall time beside the sum of the items' own
    times (from a JUnit file), and how many passed.
 """
@@ -47,9 +48,8 @@ def scaled_incident(report_dir: Path) -> None:
         check = json.loads((Path(outcome["run_dir"]) / "check.json").read_text())
         totals, anomalies = check["totals"], check["anomalies"]
         counts = {name: _count(value) for name, value in anomalies.items()}
-        inputs_exact = totals["acknowledged"] == (
-            totals["delivered"] + counts.get("lost", 0) + counts.get("unseen_at_deadline", 0)
-        )
+        missing = sum(counts.get(n, 0) for n in ("lost", "unseen_at_deadline", "lost_write"))
+        inputs_exact = totals["acknowledged"] == totals["delivered"] + missing
         outputs_exact = totals["output_records"] == (
             totals["delivered"] + counts.get("duplicate", 0) + counts.get("unexpected", 0)
         )

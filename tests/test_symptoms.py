@@ -126,3 +126,21 @@ def test_what_the_brokers_did_to_the_input_log_is_measured_only_when_it_was_read
     }
     clean = evidence(check=check({"log_records": 99}))
     assert measure(clean, names) == dict.fromkeys(names, 0)
+
+
+def test_broker_and_network_faults_are_counted_from_the_steps() -> None:
+    def step(do: str, kind: str = "step", **found: Any) -> dict[str, Any]:
+        return {"kind": kind, "do": do, "started": 1.0, "ended": 2.0, **found}
+
+    occurrences = [{"nodes": [1], "started": 1.0, "ended": 1.3}] * 3
+    steps = [
+        step("kill_broker", node=1),
+        step("restart_broker", node=1),
+        step("pause_broker", node=2, background=True),
+        step("pause_broker", "resumed", node=2),  # the resume of the same pause
+        step("network_fault", occurrences=occurrences),
+        step("network_fault", fault="reset", background=True),  # its times come when it ends
+        step("network_fault", "ended", occurrences=occurrences[:2]),
+    ]
+    found = measure(evidence(steps=steps), ("brokers_killed", "brokers_paused", "network_faults"))
+    assert found == {"brokers_killed": 1, "brokers_paused": 1, "network_faults": 5}

@@ -8,7 +8,8 @@ test keeps the two in step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -45,6 +46,15 @@ def _finding(frame: DataFrame, limit: int, order: tuple[str, ...]) -> Finding:
     examples = _rows(frame.orderBy(*order), limit) if count else []
     frame.unpersist()
     return Finding(count, examples)
+
+
+def _counts(frames: Mapping[str, DataFrame]) -> dict[str, int]:
+    """The rows of every frame, in one job: a union of their names, grouped."""
+    if not frames:
+        return {}
+    named = [frame.select(F.lit(name).alias("name")) for name, frame in frames.items()]
+    union = functools.reduce(DataFrame.unionAll, named)
+    return {row["name"]: row["count"] for row in union.groupBy("name").count().collect()}
 
 
 # Which stream a row of the matching came from.
@@ -212,15 +222,24 @@ class Analysis:
         return _missing(self.matched.filter(undelivered), self.commits)
 
     def findings(self) -> dict[str, Finding]:
-        """Every registered anomaly."""
+        """Every registered anomaly.
+
+        The anomalies given as queries are counted together, in one Spark job: each job has a
+        fixed cost that, on an incident's few thousand records, was most of the check. Only
+        those found get a second job, for their examples.
+        """
+        results = {name: found.query(self) for name, found in REGISTRY.items()}
+        queries = {n: r for n, r in results.items() if not isinstance(r, Finding)}
+        counts = _counts(queries)
         findings = {}
-        for name, found in REGISTRY.items():
-            result = found.query(self)
-            findings[name] = (
-                result
-                if isinstance(result, Finding)
-                else _finding(result, self.examples, found.order)
-            )
+        for name, result in results.items():
+            if isinstance(result, Finding):
+                findings[name] = result
+                continue
+            found = counts.get(name, 0)
+            order = REGISTRY[name].order
+            examples = _rows(result.orderBy(*order), self.examples) if found else []
+            findings[name] = Finding(found, examples)
         return findings
 
     def totals(self) -> dict[str, int]:

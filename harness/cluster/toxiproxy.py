@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,9 @@ from .reaper import Lease
 log = logging.getLogger(__name__)
 
 VERSION = "2.12.0"
+#: Toxiproxy 2.12 needs Go 1.23; this release of Go is fetched when the machine has none.
+MIN_GO = (1, 23)
+GO_TOOLCHAIN = "v0.0.1-go1.23.4.linux-amd64"
 MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 #: A toxiproxy-server binary to use instead of building one.
 BINARY_ENV = "KAFKA_REPLAY_TOXIPROXY"
@@ -67,16 +72,60 @@ def toxiproxy_binary() -> Path:
     return binary
 
 
+def _go_version(go: str) -> tuple[int, int]:
+    try:
+        said = subprocess.run([go, "version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return (0, 0)
+    found = re.search(r"go(\d+)\.(\d+)", said)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
+def find_go() -> str:
+    """A Go of at least :data:`MIN_GO`: the machine's, else Go's own release from the Go module
+    proxy (where ``go`` itself fetches toolchains), fetched once into the cache."""
+    for go in (shutil.which("go"), "/usr/local/go/bin/go"):
+        if go and _go_version(go) >= MIN_GO:
+            return go
+    home = cache_root() / "go" / GO_TOOLCHAIN
+    go = home / "bin" / "go"
+    if not go.exists():
+        log.warning("fetching Go (%s) from the Go module proxy to build Toxiproxy", GO_TOOLCHAIN)
+        url = f"https://proxy.golang.org/golang.org/toolchain/@v/{GO_TOOLCHAIN}.zip"
+        with tempfile.TemporaryDirectory(prefix="kafka-replay-go-") as scratch:
+            archive = Path(scratch) / "go.zip"
+            try:
+                urllib.request.urlretrieve(url, archive)
+            except OSError as exc:
+                raise ToxiproxyError(
+                    f"network faults need Toxiproxy, built with Go {MIN_GO[0]}.{MIN_GO[1]} or "
+                    f"newer; there is none here and {url} could not be fetched ({exc}); install "
+                    f"Go, or set {BINARY_ENV} to a toxiproxy-server {VERSION} binary"
+                ) from exc
+            with zipfile.ZipFile(archive) as zipped:
+                prefix = f"golang.org/toolchain@{GO_TOOLCHAIN}/"
+                for member in zipped.infolist():
+                    if member.filename.startswith(prefix) and not member.is_dir():
+                        target = Path(scratch) / "go" / member.filename.removeprefix(prefix)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(zipped.read(member))
+                        target.chmod(0o755)  # the zip keeps no modes; its tools must run
+            home.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(Path(scratch) / "go"), home)
+    return str(go)
+
+
 def _build(binary: Path) -> None:
-    go = shutil.which("go")
-    if go is None:
-        raise ToxiproxyError(
-            "network faults need Toxiproxy, built once with Go (1.23 or newer), and `go` is not "
-            f"on PATH; install Go, or set {BINARY_ENV} to a toxiproxy-server {VERSION} binary"
-        )
+    go = find_go()
     log.warning("building Toxiproxy %s once with %s (about a minute)", VERSION, go)
     with tempfile.TemporaryDirectory(prefix="kafka-replay-toxiproxy-") as scratch:
-        env = {**os.environ, "GOBIN": scratch, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
+        env = {
+            **os.environ,
+            "GOBIN": scratch,
+            "GOFLAGS": "-mod=mod",
+            "CGO_ENABLED": "0",
+            "GOTOOLCHAIN": "local",
+        }
         try:
             built = subprocess.run(
                 [go, "install", f"{MODULE}@v{VERSION}"],

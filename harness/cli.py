@@ -153,11 +153,16 @@ def cmd_check(args: argparse.Namespace) -> int:
             "give the output: --output-topic (with --kafka-bootstrap), --output-files, "
             "or --jdbc-url with --jdbc-table"
         )
+    source = None
+    if args.input_topic:
+        if not args.kafka_bootstrap:
+            raise SystemExit("--input-topic needs --kafka-bootstrap")
+        source = KafkaOutput(args.kafka_bootstrap, args.input_topic)
     with console.status("Starting Spark…"):
         spark = spark_session(args.spark_master, extra_jars=maven_jars(args.jdbc_driver))
     try:
         with console.status("Checking every record…"):
-            result = check_run(spark, args.run_dir, output, args.guarantee)
+            result = check_run(spark, args.run_dir, output, args.guarantee, source=source)
     finally:
         spark.stop()
     report = args.run_dir / "check.json"
@@ -188,6 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--guarantee", choices=GUARANTEES, default="at-least-once")
     check.add_argument("--kafka-bootstrap", help="the cluster holding the output topic")
     check.add_argument("--output-topic", help="the app's output topic")
+    check.add_argument(
+        "--input-topic",
+        help="the input topic, read to find what the brokers lost, duplicated or reordered "
+        "(lost_write, log_duplicate, log_reordered)",
+    )
     check.add_argument("--output-id", help="module:function(record) -> event_id for the output")
     check.add_argument("--output-files", help="output written as files with an event_id column")
     check.add_argument("--output-format", default="json", choices=OUTPUT_FORMATS)

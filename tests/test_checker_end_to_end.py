@@ -131,7 +131,7 @@ def test_kafka_replay_check_writes_the_report_and_gates_on_it(
 ) -> None:
     import json
 
-    history, _, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "duplicate")
+    history, source, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "duplicate")
     lenient = run_check_command(kafka_cluster, history, sink, "--guarantee", "at-least-once")
     strict = run_check_command(kafka_cluster, history, sink, "--guarantee", "exactly-once")
     assert lenient.returncode == 0, lenient.stdout + lenient.stderr
@@ -140,6 +140,13 @@ def test_kafka_replay_check_writes_the_report_and_gates_on_it(
     report = json.loads((history.root / "check.json").read_text())
     assert report["anomalies"]["duplicate"]["count"] == 20
     assert report["anomalies"]["duplicate"]["distribution"] == {"2": 20}
+    assert "log_records" not in report["totals"]  # the input log was not read
+    with_log = run_check_command(kafka_cluster, history, sink, "--input-topic", source)
+    assert with_log.returncode == 0, with_log.stdout + with_log.stderr
+    report = json.loads((history.root / "check.json").read_text())
+    assert report["totals"]["log_records"] == 100
+    assert report["anomalies"]["lost_write"]["count"] == 0
+    assert report["anomalies"]["log_duplicate"]["count"] == 0
 
 
 def test_the_checker_runs_on_a_spark_standalone_cluster(

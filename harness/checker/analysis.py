@@ -339,7 +339,7 @@ def aborted_read(analysis: Analysis) -> DataFrame:
 @anomaly("out_partition", "out_offset")
 def reordered(analysis: Analysis) -> DataFrame:
     """For one key in one output partition, a first delivery with a lower seq than the last."""
-    return _reordered(analysis.delivered.filter(F.col("first")))
+    return _seq_backwards(analysis.delivered.filter(F.col("first")), "out_partition", "out_offset")
 
 
 @anomaly("out_partition", "out_offset")
@@ -418,7 +418,7 @@ def log_reordered(analysis: Analysis) -> DataFrame | Finding:
     """For one key in one input partition, a first copy with a lower seq than the one before."""
     if not analysis.source_read:
         return Finding(0, [])
-    return _log_reordered(analysis.log.filter(F.col("first")))
+    return _seq_backwards(analysis.log.filter(F.col("first")), "in_partition", "in_offset")
 
 
 def _missing(undelivered: DataFrame, commits: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -487,23 +487,14 @@ def _aborted(committed: DataFrame, uncommitted: DataFrame | None) -> DataFrame:
     return uncommitted.join(committed, ["out_partition", "out_offset"], "left_anti")
 
 
-def _reordered(first: DataFrame) -> DataFrame:
-    # key first: the sort's prefix is then the key, not one of a few output partitions
-    in_order = Window.partitionBy("key", "out_partition").orderBy("out_offset")
+def _seq_backwards(first: DataFrame, partition: str, offset: str) -> DataFrame:
+    """For one key in one partition, by offset, a record with a lower seq than the one before."""
+    # key first: the sort's prefix is then the key, not one of a few partitions
+    in_order = Window.partitionBy("key", partition).orderBy(offset)
     return (
         first.withColumn("previous_seq", F.lag("seq").over(in_order))
         .filter(F.col("seq") < F.col("previous_seq"))
-        .select("event_id", "key", "seq", "previous_seq", "out_partition", "out_offset")
-    )
-
-
-def _log_reordered(first: DataFrame) -> DataFrame:
-    # the one shuffle of the input log besides match's; key first, as in _reordered
-    in_order = Window.partitionBy("key", "in_partition").orderBy("in_offset")
-    return (
-        first.withColumn("previous_seq", F.lag("seq").over(in_order))
-        .filter(F.col("seq") < F.col("previous_seq"))
-        .select("event_id", "key", "seq", "previous_seq", "in_partition", "in_offset")
+        .select("event_id", "key", "seq", "previous_seq", partition, offset)
     )
 
 

@@ -166,8 +166,9 @@ def find_node(
     return leader
 
 
-class BrokerFaults:
-    """The broker faults of one run: what it took down, to restart and restore at the end."""
+class RunFaults:
+    """What a run's faults act on: brokers the harness runs, the run's topics (to find leaders
+    and report them), its seeded random source, and the event that stops the run."""
 
     def __init__(
         self,
@@ -180,11 +181,24 @@ class BrokerFaults:
         self.topics = dict(topics)
         self.rng = rng
         self.stop = stop or threading.Event()
-        #: Nodes this run killed or stopped and has not restarted, the latest last.
-        self.down: list[int] = []
 
     def leaders(self) -> dict[str, int]:
         return partition_leaders(self.cluster, self.topics)
+
+
+class BrokerFaults(RunFaults):
+    """The broker faults of one run: what it took down, to restart and restore at the end."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        topics: Mapping[str, str],
+        rng: random.Random,
+        stop: threading.Event | None = None,
+    ) -> None:
+        super().__init__(cluster, topics, rng, stop)
+        #: Nodes this run killed or stopped and has not restarted, the latest last.
+        self.down: list[int] = []
 
     def kill(
         self, role: str, topic: str = "input", partition: int = 0, timeout: float = 60.0

@@ -19,7 +19,7 @@ from typing import Any
 from harness.cluster import Cluster
 from harness.cluster.toxiproxy import ToxiproxyError
 
-from .brokers import ROLES, BrokerFaultError, find_node, node_cluster, partition_leaders
+from .brokers import ROLES, BrokerFaultError, RunFaults, find_node
 
 #: How a network fault names its brokers: as broker faults do, or every broker.
 NETWORK_ROLES = (*ROLES, "all")
@@ -49,7 +49,7 @@ def toxic_attributes(fault: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return {"timeout": 0}  # blackhole: never closes the connection
 
 
-class NetworkFaults:
+class NetworkFaults(RunFaults):
     """The network faults of one run: which are active, so each can be healed."""
 
     def __init__(
@@ -59,16 +59,13 @@ class NetworkFaults:
         rng: random.Random,
         stop: threading.Event | None = None,
     ) -> None:
-        self.cluster = node_cluster(cluster)
+        super().__init__(cluster, topics, rng, stop)
         if self.cluster.proxy is None:
             raise BrokerFaultError(
                 "network faults need a proxy in front of each broker; this cluster was started "
                 "without (a definition with a network step gets one)"
             )
         self.proxy = self.cluster.proxy
-        self.topics = dict(topics)
-        self.rng = rng
-        self.stop = stop or threading.Event()
         #: Active faults: name -> (node, toxic names or None for a cut-off proxy).
         self.active: dict[str, tuple[int, list[str] | None]] = {}
         self._names = itertools.count(1)
@@ -135,7 +132,7 @@ class NetworkFaults:
         The target is looked up again for each time: after a reset or a cut-off, leadership
         may have moved. Returns when and where each happened, and the leaders around them.
         """
-        before = partition_leaders(self.cluster, self.topics)
+        before = self.leaders()
         occurrences = []
         for time_index in range(times):
             if time_index and self.stop.wait(self.rng.uniform(*gap_s)):
@@ -157,5 +154,5 @@ class NetworkFaults:
             **dict(attributes),
             "occurrences": occurrences,
             "leaders_before": before,
-            "leaders_after": partition_leaders(self.cluster, self.topics),
+            "leaders_after": self.leaders(),
         }

@@ -181,6 +181,10 @@ class RunFaults:
         self.topics = dict(topics)
         self.rng = rng
         self.stop = stop or threading.Event()
+        self._start()
+
+    def _start(self) -> None:
+        """What a kind of fault sets up (or refuses) before the first one is done."""
 
     def leaders(self) -> dict[str, int]:
         return partition_leaders(self.cluster, self.topics)
@@ -189,14 +193,7 @@ class RunFaults:
 class BrokerFaults(RunFaults):
     """The broker faults of one run: what it took down, to restart and restore at the end."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        topics: Mapping[str, str],
-        rng: random.Random,
-        stop: threading.Event | None = None,
-    ) -> None:
-        super().__init__(cluster, topics, rng, stop)
+    def _start(self) -> None:
         #: Nodes this run killed or stopped and has not restarted, the latest last.
         self.down: list[int] = []
 

@@ -10,13 +10,10 @@ faults (a partition's leader, the active controller, any) or ``all`` of them.
 from __future__ import annotations
 
 import itertools
-import random
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from harness.cluster import Cluster
 from harness.cluster.toxiproxy import ToxiproxyError
 
 from .brokers import ROLES, BrokerFaultError, RunFaults, find_node
@@ -52,14 +49,7 @@ def toxic_attributes(fault: str, options: Mapping[str, Any]) -> dict[str, Any]:
 class NetworkFaults(RunFaults):
     """The network faults of one run: which are active, so each can be healed."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        topics: Mapping[str, str],
-        rng: random.Random,
-        stop: threading.Event | None = None,
-    ) -> None:
-        super().__init__(cluster, topics, rng, stop)
+    def _start(self) -> None:
         if self.cluster.proxy is None:
             raise BrokerFaultError(
                 "network faults need a proxy in front of each broker; this cluster was started "

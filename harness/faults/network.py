@@ -43,7 +43,9 @@ def toxic_attributes(fault: str, options: Mapping[str, Any]) -> dict[str, Any]:
         return {"rate": int(options["rate_kb_s"])}
     if fault == "reset":
         return {"timeout": int(options["reset_after_ms"])}
-    return {"timeout": 0}  # blackhole: never closes the connection
+    if fault == "blackhole":
+        return {"timeout": 0}  # never closes the connection
+    return {}  # cut_off switches the proxy off: nothing to set
 
 
 class NetworkFaults(RunFaults):

@@ -9,6 +9,7 @@ import pytest
 from harness.checker import analyse, judge, sources, verdict
 from harness.checker.analysis import Analysis
 from harness.checker.check import history_inputs
+from harness.checker.spark import INTERPRETED, SMALL_HISTORY_BYTES, fit_to_history
 from harness.history import RunHistory
 
 T = "students"
@@ -326,6 +327,31 @@ def test_the_totals_count_the_log_only_when_it_was_read(spark, tmp_path) -> None
             assert counts(analysis.findings()) == {}
         finally:
             analysis.close()
+
+
+def test_a_small_check_runs_interpreted_and_finds_what_compiled_code_finds(
+    spark, tmp_path
+) -> None:
+    acks = [(f"e{n}", f"k{n % 3}", n // 3, n % 2, n // 2) for n in range(12)]
+    run = write_run(tmp_path, acks, offsets=[commit(6, 0), commit(6, 1)])
+    rows = [(f"e{n}", 0, n, n) for n in (0, 1, 2, 2, 5, 4, 7, 9)] + [("x", 0, 10, 10)]
+
+    def found_with(history_bytes: int) -> tuple[dict[str, str], dict[str, object]]:
+        fit_to_history(spark, history_bytes)
+        mode = {key: spark.conf.get(key) for key in INTERPRETED}
+        found = findings(spark, run, output(spark, rows))
+        return mode, {name: (f.count, f.examples) for name, f in found.items()}
+
+    own = {key: spark.conf.get(key) for key in INTERPRETED}
+    try:
+        small_mode, small = found_with(SMALL_HISTORY_BYTES)
+        large_mode, large = found_with(SMALL_HISTORY_BYTES + 1)
+    finally:
+        fit_to_history(spark, SMALL_HISTORY_BYTES + 1)
+    assert small_mode == INTERPRETED
+    assert large_mode == own  # the session's own settings are back
+    assert small == large
+    assert {n: c for n, (c, _) in small.items() if c} == {"lost": 5, "duplicate": 1, "unexpected": 1}
 
 
 @pytest.mark.parametrize(

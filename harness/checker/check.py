@@ -15,7 +15,7 @@ from harness.history.store import read_stream
 
 from . import sources
 from .analysis import ANOMALIES, Analysis, CheckInputs, Finding
-from .spark import fit_shuffle_partitions
+from .spark import fit_to_history
 from .verdict import judge, verdict
 
 
@@ -165,7 +165,7 @@ def check_run(
     function (``KafkaOutput.event_id``) raises on a record.
     """
     produced = Path(run_dir) / "events" / "produce.jsonl"
-    fit_shuffle_partitions(spark, produced.stat().st_size if produced.exists() else 0)
+    fit_to_history(spark, produced.stat().st_size if produced.exists() else 0)
     uncommitted = None
     if isinstance(output, KafkaOutput):
         event_id = sources.user_event_id(output.event_id) if output.event_id else None

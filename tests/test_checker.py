@@ -329,9 +329,7 @@ def test_the_totals_count_the_log_only_when_it_was_read(spark, tmp_path) -> None
             analysis.close()
 
 
-def test_a_small_check_runs_interpreted_and_finds_what_compiled_code_finds(
-    spark, tmp_path
-) -> None:
+def test_a_small_check_runs_interpreted_and_finds_what_code_generation_finds(spark, tmp_path):
     acks = [(f"e{n}", f"k{n % 3}", n // 3, n % 2, n // 2) for n in range(12)]
     run = write_run(tmp_path, acks, offsets=[commit(6, 0), commit(6, 1)])
     rows = [(f"e{n}", 0, n, n) for n in (0, 1, 2, 2, 5, 4, 7, 9)] + [("x", 0, 10, 10)]
@@ -351,7 +349,8 @@ def test_a_small_check_runs_interpreted_and_finds_what_compiled_code_finds(
     assert small_mode == INTERPRETED
     assert large_mode == own  # the session's own settings are back
     assert small == large
-    assert {n: c for n, (c, _) in small.items() if c} == {"lost": 5, "duplicate": 1, "unexpected": 1}
+    found = {name: count for name, (count, _) in small.items() if count}
+    assert found == {"lost": 5, "duplicate": 1, "unexpected": 1}
 
 
 @pytest.mark.parametrize(

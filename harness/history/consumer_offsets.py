@@ -236,7 +236,11 @@ class OffsetsRecorder:
                         log.warning("reading %s: %s", OFFSETS_TOPIC, error)
                 if self._drain.is_set():
                     if end is None:
-                        _, end = self._consumer.get_watermark_offsets(ours, timeout=self._timeout)
+                        start, end = self._consumer.get_watermark_offsets(
+                            ours, timeout=self._timeout
+                        )
+                        if start >= end:  # nothing to read: there is no position to wait for
+                            return
                     # the position also passes transaction markers, which never arrive as messages
                     if self._consumer.position([ours])[0].offset >= end:
                         return

@@ -12,6 +12,7 @@ import sys
 from benchmarks import (
     broker_start,
     checker_scale,
+    checker_small,
     collection,
     compare_matrix,
     leaks,
@@ -24,6 +25,7 @@ BENCHMARKS = {
     "broker-start": broker_start.run,
     "producer-throughput": producer_throughput.run,
     "checker-scale": checker_scale.run,
+    "checker-small": checker_small.run,
     "collection": collection.run,
     "stability": stability.run,
     "leaks": leaks.run,

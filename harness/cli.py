@@ -134,7 +134,8 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from harness.apps.correlation import load_extractor
     from harness.checker import FileOutput, JdbcOutput, KafkaOutput, check_run, spark_session
-    from harness.checker.spark import jdbc_driver_class, maven_jars
+    from harness.checker.check import history_bytes
+    from harness.checker.spark import SMALL_HISTORY_BYTES, jdbc_driver_class, maven_jars
 
     if args.output_topic:
         if not args.kafka_bootstrap:
@@ -158,8 +159,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not args.kafka_bootstrap:
             raise SystemExit("--input-topic needs --kafka-bootstrap")
         source = KafkaOutput(args.kafka_bootstrap, args.input_topic)
+    small = history_bytes(args.run_dir) <= SMALL_HISTORY_BYTES
     with console.status("Starting Spark…"):
-        spark = spark_session(args.spark_master, extra_jars=maven_jars(args.jdbc_driver))
+        spark = spark_session(
+            args.spark_master, extra_jars=maven_jars(args.jdbc_driver), small_runs=small
+        )
     try:
         with console.status("Checking every record…"):
             result = check_run(spark, args.run_dir, output, args.guarantee, source=source)

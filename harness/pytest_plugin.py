@@ -405,7 +405,7 @@ def replay_spark() -> Iterator[SparkSession]:
     """One local Spark session per test process (``local[2]``, bound to 127.0.0.1)."""
     from harness.checker import spark_session
 
-    session = spark_session()
+    session = spark_session(small_runs=True)
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

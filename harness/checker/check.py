@@ -142,6 +142,12 @@ def history_inputs(
     )
 
 
+def history_bytes(run_dir: Path) -> int:
+    """The size of a run's produce history: what sizes a check (see ``fit_to_history``)."""
+    produced = Path(run_dir) / "events" / "produce.jsonl"
+    return produced.stat().st_size if produced.exists() else 0
+
+
 def check_run(
     spark: SparkSession,
     run_dir: Path,
@@ -164,8 +170,7 @@ def check_run(
     counts as unexpected. :class:`~harness.checker.sources.OutputIdError` when the user's
     function (``KafkaOutput.event_id``) raises on a record.
     """
-    produced = Path(run_dir) / "events" / "produce.jsonl"
-    fit_to_history(spark, produced.stat().st_size if produced.exists() else 0)
+    fit_to_history(spark, history_bytes(run_dir))
     uncommitted = None
     if isinstance(output, KafkaOutput):
         event_id = sources.user_event_id(output.event_id) if output.event_id else None

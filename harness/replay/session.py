@@ -42,7 +42,7 @@ class CatalogSession:
         if self._spark is None:
             from harness.checker import spark_session
 
-            self._spark = spark_session(self._spark_master)
+            self._spark = spark_session(self._spark_master, small_runs=True)
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
 

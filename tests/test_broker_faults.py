@@ -14,7 +14,7 @@ import random
 import re
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -36,7 +36,7 @@ from harness.faults.brokers import (
 from harness.history import read_stream
 from harness.replay.definition import load_incident
 from harness.replay.model import DefinitionError
-from harness.replay.runner import RunOptions, run_incident
+from tests.fault_incidents import replay_on_pool, write_incident
 from tests.kafka_helpers import produce_acked
 
 BROKER_CONFIG = {"min.insync.replicas": 2}
@@ -223,70 +223,14 @@ def test_restore_brings_back_a_killed_and_a_paused_node(cluster: Cluster) -> Non
 
 # --- definitions ----------------------------------------------------------------------------
 
-INCIDENT = """
-name = "{name}"
-title = "the input partition's leader is killed mid-produce and comes back"
-post = "ours"
-guarantee = "at-least-once"
-seed = 5
-time_scale = "400 records at 100 a second; the kill lands after 100 acks"
-{brokers}
-
-[topics]
-input = 2
-output = 2
-
-[broker]
-"min.insync.replicas" = 2
-
-[app]
-command = "{{python}} -m incidents.apps.batch_forwarder"
-
-[workloads.stream]
-generator = "student_onboarding"
-count = 400
-students = 40
-rate = 100.0
-
-[[steps]]
-do = "start_apps"
-
-[[steps]]
-do = "produce"
-workload = "stream"
-background = true
-
-[[steps]]
-do = "wait_acks"
-count = 100
-
-[[steps]]
-{kill}
-
-[[steps]]
-do = "restart_broker"
-
-[[steps]]
-do = "drain"
-budget_s = 90
-
-[signature]
-backlog_drained = "== false"
-
-[profiles.vulnerable]
-description = "v"
-
-[profiles.remediated]
-description = "r"
-"""
-
 KILL = 'do = "kill_broker"\nrole = "leader"\ntopic = "input"\npartition = 1'
 
 
 def write(tmp_path: Path, name: str, brokers: str = "brokers = 3", kill: str = KILL) -> Path:
-    path = tmp_path / f"{name}.toml"
-    path.write_text(INCIDENT.format(name=name, brokers=brokers, kill=kill))
-    return path
+    """The input leader killed after 100 acks (steps 2 and 3), then restarted (step 4)."""
+    steps = ['do = "wait_acks"\ncount = 100', kill, 'do = "restart_broker"']
+    title = "the input partition's leader is killed mid-produce and comes back"
+    return write_incident(tmp_path, name, steps, title, brokers)
 
 
 def refusal(path: Path) -> DefinitionError:
@@ -341,23 +285,9 @@ def test_broker_steps_refuse_what_cannot_be_done(
 def test_the_engine_kills_the_input_leader_mid_produce_and_restarts_it(
     tmp_path: Path, pool: ClusterPool, spark: SparkSession
 ) -> None:
-    incident = load_incident(write(tmp_path, "leader-killed"))
-    asked: list[tuple[Mapping[str, object], int, bool]] = []
-
-    def cluster_for(broker_config: Mapping[str, object], brokers: int, network: bool) -> Cluster:
-        asked.append((dict(broker_config), brokers, network))
-        return pool.get(ClusterSpec.of(brokers=brokers, broker_config=broker_config))
-
-    outcome = run_incident(
-        incident,
-        "vulnerable",
-        cluster_for=cluster_for,
-        spark=lambda: spark,
-        run_dir=tmp_path / "run",
-        options=RunOptions(),
-    )
+    outcome, asked = replay_on_pool(write(tmp_path, "leader-killed"), pool, spark, tmp_path / "run")
     assert outcome.failed_stage is None, outcome.explain()
-    assert asked == [({"min.insync.replicas": 2}, 3, False)]
+    assert asked == [ClusterSpec.of(brokers=3, broker_config=BROKER_CONFIG)]
     steps = read_stream(tmp_path / "run" / "events" / "steps.jsonl")
     kill, restart = (s for s in steps if s["do"] in ("kill_broker", "restart_broker"))
     assert kill["leaders_before"]["input/1"] == kill["node"]
@@ -374,16 +304,8 @@ def test_broker_steps_refuse_a_node_the_cluster_does_not_have(
     tmp_path: Path, pool: ClusterPool, spark: SparkSession
 ) -> None:
     kill = 'do = "restart_broker"\nnode = 4'
-    incident = load_incident(write(tmp_path, "no-such-node", kill=kill))
-    outcome = run_incident(
-        incident,
-        "vulnerable",
-        cluster_for=lambda config, brokers, _: pool.get(
-            ClusterSpec.of(brokers=brokers, broker_config=config)
-        ),
-        spark=lambda: spark,
-        run_dir=tmp_path / "run",
-    )
+    definition = write(tmp_path, "no-such-node", kill=kill)
+    outcome, _ = replay_on_pool(definition, pool, spark, tmp_path / "run")
     assert outcome.failed_stage == "steps"
     assert outcome.error is not None and "no broker 4 in this cluster" in outcome.error
 

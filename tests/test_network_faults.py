@@ -31,7 +31,7 @@ from harness.faults.brokers import BrokerFaultError, partition_leaders
 from harness.history import read_stream
 from harness.replay.definition import load_incident
 from harness.replay.model import DefinitionError
-from harness.replay.runner import RunOptions, run_incident
+from tests.fault_incidents import replay_on_pool, write_incident
 
 SPEC = ClusterSpec.of(brokers=3, broker_config={"min.insync.replicas": 2}, network_faults=True)
 
@@ -183,56 +183,6 @@ def test_network_faults_are_refused_on_a_cluster_without_proxies(pool: ClusterPo
         NetworkFaults(plain, {}, random.Random(1))
 
 
-INCIDENT = """\
-name = "{name}"
-title = "network faults under a running app"
-post = "000_8bf1f8646e2c87d8"
-guarantee = "at-least-once"
-seed = 5
-time_scale = "300 records at 100 a second under two short latency spikes"
-brokers = 3
-
-[topics]
-input = 2
-output = 2
-
-[broker]
-"min.insync.replicas" = 2
-
-[app]
-command = "{{python}} -m incidents.apps.batch_forwarder"
-
-[workloads.stream]
-generator = "student_onboarding"
-count = 300
-students = 30
-rate = 100.0
-
-[[steps]]
-do = "start_apps"
-
-[[steps]]
-do = "produce"
-workload = "stream"
-background = true
-
-[[steps]]
-{fault}
-
-[[steps]]
-do = "drain"
-budget_s = 90
-
-[signature]
-backlog_drained = "== false"
-
-[profiles.vulnerable]
-description = "v"
-
-[profiles.remediated]
-description = "r"
-"""
-
 SPIKES = """do = "network_fault"
 fault = "latency"
 role = "all"
@@ -244,9 +194,8 @@ gap_s = [0.5, 1]"""
 
 
 def write(tmp_path: Path, name: str, fault: str = SPIKES) -> Path:
-    path = tmp_path / f"{name}.toml"
-    path.write_text(INCIDENT.format(name=name, fault=fault))
-    return path
+    """Two latency spikes on every broker (step 2) under 300 records."""
+    return write_incident(tmp_path, name, [fault], "network faults under a running app", count=300)
 
 
 @pytest.mark.parametrize(
@@ -294,24 +243,9 @@ def test_network_steps_refuse_what_cannot_be_done(
 def test_the_engine_plays_latency_spikes_on_every_broker_and_heals_them(
     tmp_path: Path, pool: ClusterPool, spark: SparkSession
 ) -> None:
-    incident = load_incident(write(tmp_path, "spikes"))
-    assert incident.network_faults
-    asked: list[ClusterSpec] = []
-
-    def cluster_for(broker_config: dict, brokers: int, network: bool) -> Cluster:
-        asked.append(
-            ClusterSpec.of(brokers=brokers, broker_config=broker_config, network_faults=network)
-        )
-        return pool.get(asked[-1])
-
-    outcome = run_incident(
-        incident,
-        "vulnerable",
-        cluster_for=cluster_for,
-        spark=lambda: spark,
-        run_dir=tmp_path / "run",
-        options=RunOptions(),
-    )
+    definition = write(tmp_path, "spikes")
+    assert load_incident(definition).network_faults
+    outcome, asked = replay_on_pool(definition, pool, spark, tmp_path / "run")
     assert outcome.failed_stage is None, outcome.explain()
     assert asked == [SPEC]
     (fault,) = [

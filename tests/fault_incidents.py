@@ -1,0 +1,104 @@
+"""A small incident for the fault tests: an app forwarding a stream while steps of a test's own
+choosing act on the cluster, written as a team would write it and replayed through the engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from harness.cluster import Cluster
+from harness.cluster.pool import ClusterPool, ClusterSpec
+from harness.replay.definition import load_incident
+from harness.replay.runner import Outcome, RunOptions, run_incident
+
+INCIDENT = """\
+name = "{name}"
+title = "{title}"
+post = "ours"
+guarantee = "at-least-once"
+seed = 5
+time_scale = "{count} records at 100 a second while the steps act on the cluster"
+{brokers}
+
+[topics]
+input = 2
+output = 2
+
+[broker]
+"min.insync.replicas" = 2
+
+[app]
+command = "{{python}} -m incidents.apps.batch_forwarder"
+
+[workloads.stream]
+generator = "student_onboarding"
+count = {count}
+students = 40
+rate = 100.0
+
+[[steps]]
+do = "start_apps"
+
+[[steps]]
+do = "produce"
+workload = "stream"
+background = true
+
+{steps}
+
+[[steps]]
+do = "drain"
+budget_s = 90
+
+[signature]
+backlog_drained = "== false"
+
+[profiles.vulnerable]
+description = "v"
+
+[profiles.remediated]
+description = "r"
+"""
+
+
+def write_incident(
+    directory: Path,
+    name: str,
+    steps: list[str],
+    title: str = "faults under a running app",
+    brokers: str = "brokers = 3",
+    count: int = 400,
+) -> Path:
+    """``name.toml`` whose steps, after the app and the workload start (steps 0 and 1), are
+    ``steps`` (each the body of one ``[[steps]]`` table), then a drain."""
+    body = "\n\n".join(f"[[steps]]\n{step}" for step in steps)
+    path = directory / f"{name}.toml"
+    path.write_text(
+        INCIDENT.format(name=name, title=title, brokers=brokers, count=count, steps=body)
+    )
+    return path
+
+
+def replay_on_pool(
+    definition: Path, pool: ClusterPool, spark: SparkSession, run_dir: Path
+) -> tuple[Outcome, list[ClusterSpec]]:
+    """Replay the vulnerable profile on the pool's clusters; the outcome and the clusters the
+    engine asked for."""
+    asked: list[ClusterSpec] = []
+
+    def cluster_for(broker_config: Any, brokers: int, network_faults: bool) -> Cluster:
+        asked.append(ClusterSpec.of(None, brokers, broker_config, None, network_faults))
+        return pool.get(asked[-1])
+
+    outcome = run_incident(
+        load_incident(definition),
+        "vulnerable",
+        cluster_for=cluster_for,
+        spark=lambda: spark,
+        run_dir=run_dir,
+        options=RunOptions(),
+    )
+    return outcome, asked

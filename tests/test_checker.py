@@ -340,7 +340,9 @@ def test_a_small_check_runs_interpreted_and_finds_what_code_generation_finds(spa
         found = findings(spark, run, output(spark, rows))
         return mode, {name: (f.count, f.examples) for name, f in found.items()}
 
-    own = {key: spark.conf.get(key) for key in INTERPRETED}
+    # what the session was built with (Spark's defaults), whatever an earlier check left
+    own = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+    own["spark.sql.adaptive.enabled"] = "true"
     try:
         small_mode, small = found_with(SMALL_HISTORY_BYTES)
         large_mode, large = found_with(SMALL_HISTORY_BYTES + 1)

@@ -5,7 +5,8 @@
 - ``kafka-replay check RUN_DIR``: the Spark checker on one run's history and output.
 - ``kafka-replay list``: the incidents (the catalog and ``--incidents DIR``).
 - ``kafka-replay run INCIDENT... | --all``: replay incidents and gate on the outcome
-  (exit 0 every run passed, 1 some run failed, 2 some run could not be judged).
+  (exit 0 every run passed or did not apply, 1 some run failed, 2 some run could not be
+  judged).
 - ``kafka-replay report DIR``: write ``report.html`` again from a report directory.
 """
 
@@ -465,14 +466,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             }
             path = write_report(args.report, outcomes, context)
             console.print(f"Report: {path}")
-        elif not all(o.passed for o in outcomes):
+        elif any(o.gate == "FAIL" for o in outcomes):
             console.print("Run again with --report DIR to keep each run's history for a look.")
         if args.junit:
             console.print(f"JUnit: {write_junit(args.junit, outcomes)}")
         write_step_summary(outcomes)
     if any(o.error for o in outcomes):
         return 2
-    return 0 if all(o.passed for o in outcomes) else 1
+    return 1 if any(o.gate == "FAIL" for o in outcomes) else 0
 
 
 def _fetch_client_library(spec: str, app: str | None) -> None:
@@ -555,7 +556,7 @@ def _stage_times(stage_s: Sequence[Mapping[str, float]]) -> str:
 
 def _show_outcome(outcome: Outcome) -> None:
     title = f"{outcome.incident} [{outcome.profile}]"
-    mark = "[green]pass" if outcome.passed else "[red]FAIL"
+    mark = {"pass": "[green]pass", "n/a": "[yellow]n/a"}.get(outcome.gate, "[red]FAIL")
     stages = _stage_times([outcome.stage_s])
     console.print(f"{mark}[/] {escape(title)} in {outcome.duration_s:.0f}s ({stages})")
     if not outcome.passed:

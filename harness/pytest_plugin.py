@@ -239,6 +239,8 @@ def _incident_test(incident: Incident, profile: str, setup: Setup | None) -> Cal
     def test_incident(replay_incident: Callable[..., Outcome]) -> None:
         outcome = replay_incident(incident.name, profile, setup=setup)
         print(outcome.explain())
+        if not outcome.applicable:
+            pytest.skip("; ".join(outcome.reasons))
         assert outcome.passed, outcome.explain()
         assert not disagreements(incident, outcome), (
             "the app's own reports and what the brokers and the data show disagree: "
@@ -319,18 +321,23 @@ def kafka_cluster(
 
 
 def _pooled_cluster(
-    request: pytest.FixtureRequest, pool: ClusterPool, spec: ClusterSpec
+    request: pytest.FixtureRequest, pool: ClusterPool, spec: ClusterSpec, optional: bool = False
 ) -> Cluster:
-    """The pool's cluster for ``spec``, attached to the test (skipped if external and unfit)."""
-    from harness.cluster.pool import ClusterSpec, ExternalClusterMismatch
+    """The pool's cluster for ``spec``, attached to the test.
+
+    A test the cluster cannot serve (an external one, or Tansu, asked for broker settings or
+    more brokers) is skipped with the reason; ``optional`` broker settings are left out instead.
+    """
+    from harness.cluster.errors import NotApplicable
+    from harness.cluster.pool import ClusterSpec
 
     default = ClusterSpec.of(
         request.config.getoption("--kafka-version"),
         backend=request.config.getoption("--kafka-backend"),
     )
     try:
-        cluster = pool.get(spec, default=default)
-    except ExternalClusterMismatch as exc:
+        cluster = pool.get(spec, default=default, optional=optional)
+    except NotApplicable as exc:
         pytest.skip(str(exc))
     request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
     return cluster
@@ -461,7 +468,7 @@ def replay_incident(
             broker_config: Mapping[str, object], brokers: int, network_faults: bool
         ) -> Cluster:
             spec = ClusterSpec.of(version, brokers, broker_config, backend, network_faults)
-            return _pooled_cluster(request, kafka_cluster_pool, spec)
+            return _pooled_cluster(request, kafka_cluster_pool, spec, optional=True)
 
         (incident,) = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
         return run_incident(

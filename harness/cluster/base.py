@@ -8,7 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -27,6 +27,17 @@ class Cluster(ABC):
     version: str | None = None
     #: Names the harness creates start with this, so they never collide and can be cleaned up.
     topic_prefix: str = ""
+    #: Whether the cluster can be given broker settings (``server.properties``) for a run.
+    takes_broker_settings: ClassVar[bool] = True
+    #: Whether clients can read committed offsets as Kafka's ``__consumer_offsets`` records.
+    has_offsets_topic: ClassVar[bool] = True
+    #: Step kinds this kind of cluster cannot play, each with the reason.
+    steps_not_supported: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def unsupported(cls, brokers: int, network_faults: bool) -> str | None:
+        """Why this kind of cluster cannot be had with that many brokers or with proxies."""
+        return None
 
     def __init__(self) -> None:
         self._admin: AdminClient | None = None
@@ -36,6 +47,11 @@ class Cluster(ABC):
     @abstractmethod
     def bootstrap_servers(self) -> str:
         """``host:port[,host:port...]`` for clients."""
+
+    @property
+    def label(self) -> str:
+        """What the cluster is, in a few words, for messages."""
+        return f"Kafka {self.version}" if self.version else type(self).__name__
 
     @property
     def client_bootstrap_servers(self) -> str:
@@ -52,6 +68,10 @@ class Cluster(ABC):
 
     def log_files(self) -> list[str]:
         return []
+
+    def coordinator_logs(self) -> list[str]:
+        """Logs in which Kafka's group and transaction coordinators say what they did."""
+        return self.log_files()
 
     def check_alive(self) -> None:  # noqa: B027 - nothing to check for clusters we do not run
         """Raise if a broker the harness started has died."""

@@ -54,7 +54,7 @@ def cluster_id() -> str:
 
 
 class BrokerNode:
-    """One combined broker+controller JVM; it keeps its own config, data and log paths."""
+    """One broker process (a KRaft JVM, or another backend's); it keeps its paths and command."""
 
     def __init__(self, address: broker_config.NodeAddress, data_dir: Path, log_dir: Path) -> None:
         self.address = address
@@ -64,8 +64,10 @@ class BrokerNode:
         self.process: subprocess.Popen[bytes] | None = None
         self._stopping = False
         self._paused = False
-        #: How it was last started, so a restart runs the very same JVM on the same data.
-        self._launch: tuple[list[str], bool, Lease] | None = None
+        #: How it was last started, so a restart runs the very same command on the same data.
+        self._launch: (
+            tuple[list[str], bool, Lease, Mapping[str, str] | None, Path | None] | None
+        ) = None
 
     @property
     def node_id(self) -> int:
@@ -78,16 +80,25 @@ class BrokerNode:
     def write_config(self, properties: Mapping[str, str]) -> None:
         self.config_path.write_text(broker_config.render_properties(properties))
 
-    def start(self, jvm_command: list[str], die_with_owner: bool, lease: Lease) -> None:
-        """Start the JVM; its output is appended to the node's log, across restarts too."""
+    def start(
+        self,
+        command: list[str],
+        die_with_owner: bool,
+        lease: Lease,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        """Start the process; its output is appended to the node's log, across restarts too."""
         with self.log_path.open("ab") as output:
             self.process = spawn(
-                [*jvm_command, "kafka.Kafka", str(self.config_path)],
+                command,
                 output,
                 lease,  # every start is recorded, so the reaper finds a restarted node too
+                env=env,
                 die_with_owner=die_with_owner,
+                cwd=cwd,
             )
-        self._launch = (list(jvm_command), die_with_owner, lease)
+        self._launch = (list(command), die_with_owner, lease, env, cwd)
         self._stopping = False
         self._paused = False
 
@@ -227,7 +238,8 @@ class EmbeddedCluster(NodeCluster):
         for node in nodes:
             install(template, node.data_dir, identity, node.node_id, directory_id=cluster_id())
         for node in nodes:
-            node.start(jvm, self.die_with_owner, self.lease)
+            command = [*jvm, "kafka.Kafka", str(node.config_path)]
+            node.start(command, self.die_with_owner, self.lease)
         return list(nodes)
 
     def _jvm_command(self) -> list[str]:

@@ -17,3 +17,10 @@ class BrokerStartError(ClusterError):
 
 class BrokerDiedError(ClusterError):
     """A broker process that was running has exited; the message ends with its log tail."""
+
+
+class NotApplicable(ClusterError):
+    """This kind of cluster cannot give what an incident needs: the run does not apply to it.
+
+    Reported as "not applicable" with this reason, never as a pass or a failure.
+    """

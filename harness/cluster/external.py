@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import secrets
 import socket
+from collections.abc import Mapping
+from typing import ClassVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -22,6 +24,12 @@ class ExternalClusterUnreachable(ClusterError):
 class ExternalCluster(Cluster):
     """An existing cluster: the harness only creates and deletes its own prefixed topics."""
 
+    takes_broker_settings = False
+    steps_not_supported: ClassVar[Mapping[str, str]] = {
+        kind: "the harness does not run an external cluster's brokers"
+        for kind in ("kill_broker", "restart_broker", "pause_broker", "rolling_restart")
+    }
+
     def __init__(self, bootstrap_servers: str) -> None:
         super().__init__()
         self._bootstrap = bootstrap_servers
@@ -30,6 +38,10 @@ class ExternalCluster(Cluster):
     @property
     def bootstrap_servers(self) -> str:
         return self._bootstrap
+
+    @property
+    def label(self) -> str:
+        return f"the external cluster at {self._bootstrap}"
 
     def check_reachable(self, timeout: float = ANSWER_TIMEOUT_S) -> None:
         """Raise :class:`ExternalClusterUnreachable`, naming the address, unless a broker answers.

@@ -109,6 +109,8 @@ class NodeCluster(Cluster):
     """``brokers`` KRaft nodes started by the harness; a context manager, or start/stop."""
 
     backend = "?"
+    #: How the release a backend runs is chosen: Apache Kafka's, unless a backend says otherwise.
+    choose_version = staticmethod(choose_version)
 
     def __init__(
         self,
@@ -121,7 +123,7 @@ class NodeCluster(Cluster):
         super().__init__()
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
-        self.version = choose_version(version)
+        self.version = self.choose_version(version)
         self.brokers = brokers
         self.overrides = broker_config.validate_overrides(broker_config_overrides or {})
         self._work_dir = Path(work_dir) if work_dir else None
@@ -143,6 +145,10 @@ class NodeCluster(Cluster):
         """Start one node per address (their configs from :meth:`_node_properties`)."""
 
     # --- shared ---------------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        return f"Kafka {self.version} ({self.backend})"
 
     @property
     def lease(self) -> Lease:
@@ -213,7 +219,7 @@ class NodeCluster(Cluster):
         except BaseException:
             self.stop()
             raise
-        log.info("Kafka %s (%s) ready at %s", self.version, self.backend, self.bootstrap_servers)
+        log.info("%s ready at %s", self.label, self.bootstrap_servers)
         return self
 
     def stop(self, grace: float = STOP_GRACE_S) -> None:

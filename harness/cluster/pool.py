@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backends import choose_backend, make_cluster
+from .backends import backend_class, backend_name, backend_version, choose_backend, make_cluster
 from .base import Cluster
 from .broker_config import validate_overrides
-from .errors import ClusterError
+from .errors import NotApplicable
 from .external import ExternalCluster
 from .nodes import NodeCluster
-from .versions import choose_version
 
 log = logging.getLogger(__name__)
 
@@ -43,26 +43,29 @@ class ClusterSpec:
         network_faults: bool = False,
     ) -> ClusterSpec:
         overrides = tuple(sorted(validate_overrides(broker_config or {}).items()))
-        return cls(
-            choose_version(version), brokers, overrides, choose_backend(backend), network_faults
-        )
+        backend = choose_backend(backend)
+        version = backend_version(backend, version)
+        return cls(version, brokers, overrides, backend, network_faults)
 
     def describe(self) -> str:
         config = ", ".join(f"{k}={v}" for k, v in self.broker_config)
-        where = f"Kafka {self.version} ({self.backend}), {self.brokers} broker(s)"
+        product = "Tansu" if backend_name(self.backend) == "tansu" else "Kafka"
+        where = f"{product} {self.version} ({self.backend}), {self.brokers} broker(s)"
         proxied = ", behind proxies" if self.network_faults else ""
         return where + proxied + (f", {config}" if config else "")
 
 
-class ExternalClusterMismatch(ClusterError):
+class ExternalClusterMismatch(NotApplicable):
     """A spec asks for something an external cluster cannot be made to provide."""
 
 
 class ClusterPool:
     """Starts clusters on demand and keeps them until :meth:`close`.
 
-    With ``bootstrap_servers`` set, every request is served by that existing cluster, and a
-    request for a particular broker configuration raises :class:`ExternalClusterMismatch`.
+    With ``bootstrap_servers`` set, every request is served by that existing cluster. A request
+    a backend cannot serve (a broker configuration for a cluster that takes none, more brokers
+    than it runs) raises :class:`NotApplicable`, unless the settings are ``optional``: an
+    incident run then goes without them and says so (see :mod:`harness.replay.runner`).
     """
 
     def __init__(
@@ -81,11 +84,24 @@ class ClusterPool:
         self._live: OrderedDict[ClusterSpec, NodeCluster] = OrderedDict()
         self._started = 0
 
-    def get(self, spec: ClusterSpec, *, default: ClusterSpec | None = None) -> Cluster:
-        """A running cluster for ``spec``, started now or reused from an earlier request."""
+    def get(
+        self, spec: ClusterSpec, *, default: ClusterSpec | None = None, optional: bool = False
+    ) -> Cluster:
+        """A running cluster for ``spec``, started now or reused from an earlier request.
+
+        ``optional``: the broker settings may be left out where the backend takes none.
+        """
         if self._external is not None:
-            self._check_external(spec, default or spec)
+            self._check_external(spec, default or spec, optional)
             return self._external
+        cls = backend_class(spec.backend)
+        problem = cls.unsupported(spec.brokers, spec.network_faults)
+        if problem:
+            raise NotApplicable(f"needs {problem}")
+        if spec.broker_config and not cls.takes_broker_settings:
+            if not optional:
+                raise NotApplicable(f"needs {_settings(spec)}, which {spec.backend} cannot take")
+            spec = dataclasses.replace(spec, broker_config=())
         cluster = self._live.get(spec)
         if cluster is not None and any(node.exited_unexpectedly() for node in cluster.nodes):
             log.warning("a broker of %s died; starting a fresh cluster", spec.describe())
@@ -134,12 +150,12 @@ class ClusterPool:
     def _stop(self, spec: ClusterSpec) -> None:
         self._live.pop(spec).stop()
 
-    def _check_external(self, spec: ClusterSpec, default: ClusterSpec) -> None:
+    def _check_external(self, spec: ClusterSpec, default: ClusterSpec, optional: bool) -> None:
         wanted = []
         if spec.brokers != 1:
             wanted.append(f"{spec.brokers} brokers")
-        if spec.broker_config:
-            wanted.append("broker config " + ", ".join(f"{k}={v}" for k, v in spec.broker_config))
+        if spec.broker_config and not optional:
+            wanted.append(_settings(spec))
         if spec.version != default.version:
             wanted.append(f"Kafka {spec.version}")
         if spec.backend != default.backend:
@@ -151,3 +167,7 @@ class ClusterPool:
                 f"needs {'; '.join(wanted)}, which an external cluster "
                 f"({self._external.bootstrap_servers if self._external else '?'}) cannot provide"
             )
+
+
+def _settings(spec: ClusterSpec) -> str:
+    return "broker config " + ", ".join(f"{k}={v}" for k, v in spec.broker_config)

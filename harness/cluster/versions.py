@@ -36,3 +36,16 @@ def choose_version(requested: str | None = None) -> str:
     version = requested or os.environ.get(VERSION_ENV) or DEFAULT_KAFKA_VERSION
     parse_version(version)
     return version.strip()
+
+
+TANSU_VERSION_ENV = "KAFKA_REPLAY_TANSU_VERSION"
+#: The Tansu release the ``tansu`` backend builds when none is named (the newest on crates.io).
+DEFAULT_TANSU_VERSION = "0.6.0"
+
+
+def choose_tansu_version(requested: str | None = None) -> str:
+    """The Tansu release asked for, else ``$KAFKA_REPLAY_TANSU_VERSION``, else the default."""
+    version = (requested or os.environ.get(TANSU_VERSION_ENV) or DEFAULT_TANSU_VERSION).strip()
+    if not _VERSION.match(version):
+        raise ValueError(f"Tansu version {version!r} is not a release number like 0.6.0")
+    return version

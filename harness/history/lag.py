@@ -83,3 +83,42 @@ class LagSampler:
             return
         for row in self.latest:
             self._sink(row)
+
+
+def commits_from_samples(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The committed-offset timeline as ``offsets`` events, read from lag samples.
+
+    For a broker without a ``__consumer_offsets`` topic (Tansu) the group's committed offsets
+    are only seen by asking for them: each change between two samples becomes a ``commit``
+    event (a ``tombstone`` when the offset disappeared), stamped with the sample's time. A
+    commit undone before the next sample is not seen; one that moved an offset back is.
+    """
+    events: list[dict[str, Any]] = []
+    last: dict[tuple[str, int], int | None] = {}
+    for sample in samples:
+        key = (sample["topic"], sample["partition"])
+        offset = sample["committed"]
+        if last.get(key) == offset:
+            continue
+        if offset is None and key not in last:
+            continue
+        last[key] = offset
+        ts_ms = int(sample["ts"] * 1000)
+        events.append(
+            {
+                "kind": "commit" if offset is not None else "tombstone",
+                "group": sample["group"],
+                "topic": sample["topic"],
+                "partition": sample["partition"],
+                "offset": offset,
+                "leader_epoch": None,
+                "metadata": None,
+                "commit_ts_ms": ts_ms,
+                "expire_ts_ms": None,
+                "log_partition": -1,
+                "log_offset": len(events),
+                "log_ts_ms": ts_ms,
+                "sampled": True,
+            }
+        )
+    return events

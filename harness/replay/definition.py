@@ -22,11 +22,13 @@ from harness.workload import GENERATORS, Workload
 from .model import (
     COMPARISONS,
     PROFILES,
+    SETTING_NEEDS,
     AppDefinition,
     Condition,
     DefinitionError,
     Incident,
     Profile,
+    SettingNeed,
     Step,
     toml_error,
 )
@@ -246,6 +248,31 @@ def _drift(path: Path, table: dict[str, Any], symptoms: tuple[str, ...]) -> dict
     return drift
 
 
+def _broker_needs(
+    path: Path, table: dict[str, Any], profiles: Mapping[str, Profile]
+) -> dict[str, SettingNeed]:
+    """``[broker_needs]``: per broker setting, ``"KIND: why"`` (KIND one of SETTING_NEEDS)."""
+    settings = sorted({key for profile in profiles.values() for key in profile.broker})
+    needs = {}
+    for key, text in table.items():
+        where = f"broker_needs.{key}"
+        if key not in settings:
+            having = ", ".join(settings) or "none"
+            raise DefinitionError(
+                path, where, f"is not a broker setting of this incident (its settings: {having})"
+            )
+        kind, _, why = str(text).partition(":") if isinstance(text, str) else ("", "", "")
+        if kind.strip() not in SETTING_NEEDS or not why.strip():
+            raise DefinitionError(
+                path,
+                where,
+                f"must be a string 'KIND: why the incident sets it', KIND one of "
+                f"{', '.join(SETTING_NEEDS)}",
+            )
+        needs[key] = SettingNeed(kind.strip(), why.strip())
+    return needs
+
+
 def _brokers(path: Path, brokers: int) -> int:
     """``brokers``: the size of the incident's cluster, every profile alike."""
     if not 1 <= brokers <= MAX_BROKERS:
@@ -331,6 +358,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         brokers=brokers,
         symptoms=symptoms,
         drift=drift,
+        broker_needs=_broker_needs(path, top.get("broker_needs", dict, {}), profiles),
     )
     top.finish()
     return incident

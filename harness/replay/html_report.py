@@ -649,8 +649,9 @@ def locate(report_dir: Path, run: dict[str, Any]) -> Path | None:
 
 def _setup(report: dict[str, Any], run: dict[str, Any]) -> str:
     """Kafka version, backend (reports before it was recorded lack it) and group protocol."""
-    parts = [f"Kafka {report.get('kafka_version', '?')}", report.get("backend"),
-             run.get("group_protocol", "classic")]  # fmt: skip
+    backend = report.get("backend") or ""
+    product = [] if backend.startswith("tansu") else [f"Kafka {report.get('kafka_version', '?')}"]
+    parts = [*product, backend, run.get("group_protocol", "classic")]
     return " · ".join(p for p in parts if p)
 
 
@@ -661,14 +662,15 @@ def summary_table(report: dict[str, Any]) -> str:
     rows = []
     for i, run in enumerate(report.get("runs", [])):
         outcome = _outcome(run)
-        gate = "pass" if outcome.passed else "FAIL"
+        gate = outcome.gate
         reproduced = {True: "yes", False: "no"}.get(outcome.reproduced, "-")
         cells = [
             f'<a href="#run-{i}">{html.escape(outcome.incident)}</a>',
             html.escape(outcome.profile), html.escape(_setup(report, run)),
             f"<code>{html.escape(outcome.app)}</code>",
             html.escape(f"{delivered(outcome)} ({outcome.guarantee})"),
-            html.escape(result_label(outcome)), reproduced, f'<b class="{gate}">{gate}</b>',
+            html.escape(result_label(outcome)), reproduced,
+            f'<b class="{_css_class(gate)}">{gate}</b>',
             f"{outcome.duration_s:.0f} s",
         ]  # fmt: skip
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -676,12 +678,16 @@ def summary_table(report: dict[str, Any]) -> str:
     return f"<table><tr>{header}</tr>\n" + "\n".join(rows) + "</table>"
 
 
+def _css_class(gate: str) -> str:
+    return gate.replace("/", "")  # n/a -> na
+
+
 def _facts(run: dict[str, Any]) -> str:
     """A run's result, reasons, error and symptoms, above its timeline."""
     outcome = _outcome(run)
     items = [f"<li>result: <b>{html.escape(result_label(outcome))}</b>; delivered "
              f"{html.escape(delivered(outcome))}, declared {html.escape(outcome.guarantee)}; "
-             f"{'pass' if outcome.passed else 'FAIL'}</li>"]  # fmt: skip
+             f"{outcome.gate}</li>"]  # fmt: skip
     reasons = "".join(f"<li>{html.escape(r)}</li>" for r in outcome.reasons)
     items.append(f"<li>reasons: <ul>{reasons}</ul></li>" if reasons else "<li>reasons: none</li>")
     if outcome.error:
@@ -737,6 +743,7 @@ table { border-collapse: collapse; font-size: 13px; }
 td, th { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top;
          white-space: nowrap; }
 th { background: #f3f3f3; } .pass { color: #0a7d32; } .FAIL { color: #c62828; }
+.na { color: #8a6d00; }
 section { margin-top: 28px; border-top: 2px solid #ddd; }
 section ul { font-size: 13px; margin: 4px 0; } code, pre { font-size: 12px; }
 a.top { font-size: 12px; font-weight: normal; margin-left: 8px; }

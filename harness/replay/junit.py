@@ -2,7 +2,9 @@
 
 CI servers (GitHub, GitLab, Jenkins) already know how to show JUnit files, so a replay's
 items appear beside the team's other tests: a failed item carries its reasons and key
-symptoms, an item whose run broke (app would not start, checker failed) is an error.
+symptoms, an item whose run broke (app would not start, checker failed) is an error, and an
+item that does not apply to the cluster (another vendor's broker without a setting the incident
+needs) is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ def _case(outcome: Outcome) -> ET.Element:
         time=f"{outcome.duration_s:.3f}",
     )
     details = outcome.explain()
-    if outcome.error:
+    if not outcome.applicable:
+        ET.SubElement(case, "skipped", message="; ".join(outcome.reasons))
+    elif outcome.error:
         error = ET.SubElement(
             case, "error", message=f"error in {outcome.failed_stage}: {outcome.error}"
         )
@@ -42,9 +46,9 @@ def junit_xml(outcomes: Sequence[Outcome]) -> ET.ElementTree:
     """The replay as one ``<testsuite>`` inside ``<testsuites>``."""
     counts = {
         "tests": str(len(outcomes)),
-        "failures": str(sum(1 for o in outcomes if not o.passed and not o.error)),
+        "failures": str(sum(1 for o in outcomes if o.gate == "FAIL" and not o.error)),
         "errors": str(sum(1 for o in outcomes if o.error)),
-        "skipped": "0",
+        "skipped": str(sum(1 for o in outcomes if not o.applicable)),
         "time": f"{sum(o.duration_s for o in outcomes):.3f}",
     }
     root = ET.Element("testsuites", name=SUITE, **counts)

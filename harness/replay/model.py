@@ -17,6 +17,13 @@ PROFILES = ("vulnerable", "remediated")
 #: Steps that act on the proxies in front of the brokers: their cluster needs proxies.
 NETWORK_STEPS = frozenset({"network_fault", "heal_network"})
 GROUP_PROTOCOLS = ("classic", "consumer")
+#: What a broker setting does for an incident (``[broker_needs]``): on a cluster that cannot
+#: take it, an ``essential`` setting makes the run not applicable; the others are gone without.
+SETTING_NEEDS = {
+    "essential": "the incident is this setting's effect: without it there is no incident",
+    "time": "it compresses time: without it the same thing happens, later",
+    "limit": "it relaxes a limit of the broker's so the compressed client settings are allowed",
+}
 
 COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
@@ -76,6 +83,22 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class SettingNeed:
+    """Why an incident sets a broker setting: ``essential``, ``time`` or ``limit``, and how."""
+
+    kind: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.why}"
+
+
+#: A broker setting the definition does not explain is taken as essential: a cluster that
+#: cannot take it makes the run not applicable, rather than silently different.
+UNEXPLAINED = SettingNeed("essential", "the definition does not say why it sets it")
+
+
+@dataclass(frozen=True)
 class Step:
     do: str
     options: Mapping[str, Any]
@@ -126,6 +149,12 @@ class Incident:
     #: How far each symptom may move between two setups before a comparison calls it drift
     #: (a relative change: 0.5 is 50 %); a symptom not named gets ``DEFAULT_DRIFT``.
     drift: Mapping[str, float] = field(default_factory=dict)
+    #: ``[broker_needs]``: why each broker setting is there (see :data:`SETTING_NEEDS`).
+    broker_needs: Mapping[str, SettingNeed] = field(default_factory=dict)
+
+    def need(self, setting: str) -> SettingNeed:
+        """Why the incident sets this broker setting (unexplained ones count as essential)."""
+        return self.broker_needs.get(setting, UNEXPLAINED)
 
     @property
     def network_faults(self) -> bool:

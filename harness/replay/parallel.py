@@ -82,7 +82,8 @@ class Worker:
         """What it reported, or an error naming its exit and last output when it reported none."""
         report = self.report_dir / "report.json"
         if report.exists():
-            return [Outcome(**run) for run in json.loads(report.read_text())["runs"]]
+            runs = json.loads(report.read_text())["runs"]
+            return [Outcome(**{k: v for k, v in run.items() if k != "gate"}) for run in runs]
         code = self.process.returncode if self.process else None
         tail = self.log_path.read_text(errors="replace").strip().splitlines()[-5:]
         raise WorkerFailed(

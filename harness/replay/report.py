@@ -36,7 +36,7 @@ def report_json(outcomes: Sequence[Outcome], context: dict[str, Any]) -> dict[st
     return {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **context,
-        "passed": all(o.passed for o in outcomes),
+        "passed": all(o.gate != "FAIL" for o in outcomes),
         "runs": [o.to_json() for o in outcomes],
         "remediated_over_vulnerable": comparisons(outcomes),
     }
@@ -55,6 +55,8 @@ MEANINGS = {
     "guarantee broken": "records were lost, or delivered more often than the app declares",
     "guarantee not judged": "acknowledged records were still unprocessed when the run ended",
     "conditions not met": "the run did not create the conditions the incident needs",
+    "not applicable": "the cluster cannot give what the incident needs (the reason says what); "
+    "neither a pass nor a failure",
 }
 
 
@@ -98,9 +100,8 @@ SUMMARY_COLUMNS = ("incident", "profile", "result", "delivered", "declared", "ga
 
 
 def _summary_row(o: Outcome) -> tuple[str, ...]:
-    gate = "pass" if o.passed else "FAIL"
     return (
-        o.incident, o.profile, result_label(o), delivered(o), o.guarantee, gate,
+        o.incident, o.profile, result_label(o), delivered(o), o.guarantee, o.gate,
         f"{o.duration_s:.0f}",
     )  # fmt: skip
 
@@ -111,7 +112,7 @@ def summary_markdown(outcomes: Sequence[Outcome]) -> str:
     lines += ["| " + " | ".join(_summary_row(o)) + " |" for o in outcomes]
     for o in outcomes:
         if not o.passed:
-            lines.append(f"\n**{o.incident} [{o.profile}]**: {why(o)}")
+            lines.append(f"\n**{o.incident} [{o.profile}]** ({o.gate}): {why(o)}")
     labels = dict.fromkeys(result_label(o) for o in outcomes)
     lines += ["", *(f"- **{label}**: {meaning(label)}" for label in labels if meaning(label))]
     return "\n".join(lines) + "\n"
@@ -125,13 +126,14 @@ def markdown(outcomes: Sequence[Outcome]) -> str:
     for o in outcomes:
         lines.append(
             f"| {o.incident} | {o.profile} | {o.app} | {o.guarantee} | {o.verdict} | "
-            f"{_value(o.reproduced)} | {result_label(o)} | {'pass' if o.passed else 'FAIL'} | "
+            f"{_value(o.reproduced)} | {result_label(o)} | {o.gate} | "
             f"{o.duration_s:.0f} | "
             f"{_symptoms_text(o)} |"
         )
     for o in outcomes:
         if not o.passed:
-            lines += ["", f"### {o.incident} [{o.profile}] failed", "", "```", o.explain(), "```"]
+            said = "does not apply" if o.gate == "n/a" else "failed"
+            lines += ["", f"### {o.incident} [{o.profile}] {said}", "", "```", o.explain(), "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -153,14 +155,18 @@ def summary_table(outcomes: Sequence[Outcome], title: str) -> Table:
         table.add_column(column)
     for o in outcomes:
         row = list(_summary_row(o))
-        row[5] = "[green]pass" if o.passed else "[red]FAIL"
+        row[5] = {"pass": "[green]pass", "n/a": "[yellow]n/a"}.get(o.gate, "[red]FAIL")
         table.add_row(*row)
     return table
 
 
 def summary_lines(outcomes: Sequence[Outcome]) -> list[str]:
     """Under the table: why each failed item failed (one line), what each result means."""
-    lines = [f"FAIL {o.incident} [{o.profile}]: {why(o)}" for o in outcomes if not o.passed]
+    lines = [
+        f"{'N/A' if o.gate == 'n/a' else 'FAIL'} {o.incident} [{o.profile}]: {why(o)}"
+        for o in outcomes
+        if not o.passed
+    ]
     labels = dict.fromkeys(result_label(o) for o in outcomes)
     lines += [f"{label}: {meaning(label)}" for label in labels if meaning(label)]
     return lines

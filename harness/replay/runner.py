@@ -31,9 +31,11 @@ from harness.apps.client_libraries import JVM_CLIENT, app_python_path, parse_cli
 from harness.apps.jvm_apps import JvmAppError, java_command
 from harness.checker import CheckResult, KafkaOutput, check_run
 from harness.cluster import Cluster
+from harness.cluster.errors import NotApplicable
 from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
 from harness.history.broker_log import group_events
 from harness.history.group import group_members
+from harness.history.lag import commits_from_samples
 from harness.interrupts import interrupted
 
 from .judge import judge
@@ -101,19 +103,35 @@ class Outcome:
     symptoms_outside: dict[str, Value] | None = None
     #: Seconds spent in each stage, in order: where a run's time went.
     stage_s: dict[str, float] = field(default_factory=dict)
+    #: False when the cluster cannot give what the incident needs (``reasons`` says what).
+    applicable: bool = True
+    #: Broker settings the cluster could not take and the run went without, with their need.
+    settings_not_applied: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def gate(self) -> str:
+        """``pass``, ``FAIL``, or ``n/a`` for a run that does not apply to the cluster."""
+        if not self.applicable:
+            return "n/a"
+        return "pass" if self.passed else "FAIL"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "gate": self.gate}
 
     def explain(self) -> str:
+        said = {"n/a": "NOT APPLICABLE", "pass": "PASSED"}.get(self.gate, "FAILED")
         lines = [
             f"{self.incident} [{self.profile}] app {self.app}: "
-            f"{'PASSED' if self.passed else 'FAILED'} ({self.result}) in {self.duration_s:.0f}s",
+            f"{said} ({self.result}) in {self.duration_s:.0f}s",
             f"  verdict {self.verdict} against declared {self.guarantee}: {self.check}",
             f"  reproduced: {self.reproduced}",
             "  symptoms: " + ", ".join(f"{k}={v}" for k, v in self.symptoms.items()),
         ]
         lines += [f"  - {reason}" for reason in self.reasons]
+        lines += [
+            f"  - went without broker setting {key} ({need})"
+            for key, need in self.settings_not_applied.items()
+        ]
         if self.error:
             lines.append(f"  error in {self.failed_stage}: {self.error}")
         lines.append(f"  run directory: {self.run_dir}")
@@ -167,6 +185,32 @@ def app_label(spec: AppSpec) -> str:
     return spec.name
 
 
+def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dict[str, str]:
+    """The broker settings the run goes without (with why they were there), or NotApplicable.
+
+    A cluster that takes no broker settings (an external one, another vendor's broker) runs
+    the incident without those that only compress time or relax a limit; an essential one, or
+    a step the cluster cannot play, means the incident does not apply to it.
+    """
+    where = cluster.label
+    for step in incident.steps:
+        if step.do in cluster.steps_not_supported:
+            raise NotApplicable(f"step {step.do}: {cluster.steps_not_supported[step.do]}")
+    if cluster.takes_broker_settings:
+        return {}
+    needs = {key: incident.need(key) for key in profile.broker}
+    essential = [
+        f"{key}={profile.broker[key]} ({need})"
+        for key, need in needs.items()
+        if need.kind == "essential"
+    ]
+    if essential:
+        raise NotApplicable(
+            f"it needs broker setting {'; '.join(essential)}, which {where} cannot take"
+        )
+    return {key: str(need) for key, need in needs.items()}
+
+
 def run_incident(
     incident: Incident,
     profile_name: str,
@@ -188,6 +232,10 @@ def run_incident(
         run.play(cluster_for)
         run.check(spark)
         run.judge()
+    except NotApplicable as exc:  # before anything ran: what the cluster could not give
+        run.outcome.applicable = False
+        run.outcome.result = "not applicable"
+        run.outcome.reasons.append(f"not applicable here: {exc}")
     except Exception as exc:  # any stage: the run still gets an outcome that says what broke
         if interrupted(exc):
             raise KeyboardInterrupt from exc
@@ -246,6 +294,7 @@ class _Run:
         self.cluster = cluster = cluster_for(
             profile.broker, incident.brokers, incident.network_faults
         )
+        self.outcome.settings_not_applied = applicability(incident, profile, cluster)
         replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
         self.topics = topics = {
             role: cluster.create_topic(f"{incident.name}-{role}", partitions, replicas)
@@ -369,7 +418,10 @@ def _play(
     progress: Callable[[str], None],
 ) -> str | None:
     """Run the steps with the recorders on; the error that stopped them, if any."""
-    recorder = OffsetsRecorder(cluster.bootstrap_servers, group, history.stream("offsets")).start()
+    recorder = None
+    if cluster.has_offsets_topic:  # else the lag samples give the committed offsets
+        recorder = OffsetsRecorder(cluster.bootstrap_servers, group, history.stream("offsets"))
+        recorder.start()
     lag = LagSampler(
         cluster.bootstrap_servers, group, topics["input"], history.stream("lag"), LAG_SAMPLE_S
     ).start()
@@ -385,7 +437,11 @@ def _play(
         stop_background(stage)
         apps.stop()
         lag.stop()
-        recorder.stop()
+        if recorder is not None:
+            recorder.stop()
+        else:
+            for event in commits_from_samples(history.read("lag")):
+                history.stream("offsets").append(event)
 
 
 def _check(
@@ -421,7 +477,7 @@ def _evidence(
     side_effects: CheckResult | None,
 ) -> Evidence:
     """Everything the symptoms look at; the brokers' group events are kept as a stream too."""
-    logs = cluster.log_files()
+    logs = cluster.coordinator_logs()
     group = group_events(logs, history.meta()["group"]) if logs else None
     stream = history.stream("group")
     for event in group or []:

@@ -53,7 +53,8 @@ class CatalogSession:
         spec = ClusterSpec.of(
             self.kafka_version, brokers, broker_config, self.backend, network_faults
         )
-        return self.pool.get(spec, default=ClusterSpec.of(self.kafka_version, backend=self.backend))
+        default = ClusterSpec.of(self.kafka_version, backend=self.backend)
+        return self.pool.get(spec, default=default, optional=True)
 
     def run(
         self,

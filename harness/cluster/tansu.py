@@ -1,0 +1,178 @@
+"""A Kafka-compatible broker from another vendor: Tansu (Apache-2.0, Rust), one process.
+
+Validating a move to a vendor's broker means replaying the same incidents on it. Tansu is
+built once from crates.io with the machine's ``cargo`` (``cargo install tansu``, about 15
+minutes on two cores), cached beside Kafka's jars, and run on 127.0.0.1 on a free port with
+its in-memory storage. What it cannot do is said up front, so an incident that needs it is
+reported as not applicable instead of failing for a reason that is not the incident's:
+
+- one broker only (its memory storage lives in one process), so no broker restarts either;
+- no broker settings: Tansu has no ``server.properties`` (no group, offset or transaction
+  timeouts, no retention); an incident whose essential setting it cannot take does not apply;
+- one listener, advertised to every client: no proxy can stand before the app alone;
+- no ``__consumer_offsets`` topic and no coordinator log the harness can read: the symptoms
+  measured from them cannot be measured here, and say so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from harness.file_lock import file_lock
+
+from . import broker_config
+from .embedded import BrokerNode
+from .errors import ClusterError
+from .nodes import Node, NodeCluster
+from .paths import cache_root
+from .versions import choose_tansu_version
+
+log = logging.getLogger(__name__)
+
+#: A ``tansu`` binary to use instead of building one.
+BINARY_ENV = "KAFKA_REPLAY_TANSU"
+#: ``memory://`` storage needs this feature (without it Tansu answers ``FeatureNotEnabled``).
+FEATURES = "dynostore"
+BUILD_TIMEOUT_S = 3600.0
+#: The node id Tansu gives itself in metadata (it has no setting for it).
+TANSU_NODE_ID = 111
+LOG_LEVEL = "warn"
+
+
+class TansuError(ClusterError):
+    """Tansu could not be built or found."""
+
+
+def tansu_binary(version: str) -> Path:
+    """``$KAFKA_REPLAY_TANSU``, or the release built once with ``cargo install`` and cached."""
+    override = os.environ.get(BINARY_ENV)
+    if override:
+        path = Path(override)
+        if not os.access(path, os.X_OK):
+            raise TansuError(f"{BINARY_ENV}={override} is not an executable file")
+        return path
+    home = cache_root() / "tansu" / version
+    binary = home / "bin" / "tansu"
+    if binary.exists():
+        return binary
+    home.mkdir(parents=True, exist_ok=True)
+    with file_lock(home / ".lock"):
+        if not binary.exists():
+            _build(version, home)
+    return binary
+
+
+def _cargo() -> str:
+    for cargo in (shutil.which("cargo"), str(Path.home() / ".cargo" / "bin" / "cargo")):
+        if cargo and os.access(cargo, os.X_OK):
+            return cargo
+    raise TansuError(
+        "the Tansu backend is built from crates.io with cargo, and there is no cargo here: "
+        f"install Rust (rustup, or Debian's cargo), or set {BINARY_ENV} to a tansu binary"
+    )
+
+
+def _build(version: str, home: Path) -> None:
+    cargo = _cargo()
+    log.warning("building Tansu %s once with cargo (about 15 minutes on two cores)", version)
+    with tempfile.TemporaryDirectory(prefix="kafka-replay-tansu-") as scratch:
+        command = [
+            cargo, "install", "tansu", "--version", version, "--locked",
+            "--features", FEATURES, "--root", scratch,
+        ]  # fmt: skip
+        env = {**os.environ, "CARGO_TARGET_DIR": str(Path(scratch) / "target")}
+        try:
+            built = subprocess.run(
+                command, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise TansuError(f"building Tansu {version} took over {BUILD_TIMEOUT_S:.0f}s") from exc
+        if built.returncode != 0:
+            tail = "\n".join((built.stdout + built.stderr).splitlines()[-20:])
+            raise TansuError(f"`{' '.join(command[:7])}` failed:\n{tail}")
+        (home / "bin").mkdir(parents=True, exist_ok=True)
+        shutil.move(str(Path(scratch) / "bin" / "tansu"), home / "bin" / "tansu")
+
+
+class TansuCluster(NodeCluster):
+    """One Tansu broker with in-memory storage; a context manager, or start/stop."""
+
+    backend = "tansu"
+    choose_version = staticmethod(choose_tansu_version)
+    takes_broker_settings = False
+    has_offsets_topic = False
+    steps_not_supported: ClassVar[Mapping[str, str]] = {
+        "add_partitions": "Tansu has no CreatePartitions API: a topic keeps its partitions",
+        **{
+            kind: "Tansu keeps its data in the memory of its one process: a restarted broker "
+            "would come back empty"
+            for kind in ("kill_broker", "restart_broker", "rolling_restart")
+        },
+    }
+
+    def __init__(
+        self,
+        version: str | None = None,
+        brokers: int = 1,
+        broker_config_overrides: Mapping[str, object] | None = None,
+        work_dir: Path | None = None,
+        network_faults: bool = False,
+    ) -> None:
+        problem = self.unsupported(brokers, network_faults)
+        if problem:
+            raise ValueError(problem)
+        super().__init__(version, brokers, broker_config_overrides, work_dir, network_faults)
+        self._binary: Path | None = None
+
+    @classmethod
+    def unsupported(cls, brokers: int, network_faults: bool) -> str | None:
+        if brokers != 1:
+            return (
+                f"{brokers} brokers: Tansu's memory storage lives in one process, so it runs "
+                "one broker"
+            )
+        if network_faults:
+            return (
+                "network faults: Tansu advertises its one listener to every client, so a proxy "
+                "cannot stand before the app without standing before the harness's observers"
+            )
+        return None
+
+    @property
+    def label(self) -> str:
+        return f"Tansu {self.version}"
+
+    def coordinator_logs(self) -> list[str]:
+        """None: Tansu's log does not say what its coordinators did in Kafka's words."""
+        return []
+
+    def _prepare(self) -> None:
+        self._binary = tansu_binary(self.version)  # may take a while, once per version
+
+    def _addresses(self) -> list[broker_config.NodeAddress]:
+        (address,) = super()._addresses()
+        return [broker_config.NodeAddress(TANSU_NODE_ID, address.port, address.controller_port)]
+
+    def _launch(self, addresses: list[broker_config.NodeAddress]) -> list[Node]:
+        assert self.data_dir is not None and self.log_dir is not None and self._binary
+        (address,) = addresses
+        node_dir = self.data_dir / "node"
+        node_dir.mkdir(exist_ok=True)
+        node = BrokerNode(address, node_dir, self.log_dir)
+        url = f"tcp://127.0.0.1:{address.port}"
+        command = [
+            str(self._binary), "broker",
+            "--listener-url", url, "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/", "--cluster-id", self.data_dir.name,
+        ]  # fmt: skip
+        # its own directory, so no .env of the user's is read; its log at warnings and errors
+        env = {**os.environ, "RUST_LOG": os.environ.get("KAFKA_REPLAY_TANSU_LOG", LOG_LEVEL)}
+        node.start(command, True, self.lease, env=env, cwd=node_dir)
+        return [node]

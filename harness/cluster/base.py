@@ -31,6 +31,8 @@ class Cluster(ABC):
     takes_broker_settings: ClassVar[bool] = True
     #: Whether clients can read committed offsets as Kafka's ``__consumer_offsets`` records.
     has_offsets_topic: ClassVar[bool] = True
+    #: Whether a group's description names its members (how the harness sees an app join).
+    lists_group_members: ClassVar[bool] = True
     #: Step kinds this kind of cluster cannot play, each with the reason.
     steps_not_supported: ClassVar[Mapping[str, str]] = {}
 

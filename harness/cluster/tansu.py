@@ -10,8 +10,10 @@ reported as not applicable instead of failing for a reason that is not the incid
 - no broker settings: Tansu has no ``server.properties`` (no group, offset or transaction
   timeouts, no retention); an incident whose essential setting it cannot take does not apply;
 - one listener, advertised to every client: no proxy can stand before the app alone;
-- no ``__consumer_offsets`` topic and no coordinator log the harness can read: the symptoms
-  measured from them cannot be measured here, and say so.
+- no ``__consumer_offsets`` topic: the committed offsets are sampled (see
+  :func:`harness.history.lag.commits_from_samples`); no coordinator log the harness can read,
+  so the symptoms measured from one cannot be measured here, and say so;
+- group descriptions name no members: an app counts as joined once its group is Stable.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class TansuCluster(NodeCluster):
     choose_version = staticmethod(choose_tansu_version)
     takes_broker_settings = False
     has_offsets_topic = False
+    lists_group_members = False
     steps_not_supported: ClassVar[Mapping[str, str]] = {
         "add_partitions": "Tansu has no CreatePartitions API: a topic keeps its partitions",
         **{

@@ -34,7 +34,7 @@ from harness.cluster import Cluster
 from harness.cluster.errors import NotApplicable
 from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
 from harness.history.broker_log import group_events
-from harness.history.group import group_members
+from harness.history.group import group_members, group_stable
 from harness.history.lag import commits_from_samples
 from harness.interrupts import interrupted
 
@@ -339,7 +339,11 @@ class _Run:
                 delay_s=profile.app.restart_delay_s,
             ),
             report_dir=history.events_dir,
-            ready=lambda members: group_members(admin, group) >= members,
+            ready=lambda members: (
+                group_members(admin, group) >= members
+                if cluster.lists_group_members
+                else group_stable(admin, group)
+            ),
             python_path=app_python_path(self.options.client_library),
         )
         self._enter("steps")

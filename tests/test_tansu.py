@@ -1,0 +1,173 @@
+"""The Tansu backend: another vendor's Kafka-compatible broker, built from crates.io and run here.
+
+Real Tansu throughout (built once with cargo and cached): a round trip with confluent-kafka,
+the limits it declares, incidents that do not apply to it and one that runs on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import psutil
+import pytest
+from confluent_kafka import Consumer, Producer
+from pyspark.sql import SparkSession
+
+from harness.cluster import Cluster
+from harness.cluster.backends import backend_name, choose_backend, make_cluster
+from harness.cluster.errors import NotApplicable
+from harness.cluster.pool import ClusterPool, ClusterSpec
+from harness.cluster.versions import DEFAULT_TANSU_VERSION
+from harness.history.group import group_members, group_stable
+from harness.replay.catalog import catalog_dir, load_incidents, select
+from harness.replay.runner import Outcome, run_incident
+from tests.fault_incidents import write_incident
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def tansu_processes() -> list[int]:
+    return [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if (p.info["cmdline"] or [""])[0].endswith("/tansu")
+    ]
+
+
+def test_backend_names_its_release() -> None:
+    assert choose_backend("tansu") == f"tansu:{DEFAULT_TANSU_VERSION}"
+    assert choose_backend("tansu:0.5.1") == "tansu:0.5.1"
+    assert backend_name("tansu:0.5.1") == "tansu"
+    for bad in ("tansu:latest", "embedded:4.4.0", "redpanda"):
+        with pytest.raises(ValueError, match=r"is not one of|not a release number"):
+            choose_backend(bad)
+
+
+def test_a_round_trip_on_tansu_and_nothing_left_behind() -> None:
+    before = set(tansu_processes())
+    with make_cluster("tansu").start() as tansu:
+        assert tansu.label == f"Tansu {DEFAULT_TANSU_VERSION}"
+        topic = tansu.create_topic("orders", 3)
+        producer = Producer({"bootstrap.servers": tansu.bootstrap_servers})
+        for i in range(50):
+            producer.produce(topic, key=str(i % 5), value=f"order-{i}")
+        assert producer.flush(10) == 0
+        consumer = Consumer(
+            {
+                "bootstrap.servers": tansu.bootstrap_servers,
+                "group.id": "billing",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe([topic])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(values) < 50 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        # a member is in the group, yet its description names none: Stable is the sign
+        assert group_stable(tansu.admin(), "billing")
+        assert group_members(tansu.admin(), "billing") == 0
+        consumer.close()
+        assert sorted(values) == sorted(f"order-{i}".encode() for i in range(50))
+        data_dir = tansu.data_dir
+    assert set(tansu_processes()) == before
+    assert data_dir is not None and not data_dir.exists()
+
+
+def test_what_tansu_cannot_be_asked_for(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="runs one broker"):
+        make_cluster("tansu", brokers=3)
+    pool = ClusterPool(tmp_path)
+    try:
+        settings = ClusterSpec.of(None, 1, {"offsets.retention.minutes": 1}, "tansu")
+        with pytest.raises(NotApplicable, match=r"offsets\.retention\.minutes=1.*cannot take"):
+            pool.get(settings)
+        with pytest.raises(NotApplicable, match="network faults"):
+            pool.get(ClusterSpec.of(None, 1, None, "tansu", network_faults=True))
+        # settings an incident can go without are left out: both requests share one broker
+        assert pool.get(settings, optional=True) is pool.get(ClusterSpec.of(None, 1, None, "tansu"))
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="module")
+def tansu_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterPool]:
+    pool = ClusterPool(tmp_path_factory.mktemp("tansu"))
+    yield pool
+    pool.close()
+
+
+def on_tansu(pool: ClusterPool) -> Callable[[Mapping[str, object], int, bool], Cluster]:
+    """The engine's ``cluster_for`` on the pool's Tansu, settings left out where it must."""
+
+    def cluster_for(broker_config: Mapping[str, object], brokers: int, faults: bool) -> Cluster:
+        spec = ClusterSpec.of(None, brokers, broker_config, "tansu", faults)
+        return pool.get(spec, optional=True)
+
+    return cluster_for
+
+
+def replay_on_tansu(
+    pool: ClusterPool, spark: SparkSession | None, name: str, profile: str, run_dir: Path
+) -> Outcome:
+    (incident,) = select(load_incidents((catalog_dir(),)), [name])  # type: ignore[arg-type]
+    return run_incident(
+        incident,
+        profile,
+        cluster_for=on_tansu(pool),
+        spark=lambda: spark,
+        run_dir=run_dir,  # type: ignore[arg-type,return-value]
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("offset-retention-expiry", "offsets.retention.minutes=1 (essential: "),
+        ("deal-flood", "step add_partitions: Tansu has no CreatePartitions"),
+        ("leader-loss-acks-one", "3 brokers"),
+        ("producer-retry-duplicates", "network faults"),
+    ],
+)
+def test_an_incident_tansu_cannot_give_does_not_apply(
+    tansu_pool: ClusterPool, tmp_path: Path, name: str, why: str
+) -> None:
+    outcome = replay_on_tansu(tansu_pool, None, name, "vulnerable", tmp_path)
+    assert not outcome.applicable and outcome.gate == "n/a"
+    assert outcome.result == "not applicable" and not outcome.passed
+    assert outcome.error is None and outcome.failed_stage is None
+    assert any(why in reason for reason in outcome.reasons), outcome.reasons
+
+
+def test_an_undeclared_setting_counts_as_essential(tansu_pool: ClusterPool, tmp_path: Path) -> None:
+    write_incident(tmp_path, "ours", [], brokers="")  # sets min.insync.replicas, says not why
+    (incident,) = load_incidents((tmp_path,)).values()
+    assert incident.need("min.insync.replicas").kind == "essential"
+    outcome = run_incident(
+        incident,
+        "vulnerable",
+        cluster_for=on_tansu(tansu_pool),
+        spark=lambda: None,  # type: ignore[arg-type,return-value]
+        run_dir=tmp_path / "run",
+    )
+    assert not outcome.applicable, outcome.explain()
+    assert "does not say why it sets it" in outcome.reasons[0]
+
+
+def test_zombie_commit_runs_on_tansu_without_its_time_settings(
+    tansu_pool: ClusterPool, spark: SparkSession, tmp_path: Path
+) -> None:
+    """The run goes without group.min.session.timeout.ms (a limit), is judged, and its
+    committed offsets are the sampled ones (Tansu has no ``__consumer_offsets``)."""
+    outcome = replay_on_tansu(tansu_pool, spark, "zombie-commit", "vulnerable", tmp_path)
+    assert outcome.applicable and outcome.error is None, outcome.explain()
+    assert list(outcome.settings_not_applied) == ["group.min.session.timeout.ms"]
+    assert outcome.settings_not_applied["group.min.session.timeout.ms"].startswith("limit: ")
+    assert outcome.anomalies, "the checker ran"
+    offsets = (tmp_path / "events" / "offsets.jsonl").read_text().splitlines()
+    assert offsets and all('"sampled":true' in line for line in offsets)
+    assert outcome.symptoms["committed_offset_regressions"] is not None

@@ -27,9 +27,10 @@ from harness.replay.model import PROFILES
 POLL_S = 0.5
 #: Lines of ``kafka-replay run`` worth passing on: a run's progress, its outcome, an error.
 PROGRESS = re.compile(r"^\S+ \[(vulnerable|remediated)\]: ")
-OUTCOME = re.compile(r"^(pass|FAIL|error:) ")
+OUTCOME = re.compile(r"^(pass|FAIL|n/a|error:) ")
 SIDES = ("baseline", "candidate")
-KIND_STYLES = {"regression": "red", "improvement": "green", "drift": "yellow", "same": "dim"}
+KIND_STYLES = {"regression": "red", "improvement": "green", "drift": "yellow", "same": "dim",
+               "not applicable": "dim"}  # fmt: skip
 
 console = Console(stderr=True)
 

@@ -39,7 +39,7 @@ SETTING_PREFIXES = {"client.": "--client-config", "broker.": "--broker-config"}
 DEFAULT_DRIFT = 0.5
 #: Delivered guarantees, weakest first; "unknown" (records still unseen) is weakest of all.
 VERDICT_STRENGTH = ("unknown", "lossy", "at-most-once", "at-least-once", "exactly-once")
-KINDS = ("regression", "improvement", "drift")
+KINDS = ("regression", "improvement", "drift", "not applicable")
 DEFAULTS = "(defaults)"
 
 
@@ -170,12 +170,24 @@ def compare_reports(
         if item.baseline is None or item.candidate is None:
             side = "candidate" if item.candidate is None else "baseline"
             item.changes.append(Change("regression", f"not replayed in the {side}"))
+        elif not_applicable(item.baseline, item.candidate):
+            item.changes = not_applicable(item.baseline, item.candidate)
         else:
             item.changes = changes(
                 item.baseline, item.candidate, drift.get(item.incident, {}), reference_app
             )
         items.append(item)
     return items
+
+
+def not_applicable(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Change]:
+    """A side the item does not apply to: nothing to compare, its reason said (not a regression:
+    another vendor's broker without a setting the incident needs is a finding, not a break)."""
+    return [
+        Change("not applicable", f"does not apply to the {side}: {'; '.join(run['reasons'])}")
+        for side, run in (("baseline", before), ("candidate", after))
+        if run.get("applicable") is False
+    ]
 
 
 def changes(
@@ -216,6 +228,8 @@ def changes(
 
 
 def _status(run: Mapping[str, Any]) -> str:
+    if run.get("applicable") is False:
+        return "not applicable"
     return f"{'passed' if run['passed'] else 'failed'} ({run.get('result', 'not judged')})"
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from harness.replay.catalog import catalog_dir, load_incidents
 from harness.replay.definition import load_incident
-from harness.replay.model import PROFILES, DefinitionError
+from harness.replay.model import PROFILES, DefinitionError, SettingNeed
 
 
 def catalog():
@@ -158,3 +158,29 @@ def test_kafka_replay_run_refuses_an_unknown_name() -> None:
     assert result.returncode == 2
     assert "no incident named no-such-incident" in result.stderr
     assert "poll-timeout-rebalance" in result.stderr
+
+
+WITH_BROKER = '\n[broker]\n"x.y" = 1\n"a.b" = 2\n\n[broker_needs]\n'
+
+
+def test_broker_needs_say_why_each_setting_is_there(tmp_path: Path) -> None:
+    incident = load_incident(write(tmp_path, VALID + WITH_BROKER + '"x.y" = "time: sooner"\n'))
+    assert incident.need("x.y") == SettingNeed("time", "sooner")
+    assert incident.need("a.b").kind == "essential"  # unexplained: taken as essential
+
+
+@pytest.mark.parametrize(
+    ("needs", "field", "says"),
+    [
+        ('"c.d" = "time: x"', "broker_needs.c.d", "is not a broker setting of this incident"),
+        ('"x.y" = "vital: x"', "broker_needs.x.y", "KIND one of essential, time, limit"),
+        ('"x.y" = "limit:"', "broker_needs.x.y", "'KIND: why"),
+        ('"x.y" = 3', "broker_needs.x.y", "'KIND: why"),
+    ],
+)
+def test_a_bad_broker_need_names_the_setting(
+    tmp_path: Path, needs: str, field: str, says: str
+) -> None:
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(write(tmp_path, VALID + WITH_BROKER + needs + "\n"))
+    assert caught.value.where == field and says in caught.value.problem, caught.value

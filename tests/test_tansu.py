@@ -19,6 +19,7 @@ from harness.cluster import Cluster
 from harness.cluster.backends import backend_name, choose_backend, make_cluster
 from harness.cluster.errors import NotApplicable
 from harness.cluster.pool import ClusterPool, ClusterSpec
+from harness.cluster.tansu import TANSU_NODE_ID
 from harness.cluster.versions import DEFAULT_TANSU_VERSION
 from harness.history.group import group_members, group_stable
 from harness.replay.catalog import catalog_dir, load_incidents, select
@@ -86,8 +87,6 @@ def test_what_tansu_cannot_be_asked_for(tmp_path: Path) -> None:
         settings = ClusterSpec.of(None, 1, {"offsets.retention.minutes": 1}, "tansu")
         with pytest.raises(NotApplicable, match=r"offsets\.retention\.minutes=1.*cannot take"):
             pool.get(settings)
-        with pytest.raises(NotApplicable, match="network faults"):
-            pool.get(ClusterSpec.of(None, 1, None, "tansu", network_faults=True))
         # settings an incident can go without are left out: both requests share one broker
         assert pool.get(settings, optional=True) is pool.get(ClusterSpec.of(None, 1, None, "tansu"))
     finally:
@@ -130,7 +129,6 @@ def replay_on_tansu(
         ("offset-retention-expiry", "offsets.retention.minutes=1 (essential: "),
         ("deal-flood", "step add_partitions: Tansu has no CreatePartitions"),
         ("leader-loss-acks-one", "3 brokers"),
-        ("producer-retry-duplicates", "network faults"),
     ],
 )
 def test_an_incident_tansu_cannot_give_does_not_apply(
@@ -171,3 +169,23 @@ def test_zombie_commit_runs_on_tansu_without_its_time_settings(
     offsets = (tmp_path / "events" / "offsets.jsonl").read_text().splitlines()
     assert offsets and all('"sampled":true' in line for line in offsets)
     assert outcome.symptoms["committed_offset_regressions"] is not None
+
+
+def test_behind_a_proxy_tansu_advertises_it() -> None:
+    """Its one listener is advertised at the proxy: every client goes through the fault."""
+    with make_cluster("tansu", network_faults=True).start() as tansu:
+        proxy_port = tansu.nodes[0].address.proxy_port
+        assert tansu.client_bootstrap_servers == f"127.0.0.1:{proxy_port}"
+        (broker,) = tansu.admin().list_topics(timeout=10).brokers.values()
+        assert (broker.id, broker.port) == (TANSU_NODE_ID, proxy_port)
+        topic = tansu.create_topic("slow", 1)
+        producer = Producer({"bootstrap.servers": tansu.client_bootstrap_servers})
+        producer.produce(topic, value=b"warm")
+        assert producer.flush(10) == 0
+        assert tansu.proxy is not None
+        tansu.proxy.add_toxic(tansu.proxy_name(TANSU_NODE_ID), "slow", "latency", "from_broker",
+                              {"latency": 400})  # fmt: skip
+        started = time.monotonic()
+        producer.produce(topic, value=b"late")
+        assert producer.flush(10) == 0
+        assert time.monotonic() - started >= 0.4

@@ -9,7 +9,8 @@ reported as not applicable instead of failing for a reason that is not the incid
 - one broker only (its memory storage lives in one process), so no broker restarts either;
 - no broker settings: Tansu has no ``server.properties`` (no group, offset or transaction
   timeouts, no retention); an incident whose essential setting it cannot take does not apply;
-- one listener, advertised to every client: no proxy can stand before the app alone;
+- one listener: behind a proxy (network faults) it advertises the proxy, so the harness's
+  observers, which reach it through metadata like any client, go through the proxy too;
 - no ``__consumer_offsets`` topic: the committed offsets are sampled (see
   :func:`harness.history.lag.commits_from_samples`); no coordinator log the harness can read,
   so the symptoms measured from one cannot be measured here, and say so;
@@ -141,11 +142,6 @@ class TansuCluster(NodeCluster):
                 f"{brokers} brokers: Tansu's memory storage lives in one process, so it runs "
                 "one broker"
             )
-        if network_faults:
-            return (
-                "network faults: Tansu advertises its one listener to every client, so a proxy "
-                "cannot stand before the app without standing before the harness's observers"
-            )
         return None
 
     @property
@@ -160,8 +156,15 @@ class TansuCluster(NodeCluster):
         self._binary = tansu_binary(self.version)  # may take a while, once per version
 
     def _addresses(self) -> list[broker_config.NodeAddress]:
+        """Its own id; behind a proxy, its one listener is also the one the proxy forwards to."""
         (address,) = super()._addresses()
-        return [broker_config.NodeAddress(TANSU_NODE_ID, address.port, address.controller_port)]
+        client_port = address.port if address.proxy_port else None
+        return [
+            broker_config.NodeAddress(
+                TANSU_NODE_ID, address.port, address.controller_port, client_port,
+                address.proxy_port,
+            )
+        ]  # fmt: skip
 
     def _launch(self, addresses: list[broker_config.NodeAddress]) -> list[Node]:
         assert self.data_dir is not None and self.log_dir is not None and self._binary
@@ -170,9 +173,10 @@ class TansuCluster(NodeCluster):
         node_dir.mkdir(exist_ok=True)
         node = BrokerNode(address, node_dir, self.log_dir)
         url = f"tcp://127.0.0.1:{address.port}"
+        advertised = f"tcp://127.0.0.1:{address.proxy_port or address.port}"
         command = [
             str(self._binary), "broker",
-            "--listener-url", url, "--advertised-listener-url", url,
+            "--listener-url", url, "--advertised-listener-url", advertised,
             "--storage-engine", "memory://tansu/", "--cluster-id", self.data_dir.name,
         ]  # fmt: skip
         # its own directory, so no .env of the user's is read; its log at warnings and errors

@@ -33,7 +33,7 @@ from harness.checker.formats import OUTPUT_FORMATS
 from harness.checker.verdict import GUARANTEES
 from harness.cli_compare import add_compare_command
 from harness.cluster import ClusterError, choose_version
-from harness.cluster.backends import BACKENDS, choose_backend, make_cluster
+from harness.cluster.backends import backend_argument, choose_backend, make_cluster
 from harness.cluster.images import build_kafka_image
 from harness.cluster.nodes import NodeCluster
 from harness.cluster.versions import DEFAULT_KAFKA_VERSION
@@ -79,9 +79,10 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
 def _add_backend_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kafka-backend",
-        choices=BACKENDS,
+        type=backend_argument,
         default=None,
-        help="how brokers run (default: $KAFKA_REPLAY_BACKEND, else embedded)",
+        help="how brokers run: embedded, container or tansu[:VERSION] (default: "
+        "$KAFKA_REPLAY_BACKEND, else embedded)",
     )
 
 

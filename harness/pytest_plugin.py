@@ -43,7 +43,7 @@ import pytest
 
 from harness.apps.supervisor import RESTART_MODES
 from harness.checker.verdict import GUARANTEES
-from harness.cluster.backends import BACKENDS, choose_backend
+from harness.cluster.backends import backend_argument, choose_backend
 from harness.cluster.versions import choose_version
 from harness.replay.catalog import incident_directories
 from harness.replay.model import GROUP_PROTOCOLS, PROFILES, DefinitionError
@@ -77,8 +77,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kafka-backend",
         default=None,
-        choices=BACKENDS,
-        help="how brokers run (default: $KAFKA_REPLAY_BACKEND, else embedded)",
+        type=backend_argument,
+        help="how brokers run: embedded, container or tansu[:VERSION] (default: "
+        "$KAFKA_REPLAY_BACKEND, else embedded)",
     )
     group.addoption(
         "--kafka-image",

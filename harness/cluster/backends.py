@@ -6,6 +6,7 @@ on it say what a move to that broker would change.
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
 
 BACKEND_ENV = "KAFKA_REPLAY_BACKEND"
 IMAGE_ENV = "KAFKA_REPLAY_IMAGE"
-BACKENDS = ("embedded", "container", "tansu")
+#: The backends that run Apache Kafka itself.
+KAFKA_BACKENDS = ("embedded", "container")
+BACKENDS = (*KAFKA_BACKENDS, "tansu")
 
 
 def choose_backend(requested: str | None = None) -> str:
@@ -36,6 +39,14 @@ def choose_backend(requested: str | None = None) -> str:
     if name == "tansu":
         return f"tansu:{choose_tansu_version(version or None)}"
     return backend
+
+
+def backend_argument(text: str) -> str:
+    """``--kafka-backend``'s type: the backend, or argparse's error saying what is allowed."""
+    try:
+        return choose_backend(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def backend_name(backend: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.apps.client_libraries import parse_client
-from harness.cluster.backends import BACKENDS
+from harness.cluster.backends import choose_backend
 from harness.replay.model import GROUP_PROTOCOLS, PROFILES
 from harness.replay.overrides import client_settings, parse_settings
 
@@ -113,7 +113,13 @@ def _broker_settings(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _check_choice(key: str, value: str) -> None:
-    choices = {"protocol": GROUP_PROTOCOLS, "backend": BACKENDS}.get(key)
+    if key == "backend":
+        try:
+            choose_backend(value)  # tansu may name its release: tansu:0.6.0
+        except ValueError as exc:
+            raise ValueError(f"setup item {key}={value}: {exc}") from None
+        return
+    choices = {"protocol": GROUP_PROTOCOLS}.get(key)
     if choices and value not in choices:
         raise ValueError(f"setup item {key}={value}: {key} is one of {', '.join(choices)}")
     if key == "client":

@@ -310,3 +310,36 @@ def test_a_user_function_correlates_transformed_output(tmp_path, monkeypatch) ->
     assert load_extractor(None)(OutputRecord("out", 0, 6, None, b'{"event_id": "e-7"}')) == "e-7"
     with pytest.raises(ValueError, match="cannot import 'nowhere'"):
         load_extractor("nowhere:event_id")
+
+
+
+class _DyingApp:
+    """Stands in for a supervisor whose one instance always exits just before it is signalled."""
+
+    def running(self) -> list[int]:
+        return [0]
+
+    def check(self) -> None:
+        pass
+
+    def signal(self, index: int, sig: signal.Signals) -> None:
+        raise RuntimeError(f"instance {index} is not running")
+
+
+def test_kills_at_random_end_when_the_app_keeps_dying_on_its_own() -> None:
+    """Every kill misses (the app died on its own during the gap): the series ends anyway,
+    with none sent, once its gaps and restarts have had their time."""
+    import random
+    import threading
+
+    from harness.faults.actions import kill_at_random
+
+    sent = kill_at_random(
+        _DyingApp(),  # type: ignore[arg-type]
+        random.Random(1),
+        3,
+        (0.05, 0.05),
+        threading.Event(),
+        slack_s=0.1,
+    )
+    assert sent == 0

@@ -13,6 +13,8 @@ from harness.apps import Supervisor
 from harness.cluster import Cluster
 
 RESTART_WAIT_S = 60.0
+#: Beyond its gap, how long each kill of a series may wait for the app to be running again.
+RESTART_SLACK_S = 10.0
 
 
 def kill_at_random(
@@ -23,14 +25,19 @@ def kill_at_random(
     stop: threading.Event,
     instance: int = 0,
     sig: signal.Signals = signal.SIGKILL,
+    slack_s: float = RESTART_SLACK_S,
 ) -> int:
     """Send ``sig`` to ``instance`` ``times`` times, a random ``gap_s`` apart; return the count.
 
     Each gap starts once the instance runs again, so every kill lands on a live process that
-    the supervisor restarted; ``stop`` ends the series early.
+    the supervisor restarted; ``stop`` ends the series early. An app that keeps dying on its
+    own before a gap ends would never be killed: the series ends when ``times`` gaps and
+    restarts have had their time, with the kills sent so far (a condition on the count says
+    whether the run had enough).
     """
     sent = 0
-    while sent < times and not stop.is_set():
+    deadline = time.monotonic() + times * (max(gap_s) + slack_s)
+    while sent < times and not stop.is_set() and time.monotonic() < deadline:
         if not _wait_running(apps, instance, stop):
             break
         if stop.wait(rng.uniform(*gap_s)):

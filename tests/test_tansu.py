@@ -6,6 +6,9 @@ the limits it declares, incidents that do not apply to it and one that runs on i
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -15,6 +18,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from pyspark.sql import SparkSession
 
+from harness.checker.log_end import ending_offsets, listed_and_fetched_ends
+from harness.checker.sources import kafka_log
 from harness.cluster import Cluster
 from harness.cluster.backends import backend_name, choose_backend, make_cluster
 from harness.cluster.errors import NotApplicable
@@ -156,19 +161,46 @@ def test_an_undeclared_setting_counts_as_essential(tansu_pool: ClusterPool, tmp_
     assert "does not say why it sets it" in outcome.reasons[0]
 
 
-def test_zombie_commit_runs_on_tansu_without_its_time_settings(
-    tansu_pool: ClusterPool, spark: SparkSession, tmp_path: Path
+#: Incidents whose needs Tansu cannot meet, and why (docs/vendors.md has the whole table).
+NOT_APPLICABLE_ON_TANSU = {
+    "deal-flood": "add_partitions",
+    "leader-loss-acks-one": "3 brokers",
+    "paused-leader-send-expiry": "3 brokers",
+    "offset-retention-expiry": "offsets.retention.minutes",
+    "transactional-id-expiry": "transactional.id.expiration.ms",
+}
+
+
+@pytest.mark.timeout(1900)
+def test_the_catalog_on_tansu_ends_each_run_in_a_pass_a_finding_or_not_applicable(
+    tmp_path: Path,
 ) -> None:
-    """The run goes without group.min.session.timeout.ms (a limit), is judged, and its
-    committed offsets are the sampled ones (Tansu has no ``__consumer_offsets``)."""
-    outcome = replay_on_tansu(tansu_pool, spark, "zombie-commit", "vulnerable", tmp_path)
-    assert outcome.applicable and outcome.error is None, outcome.explain()
-    assert list(outcome.settings_not_applied) == ["group.min.session.timeout.ms"]
-    assert outcome.settings_not_applied["group.min.session.timeout.ms"].startswith("limit: ")
-    assert outcome.anomalies, "the checker ran"
-    offsets = (tmp_path / "events" / "offsets.jsonl").read_text().splitlines()
-    assert offsets and all('"sampled":true' in line for line in offsets)
-    assert outcome.symptoms["committed_offset_regressions"] is not None
+    """Every run on Tansu is judged (a pass, or a failure whose reasons are the finding) or
+    does not apply, with its reason; none breaks. What each shows is in docs/vendors.md."""
+    command = [sys.executable, "-m", "harness.cli", "run", "--all", "--kafka-backend", "tansu",
+               "--jobs", "2", "--report", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    runs = json.loads((tmp_path / "report.json").read_text())["runs"]
+    assert len(runs) == 2 * len(load_incidents((catalog_dir(),))), done.stdout[-3000:]  # type: ignore[arg-type]
+    assert [r["incident"] for r in runs if r["error"]] == [], done.stdout[-3000:]
+    for run in runs:
+        why = NOT_APPLICABLE_ON_TANSU.get(run["incident"])
+        if why is not None:
+            assert run["gate"] == "n/a" and why in run["reasons"][0], run
+        else:
+            assert run["applicable"] and run["gate"] in ("pass", "FAIL"), run
+            assert run["gate"] == "pass" or run["reasons"], run  # a finding says what it is
+    findings = any(run["gate"] == "FAIL" for run in runs)
+    assert done.returncode == (1 if findings else 0), done.stderr[-2000:]
+    # zombie-commit went without its session-timeout limit, and its commits were sampled
+    zombie = next(r for r in runs if (r["incident"], r["profile"]) == ("zombie-commit",
+                                                                      "vulnerable"))  # fmt: skip
+    assert list(zombie["settings_not_applied"]) == ["group.min.session.timeout.ms"]
+    assert zombie["settings_not_applied"]["group.min.session.timeout.ms"].startswith("limit: ")
+    offsets = tmp_path / "runs" / "zombie-commit-vulnerable" / "events" / "offsets.jsonl"
+    lines = offsets.read_text().splitlines()
+    assert lines and all('"sampled":true' in line for line in lines)
+    assert zombie["symptoms"]["committed_offset_regressions"] is not None
 
 
 def test_behind_a_proxy_tansu_advertises_it() -> None:
@@ -189,3 +221,23 @@ def test_behind_a_proxy_tansu_advertises_it() -> None:
         producer.produce(topic, value=b"late")
         assert producer.flush(10) == 0
         assert time.monotonic() - started >= 0.4
+
+
+def test_the_checker_reads_to_the_real_log_end_where_a_broker_lists_a_wrong_one(
+    kafka_cluster: Cluster, spark: SparkSession
+) -> None:
+    """Tansu lists a batch of 300 records as ending one past its first: the checker still
+    reads all 300 (Spark's Kafka source reads to the end it is given); Kafka lists the end."""
+    with make_cluster("tansu").start() as tansu:
+        for cluster, listed_end in ((tansu, 1), (kafka_cluster, 300)):
+            topic = cluster.create_topic("batched", 1)
+            producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 500})
+            for i in range(300):
+                producer.produce(topic, key=f"k{i}", value=f'{{"event_id":"e{i}"}}')
+            assert producer.flush(10) == 0
+            ends = listed_and_fetched_ends(cluster.bootstrap_servers, topic)
+            assert ends == {0: (listed_end, 300)}, cluster
+            expected = "latest" if listed_end == 300 else json.dumps({topic: {"0": 300}})
+            assert ending_offsets(cluster.bootstrap_servers, topic) == expected
+            log = kafka_log(spark, cluster.bootstrap_servers, topic)
+            assert log.count() == 300 and log.agg({"offset": "max"}).first()[0] == 299

@@ -21,6 +21,8 @@ from pyspark.sql import types as T
 
 from harness.apps.correlation import EVENT_ID, OutputRecord
 
+from .log_end import ending_offsets
+
 _POSITION = T.StructType(
     [
         T.StructField("topic", T.StringType()),
@@ -234,13 +236,16 @@ def raise_for_failed_ids(
 def _raw_topic(
     spark: SparkSession, bootstrap_servers: str, topic: str, isolation: str
 ) -> DataFrame:
-    """A whole topic, as it stands now, through Spark's Kafka source: its columns unparsed."""
+    """A whole topic, as it stands now, through Spark's Kafka source: its columns unparsed.
+
+    To its real end, also on a broker that lists a wrong one (see :mod:`.log_end`).
+    """
     return (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
-        .option("endingOffsets", "latest")
+        .option("endingOffsets", ending_offsets(bootstrap_servers, topic))
         .option("includeHeaders", "true")
         .option("kafka.isolation.level", isolation)
         .load()

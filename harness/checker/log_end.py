@@ -1,0 +1,67 @@
+"""Where a topic's log really ends, for brokers whose listed end is wrong.
+
+Spark's Kafka source reads a topic "to the latest offset", which it asks the broker for
+(ListOffsets). Apache Kafka answers the log end; Tansu 0.6.0 answers the last batch's base
+offset plus one, so a batch of many records looks like one and the rest of the log is never
+read: the checker would count records the log holds as lost. A fetch's high watermark is
+right on both, so each partition is read from its last listed record until the consumer
+reaches the end of the partition: on Apache Kafka that is one record, on Tansu the last batch.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+#: How long the probe may take per topic before it gives up and trusts the listed end.
+PROBE_TIMEOUT_S = 30.0
+
+
+def listed_and_fetched_ends(bootstrap_servers: str, topic: str) -> dict[int, tuple[int, int]]:
+    """Per partition: the end the broker lists, and the end a fetch reaches."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "kafka-replay-log-end",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_uncommitted",
+            "log_level": 0,
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        listed = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in partitions
+        }
+        fetched = dict(listed)
+        waiting = {p for p, end in listed.items() if end > 0}
+        # from the last record listed: on Tansu the base of the last batch, which a fetch
+        # returns whole (a fetch from inside a batch returns nothing of it)
+        consumer.assign([TopicPartition(topic, p, listed[p] - 1) for p in waiting])
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        while waiting and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is None:
+                fetched[message.partition()] = message.offset() + 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                fetched[message.partition()] = max(fetched[message.partition()], message.offset())
+                waiting.discard(message.partition())
+        return {p: (listed[p], fetched[p]) for p in partitions}
+    finally:
+        consumer.close()
+
+
+def ending_offsets(bootstrap_servers: str, topic: str) -> str:
+    """Spark's ``endingOffsets`` for the whole of ``topic``: ``latest`` where the broker lists
+    the log end (Apache Kafka), else each partition's end as a fetch reaches it."""
+    ends = listed_and_fetched_ends(bootstrap_servers, topic)
+    if all(listed == fetched for listed, fetched in ends.values()):
+        return "latest"
+    return json.dumps({topic: {str(p): fetched for p, (_, fetched) in sorted(ends.items())}})

@@ -312,7 +312,6 @@ def test_a_user_function_correlates_transformed_output(tmp_path, monkeypatch) ->
         load_extractor("nowhere:event_id")
 
 
-
 class _DyingApp:
     """Stands in for a supervisor whose one instance always exits just before it is signalled."""
 

@@ -19,15 +19,19 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 PROBE_TIMEOUT_S = 30.0
 
 
-def listed_and_fetched_ends(bootstrap_servers: str, topic: str) -> dict[int, tuple[int, int]]:
-    """Per partition: the end the broker lists, and the end a fetch reaches."""
+def listed_and_fetched_ends(
+    bootstrap_servers: str, topic: str, isolation: str = "read_uncommitted"
+) -> dict[int, tuple[int, int]]:
+    """Per partition: the end the broker lists, and the end a fetch reaches, for a reader of
+    that isolation (``read_committed`` ends at the last stable offset, before open
+    transactions)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap_servers,
             "group.id": "kafka-replay-log-end",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
-            "isolation.level": "read_uncommitted",
+            "isolation.level": isolation,
             "log_level": 0,
         }
     )
@@ -58,10 +62,11 @@ def listed_and_fetched_ends(bootstrap_servers: str, topic: str) -> dict[int, tup
         consumer.close()
 
 
-def ending_offsets(bootstrap_servers: str, topic: str) -> str:
+def ending_offsets(bootstrap_servers: str, topic: str, isolation: str = "read_uncommitted") -> str:
     """Spark's ``endingOffsets`` for the whole of ``topic``: ``latest`` where the broker lists
-    the log end (Apache Kafka), else each partition's end as a fetch reaches it."""
-    ends = listed_and_fetched_ends(bootstrap_servers, topic)
+    the log end (Apache Kafka), else each partition's end as a fetch of that isolation reaches
+    it (past it, a read_committed reader would wait for records it may never see)."""
+    ends = listed_and_fetched_ends(bootstrap_servers, topic, isolation)
     if all(listed == fetched for listed, fetched in ends.values()):
         return "latest"
     return json.dumps({topic: {str(p): fetched for p, (_, fetched) in sorted(ends.items())}})

@@ -245,7 +245,7 @@ def _raw_topic(
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
-        .option("endingOffsets", ending_offsets(bootstrap_servers, topic))
+        .option("endingOffsets", ending_offsets(bootstrap_servers, topic, isolation))
         .option("includeHeaders", "true")
         .option("kafka.isolation.level", isolation)
         .load()

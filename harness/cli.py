@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from harness.replay.runner import Outcome, RunOptions
 
 console = Console(stderr=True)
+#: Clusters a lane of ``--jobs`` keeps: one (a run with another broker config starts its own in
+#: about 1.5 s), so idle brokers do not take CPU from the runs beside it.
+LANE_CLUSTERS = 1
 
 
 def _interrupt_on_sigterm() -> None:
@@ -314,6 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay up to N incidents side by side, each in its own process (default 1)",
     )
     run.add_argument("--runs-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    # a lane of --jobs: runs named on stdin, one at a time, sharing brokers and Spark
+    run.add_argument("--lane", action="store_true", help=argparse.SUPPRESS)
     run.add_argument("--kafka-version", default=None)
     _add_backend_option(run)
     run.add_argument(
@@ -405,7 +410,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     from harness.replay.runner import RunOptions
 
-    if bool(args.all) == bool(args.names):
+    if bool(args.all) == bool(args.names) and not args.lane:
         raise ValueError("name the incidents to run, or give --all (see `kafka-replay list`)")
     try:
         incidents = select(_incidents(args), args.names)
@@ -436,6 +441,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with leased_temp_dir("kafka-replay-") as scratch:
         work_dir = args.report or scratch
+        if args.lane:
+            _run_lane(args, {i.name: i for i in incidents}, options, work_dir)
+            return 0
         if args.jobs > 1 and len(incidents) > 1:
             names = [incident.name for incident in incidents]
             outcomes = _run_side_by_side(args, names, profiles, work_dir / "runs", scratch)
@@ -591,10 +599,32 @@ def _run_in_turn(
     return outcomes
 
 
-def _worker_options(args: argparse.Namespace, runs_dir: Path) -> list[str]:
-    """The options a worker process gets: the user's, and where its runs go (each worker is
-    given its profile)."""
-    options = ["--runs-dir", str(runs_dir)]
+def _run_lane(
+    args: argparse.Namespace,
+    incidents: Mapping[str, Incident],
+    options: RunOptions,
+    work_dir: Path,
+) -> None:
+    """Runs named on stdin (``INCIDENT PROFILE`` a line), one after the other, until stdin
+    ends; each leaves its ``outcome.json`` in its run directory, which is how the process that
+    feeds the lane (``--jobs``) learns it is done. Brokers and Spark are kept between runs."""
+    from harness.replay.session import CatalogSession
+
+    with CatalogSession(
+        work_dir, args.kafka_version, args.kafka_backend,
+        bootstrap_servers=args.kafka_bootstrap,
+        spark_master=args.spark_master,
+        runs_dir=args.runs_dir,
+        max_live_clusters=LANE_CLUSTERS,
+    ) as session:  # fmt: skip
+        for line in sys.stdin:
+            name, profile = line.split()
+            _show_outcome(session.run(incidents[name], profile, options))
+
+
+def _lane_options(args: argparse.Namespace) -> list[str]:
+    """The options a lane gets: the user's (each run is given to it on its stdin)."""
+    options = []
     for flag, value in (
         ("--app", args.app), ("--output-id", args.output_id),
         ("--guarantee", args.guarantee), ("--group-protocol", args.group_protocol),
@@ -621,7 +651,7 @@ def _run_side_by_side(
     runs_dir: Path,
     scratch: Path,
 ) -> list[Outcome]:
-    """Each incident in its own process, ``--jobs`` at a time."""
+    """``--jobs`` lanes, each a process replaying one run after another (longest first)."""
     from harness.replay.parallel import WorkerFailed, run_side_by_side
 
     running: list[str] = []
@@ -639,7 +669,7 @@ def _run_side_by_side(
 
         try:
             return run_side_by_side(
-                names, _worker_options(args, runs_dir), profiles, args.jobs, scratch, started, done
+                names, _lane_options(args), profiles, args.jobs, scratch, started, done, runs_dir
             )
         except WorkerFailed as exc:
             raise ClusterError(str(exc)) from exc

@@ -47,11 +47,12 @@ def spawn(
     env: Mapping[str, str] | None = None,
     die_with_owner: bool = True,
     cwd: Path | None = None,
+    stdin: int = subprocess.DEVNULL,
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` with stdout and stderr going to ``output``, recorded in ``lease``."""
     process = subprocess.Popen(
         list(command),
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
         stdout=output,
         stderr=subprocess.STDOUT,
         cwd=cwd,

@@ -1,10 +1,12 @@
-"""Runs side by side: each incident and profile replayed by its own ``kafka-replay run`` process.
+"""Runs side by side: ``--jobs N`` lanes, each a ``kafka-replay run --lane`` process.
 
-A process per run keeps runs apart the way separate CI jobs would (own brokers, own Spark,
-own signal handling), so a run behaves the same alone or beside others, and Ctrl-C reaches
-each of them through the path that already cleans a single run up. One run per process
-(rather than both profiles of an incident in one) lets the scheduler pack the long runs
-first: the catalog's longest incident alone is a quarter of its total time.
+A lane replays the runs it is given one after another, as ``kafka-replay run`` without
+``--jobs`` does: processes keep lanes apart (own brokers, own Spark, own signal handling), and
+Ctrl-C reaches each through the path that already cleans a single run up. Runs, rather than
+incidents, are given out, longest first, each to the first lane free: the catalog's longest
+incident alone is a quarter of its total time. A lane rather than a process per run, because
+each process started its own Spark driver, whose first check, beside two others on two cores,
+took about 24 s.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cluster.paths import cache_root
@@ -62,33 +63,20 @@ def remember_durations(outcomes: Sequence[Outcome]) -> None:
         durations_file().write_text(json.dumps({**_known(), **times}, indent=1, sort_keys=True))
 
 
-@dataclass
-class Worker:
-    """One incident's process: its arguments, where it reports, its log."""
+class Child:
+    """A ``kafka-replay run`` process of ours: its arguments, its log, how it fails and stops."""
 
-    incident: str
-    argv: list[str]
-    report_dir: Path
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
+    def __init__(self, argv: list[str], log_path: Path) -> None:
+        self.argv, self.log_path = argv, log_path
+        self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, lease: Lease) -> None:
-        """Start it in its own session, dying with this process (SIGKILL included)."""
-        self.report_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "wb") as log:
-            self.process = spawn([*self.argv, "--report", str(self.report_dir)], log, lease)
-
-    def outcomes(self) -> list[Outcome]:
-        """What it reported, or an error naming its exit and last output when it reported none."""
-        report = self.report_dir / "report.json"
-        if report.exists():
-            runs = json.loads(report.read_text())["runs"]
-            return [Outcome(**{k: v for k, v in run.items() if k != "gate"}) for run in runs]
+    def failed(self, what: str) -> WorkerFailed:
+        """The error for a process that ended without ``what``: its exit and last output."""
         code = self.process.returncode if self.process else None
         tail = self.log_path.read_text(errors="replace").strip().splitlines()[-5:]
-        raise WorkerFailed(
-            f"the process replaying {self.incident} exited with code {code} without a report; "
-            f"its last output: {' | '.join(tail) or '(none)'} (log: {self.log_path})"
+        return WorkerFailed(
+            f"the process replaying {what} exited with code {code} without a report; its last "
+            f"output: {' | '.join(tail) or '(none)'} (log: {self.log_path})"
         )
 
     def stop(self) -> None:
@@ -103,12 +91,82 @@ class Worker:
             self.process.wait()
 
 
+def _outcome(run: dict[str, object]) -> Outcome:
+    return Outcome(**{k: v for k, v in run.items() if k != "gate"})  # type: ignore[arg-type]
+
+
+class Worker(Child):
+    """A process that replays and reports on its own (one side of ``kafka-replay compare``)."""
+
+    def __init__(self, name: str, argv: list[str], report_dir: Path, log_path: Path) -> None:
+        super().__init__(argv, log_path)
+        self.name, self.report_dir = name, report_dir
+
+    def start(self, lease: Lease) -> None:
+        """Start it in its own session, dying with this process (SIGKILL included)."""
+        self.report_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.process = spawn([*self.argv, "--report", str(self.report_dir)], log, lease)
+
+    def outcomes(self) -> list[Outcome]:
+        """What it reported, or an error naming its exit and last output when it reported none."""
+        report = self.report_dir / "report.json"
+        if report.exists():
+            return [_outcome(run) for run in json.loads(report.read_text())["runs"]]
+        raise self.failed(self.name)
+
+
+class Lane(Child):
+    """One ``kafka-replay run --lane`` process: it replays the runs it is given, one at a time,
+    keeping its brokers and its Spark session between them."""
+
+    def __init__(self, argv: list[str], log_path: Path) -> None:
+        super().__init__(argv, log_path)
+        self.run: Run | None = None  # the run under way
+        self.outcome_path: Path | None = None  # where its outcome will appear
+
+    def start(self, lease: Lease) -> None:
+        """Start it in its own session, dying with this process (SIGKILL included)."""
+        with open(self.log_path, "ab") as log:
+            self.process = spawn(self.argv, log, lease, stdin=subprocess.PIPE)
+
+    def give(self, run: Run, runs_dir: Path) -> None:
+        """Replay ``run`` next; its ``outcome.json`` says when it is done."""
+        assert self.process is not None and self.process.stdin is not None
+        self.run = run
+        self.outcome_path = runs_dir / f"{run[0]}-{run[1]}" / "outcome.json"
+        self.outcome_path.unlink(missing_ok=True)  # a report directory used before
+        self.process.stdin.write(f"{run[0]} {run[1]}\n".encode())
+        self.process.stdin.flush()
+
+    def outcome(self) -> Outcome | None:
+        """The run's outcome once it is written; WorkerFailed if the lane died before that."""
+        assert self.outcome_path is not None and self.process is not None
+        if self.outcome_path.exists():
+            self.run = None
+            return _outcome(json.loads(self.outcome_path.read_text()))
+        if self.process.poll() is None:
+            return None
+        raise self.failed(name(self.run))
+
+    def finish(self) -> None:
+        """No more runs: stdin ends, and the lane stops its brokers and Spark and exits."""
+        if self.process is not None and self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+
+
 class WorkerFailed(RuntimeError):
-    """A worker process ended without writing its report."""
+    """A process of ours ended without writing its outcome or report."""
 
 
-def worker_argv(incident: str, options: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "harness.cli", "run", incident, *options]
+def name(run: Run | None) -> str:
+    return f"{run[0]} ({run[1]})" if run else "(nothing)"
+
+
+def lane_argv(options: Sequence[str], runs_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "harness.cli", "run", "--lane", *options,
+            "--runs-dir", str(runs_dir)]  # fmt: skip
 
 
 def run_side_by_side(
@@ -119,49 +177,69 @@ def run_side_by_side(
     scratch: Path,
     on_start: Callable[[str], None] = lambda name: None,
     on_done: Callable[[str, list[Outcome]], None] = lambda name, outcomes: None,
+    runs_dir: Path | None = None,
 ) -> list[Outcome]:
-    """Replay each incident under each of ``profiles`` in its own process, ``jobs`` at a time.
+    """Replay each incident under each of ``profiles``, ``jobs`` at a time, in ``jobs`` lanes.
 
-    ``options`` are the ``kafka-replay run`` options every process gets. Runs start longest
-    first (as long as they took last time, see :func:`longest_first`); outcomes come back in
-    the order of ``incidents``, then ``profiles``. ``on_start`` and ``on_done`` get a run's
-    name, ``incident (profile)``. A process that ends without a report raises
-    :class:`WorkerFailed` once the others are done.
+    A lane is a ``kafka-replay run --lane`` process given one run after another: each run's
+    brokers are its own as before (a lane keeps one cluster, restored between runs), but the
+    Spark session and the JVM's warmed-up checker are started once a lane instead of once a
+    run. ``options`` are the ``kafka-replay run`` options every lane gets; each run's history
+    goes to ``runs_dir`` (default: ``scratch/runs``). Runs are given out longest first (as
+    long as they took last time, see :func:`longest_first`), each to the first lane free;
+    outcomes come back in the order of ``incidents``, then ``profiles``. ``on_start`` and
+    ``on_done`` get a run's name, ``incident (profile)``. A lane that dies fails the run it
+    had (:class:`WorkerFailed`, raised once the others are done) and a new lane takes the
+    runs still waiting.
     """
+    runs_dir = runs_dir or scratch / "runs"
     runs = [(incident, profile) for incident in incidents for profile in profiles]
-    waiting = deque(
-        Worker(
-            f"{incident} ({profile})",
-            worker_argv(incident, [*options, "--profile", profile]),
-            scratch / f"{incident}-{profile}",
-            scratch / f"{incident}-{profile}.log",
-        )
-        for incident, profile in longest_first(runs)
-    )
-    running: list[Worker] = []
-    results: dict[str, list[Outcome]] = {}
+    waiting = deque(longest_first(runs))
+    lanes: list[Lane] = []
+    results: dict[Run, Outcome] = {}
     failures: list[WorkerFailed] = []
     lease = Lease.take()
+
+    def give(lane: Lane) -> None:
+        run = waiting.popleft()
+        lane.give(run, runs_dir)
+        on_start(name(run))
+
     try:
-        while waiting or running:
-            while waiting and len(running) < jobs:
-                worker = waiting.popleft()
-                worker.start(lease)
-                running.append(worker)
-                on_start(worker.incident)
-            for worker in [w for w in running if w.process and w.process.poll() is not None]:
-                running.remove(worker)
+        for index in range(min(jobs, len(runs))):
+            lane = Lane(lane_argv(options, runs_dir), scratch / f"lane-{index}.log")
+            lane.start(lease)
+            lanes.append(lane)
+            give(lane)
+        while any(lane.run for lane in lanes):
+            for lane in [lane for lane in lanes if lane.run]:
+                run = lane.run
                 try:
-                    results[worker.incident] = worker.outcomes()
+                    outcome = lane.outcome()
                 except WorkerFailed as exc:
                     failures.append(exc)
+                    lanes.remove(lane)
+                    if waiting:  # the runs it would have had go to a new lane
+                        lane = Lane(lane.argv, scratch / f"lane-{len(failures)}-again.log")
+                        lane.start(lease)
+                        lanes.append(lane)
+                        give(lane)
                     continue
-                on_done(worker.incident, results[worker.incident])
+                if outcome is None:
+                    continue
+                results[run] = outcome  # type: ignore[index]
+                on_done(name(run), [outcome])
+                if waiting:
+                    give(lane)
+                else:
+                    lane.finish()
             time.sleep(POLL_S)
+        for lane in lanes:
+            lane.finish()
     finally:
-        for worker in running:
-            worker.stop()
+        for lane in lanes:
+            lane.stop()
         lease.release()
     if failures:
         raise WorkerFailed("; ".join(str(f) for f in failures))
-    return [outcome for run in runs for outcome in results[f"{run[0]} ({run[1]})"]]
+    return [results[run] for run in runs]

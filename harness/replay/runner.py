@@ -405,9 +405,9 @@ class _Run:
             self.outcome.reasons.append(f"cleaning up the run's topics failed: {exc}")
         self._enter("done")  # closes clean-up
         self.outcome.duration_s = round(time.monotonic() - self.started, 1)
-        (self.history.root / "outcome.json").write_text(
-            json.dumps(self.outcome.to_json(), indent=2, default=str)
-        )
+        written = self.history.root / "outcome.json.tmp"  # whole or absent: a lane's feeder
+        written.write_text(json.dumps(self.outcome.to_json(), indent=2, default=str))
+        written.replace(self.history.root / "outcome.json")  # reads it as soon as it appears
         self.history.close()
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.checker.spark import check_master
 from harness.cluster import Cluster
-from harness.cluster.pool import ClusterPool, ClusterSpec
+from harness.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool, ClusterSpec
 
 from .model import Incident
 from .runner import Outcome, RunOptions, run_incident
@@ -29,12 +29,15 @@ class CatalogSession:
         bootstrap_servers: str | None = None,
         spark_master: str | None = None,
         runs_dir: Path | None = None,
+        max_live_clusters: int = DEFAULT_MAX_LIVE,
     ) -> None:
         self.work_dir = work_dir
         self.runs_dir = runs_dir or work_dir / "runs"
         self.kafka_version, self.backend = kafka_version, backend
         self._spark_master = check_master(spark_master)  # refused now, not after the first run
-        self.pool = ClusterPool(work_dir / "kafka", bootstrap_servers, image=image)
+        self.pool = ClusterPool(
+            work_dir / "kafka", bootstrap_servers, max_live=max_live_clusters, image=image
+        )
         self._spark: SparkSession | None = None
 
     @property

@@ -15,6 +15,7 @@ from benchmarks import (
     checker_small,
     collection,
     compare_matrix,
+    lanes,
     leaks,
     producer_throughput,
     scale,
@@ -31,8 +32,9 @@ BENCHMARKS = {
     "leaks": leaks.run,
     "compare-matrix": compare_matrix.run,
     "scale": scale.run,
+    "lanes": lanes.run,
 }
-ON_REQUEST = ("stability", "leaks", "compare-matrix", "scale")  # long: only when named
+ON_REQUEST = ("stability", "leaks", "compare-matrix", "scale", "lanes")  # long: only when named
 
 
 def main(argv: list[str]) -> int:
@@ -52,7 +54,7 @@ def main(argv: list[str]) -> int:
         "--times", type=int, default=5, help="stability: rounds of the catalog; leaks: trials"
     )
     parser.add_argument(
-        "--jobs", type=int, default=3, help="stability, compare-matrix: incidents side by side"
+        "--jobs", type=int, default=3, help="stability, compare-matrix, lanes: runs side by side"
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")

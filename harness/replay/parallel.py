@@ -12,7 +12,9 @@ took about 24 s.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -29,6 +31,9 @@ from .runner import Outcome
 
 POLL_S = 0.2
 STOP_GRACE_S = 60.0
+#: Runs a lane replays before a fresh lane takes over (unset: no limit); 1 is a process, and a
+#: Spark driver, per run, as ``--jobs`` was before lanes (the ``lanes`` benchmark compares).
+RUNS_PER_LANE_ENV = "KAFKA_REPLAY_RUNS_PER_LANE"
 DURATIONS_FILE = "durations.json"
 
 
@@ -124,6 +129,7 @@ class Lane(Child):
         super().__init__(argv, log_path)
         self.run: Run | None = None  # the run under way
         self.outcome_path: Path | None = None  # where its outcome will appear
+        self.runs = 0  # given so far
 
     def start(self, lease: Lease) -> None:
         """Start it in its own session, dying with this process (SIGKILL included)."""
@@ -133,7 +139,7 @@ class Lane(Child):
     def give(self, run: Run, runs_dir: Path) -> None:
         """Replay ``run`` next; its ``outcome.json`` says when it is done."""
         assert self.process is not None and self.process.stdin is not None
-        self.run = run
+        self.run, self.runs = run, self.runs + 1
         self.outcome_path = runs_dir / f"{run[0]}-{run[1]}" / "outcome.json"
         self.outcome_path.unlink(missing_ok=True)  # a report directory used before
         self.process.stdin.write(f"{run[0]} {run[1]}\n".encode())
@@ -195,10 +201,18 @@ def run_side_by_side(
     runs_dir = runs_dir or scratch / "runs"
     runs = [(incident, profile) for incident in incidents for profile in profiles]
     waiting = deque(longest_first(runs))
+    per_lane = int(os.environ.get(RUNS_PER_LANE_ENV) or 0) or len(runs)
     lanes: list[Lane] = []
+    started = itertools.count()
     results: dict[Run, Outcome] = {}
     failures: list[WorkerFailed] = []
     lease = Lease.take()
+
+    def new_lane() -> None:
+        lane = Lane(lane_argv(options, runs_dir), scratch / f"lane-{next(started)}.log")
+        lane.start(lease)
+        lanes.append(lane)
+        give(lane)
 
     def give(lane: Lane) -> None:
         run = waiting.popleft()
@@ -206,33 +220,29 @@ def run_side_by_side(
         on_start(name(run))
 
     try:
-        for index in range(min(jobs, len(runs))):
-            lane = Lane(lane_argv(options, runs_dir), scratch / f"lane-{index}.log")
-            lane.start(lease)
-            lanes.append(lane)
-            give(lane)
+        for _ in range(min(jobs, len(runs))):
+            new_lane()
         while any(lane.run for lane in lanes):
             for lane in [lane for lane in lanes if lane.run]:
                 run = lane.run
                 try:
                     outcome = lane.outcome()
-                except WorkerFailed as exc:
+                except WorkerFailed as exc:  # the runs it would have had go to a new lane
                     failures.append(exc)
                     lanes.remove(lane)
-                    if waiting:  # the runs it would have had go to a new lane
-                        lane = Lane(lane.argv, scratch / f"lane-{len(failures)}-again.log")
-                        lane.start(lease)
-                        lanes.append(lane)
-                        give(lane)
+                    if waiting:
+                        new_lane()
                     continue
                 if outcome is None:
                     continue
                 results[run] = outcome  # type: ignore[index]
                 on_done(name(run), [outcome])
-                if waiting:
+                if waiting and lane.runs < per_lane:
                     give(lane)
                 else:
                     lane.finish()
+                    if waiting:
+                        new_lane()
             time.sleep(POLL_S)
         for lane in lanes:
             lane.finish()

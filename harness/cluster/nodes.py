@@ -123,6 +123,9 @@ class NodeCluster(Cluster):
         super().__init__()
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
+        problem = self.unsupported(brokers, network_faults)
+        if problem:
+            raise ValueError(f"{self.backend}: {problem}")
         self.version = self.choose_version(version)
         self.brokers = brokers
         self.overrides = broker_config.validate_overrides(broker_config_overrides or {})

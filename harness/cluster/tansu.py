@@ -28,9 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from harness.file_lock import file_lock
-
 from . import broker_config
+from .built_tools import built_once
 from .embedded import BrokerNode
 from .errors import ClusterError
 from .nodes import Node, NodeCluster
@@ -55,21 +54,8 @@ class TansuError(ClusterError):
 
 def tansu_binary(version: str) -> Path:
     """``$KAFKA_REPLAY_TANSU``, or the release built once with ``cargo install`` and cached."""
-    override = os.environ.get(BINARY_ENV)
-    if override:
-        path = Path(override)
-        if not os.access(path, os.X_OK):
-            raise TansuError(f"{BINARY_ENV}={override} is not an executable file")
-        return path
-    home = cache_root() / "tansu" / version
-    binary = home / "bin" / "tansu"
-    if binary.exists():
-        return binary
-    home.mkdir(parents=True, exist_ok=True)
-    with file_lock(home / ".lock"):
-        if not binary.exists():
-            _build(version, home)
-    return binary
+    binary = cache_root() / "tansu" / version / "bin" / "tansu"
+    return built_once(binary, BINARY_ENV, lambda path: _build(version, path), TansuError)
 
 
 def _cargo() -> str:
@@ -82,7 +68,7 @@ def _cargo() -> str:
     )
 
 
-def _build(version: str, home: Path) -> None:
+def _build(version: str, binary: Path) -> None:
     cargo = _cargo()
     log.warning("building Tansu %s once with cargo (about 15 minutes on two cores)", version)
     with tempfile.TemporaryDirectory(prefix="kafka-replay-tansu-") as scratch:
@@ -100,8 +86,7 @@ def _build(version: str, home: Path) -> None:
         if built.returncode != 0:
             tail = "\n".join((built.stdout + built.stderr).splitlines()[-20:])
             raise TansuError(f"`{' '.join(command[:7])}` failed:\n{tail}")
-        (home / "bin").mkdir(parents=True, exist_ok=True)
-        shutil.move(str(Path(scratch) / "bin" / "tansu"), home / "bin" / "tansu")
+        shutil.move(str(Path(scratch) / "bin" / "tansu"), binary)
 
 
 class TansuCluster(NodeCluster):
@@ -112,6 +97,7 @@ class TansuCluster(NodeCluster):
     takes_broker_settings = False
     has_offsets_topic = False
     lists_group_members = False
+    _binary: Path | None = None
     steps_not_supported: ClassVar[Mapping[str, str]] = {
         "add_partitions": "Tansu has no CreatePartitions API: a topic keeps its partitions",
         **{
@@ -120,20 +106,6 @@ class TansuCluster(NodeCluster):
             for kind in ("kill_broker", "restart_broker", "rolling_restart")
         },
     }
-
-    def __init__(
-        self,
-        version: str | None = None,
-        brokers: int = 1,
-        broker_config_overrides: Mapping[str, object] | None = None,
-        work_dir: Path | None = None,
-        network_faults: bool = False,
-    ) -> None:
-        problem = self.unsupported(brokers, network_faults)
-        if problem:
-            raise ValueError(problem)
-        super().__init__(version, brokers, broker_config_overrides, work_dir, network_faults)
-        self._binary: Path | None = None
 
     @classmethod
     def unsupported(cls, brokers: int, network_faults: bool) -> str | None:

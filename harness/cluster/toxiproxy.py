@@ -25,8 +25,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from harness.file_lock import file_lock
-
+from .built_tools import built_once
 from .errors import ClusterError
 from .paths import cache_root
 from .ports import free_ports
@@ -55,21 +54,8 @@ class ToxiproxyError(ClusterError):
 
 def toxiproxy_binary() -> Path:
     """The server binary: ``$KAFKA_REPLAY_TOXIPROXY``, or built once with ``go install``."""
-    override = os.environ.get(BINARY_ENV)
-    if override:
-        path = Path(override)
-        if not os.access(path, os.X_OK):
-            raise ToxiproxyError(f"{BINARY_ENV}={override} is not an executable file")
-        return path
-    home = cache_root() / "toxiproxy" / VERSION
-    binary = home / "toxiproxy-server"
-    if binary.exists():
-        return binary
-    home.mkdir(parents=True, exist_ok=True)
-    with file_lock(home / ".lock"):
-        if not binary.exists():
-            _build(binary)
-    return binary
+    binary = cache_root() / "toxiproxy" / VERSION / "toxiproxy-server"
+    return built_once(binary, BINARY_ENV, _build, ToxiproxyError)
 
 
 def _go_version(go: str) -> tuple[int, int]:

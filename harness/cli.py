@@ -324,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--kafka-bootstrap",
         default=None,
-        help="an existing cluster (incidents that need their own broker config cannot run there)",
+        help="an existing cluster (an incident that needs an essential broker setting, or more "
+        "brokers, does not apply there)",
     )
     run.add_argument("--spark-master", default=None, help="default: local[2]")
     run.set_defaults(run=cmd_run)

@@ -12,9 +12,12 @@ Installed with the package (``pytest11`` entry point). Fixtures:
 
 ``--kafka-backend container`` (or parametrizing ``kafka_backend``) runs brokers in containers;
 those tests are skipped, saying how to enable them, where no Docker daemon answers.
+``--kafka-backend tansu[:VERSION]`` runs them on Tansu, another vendor's Kafka-compatible broker.
 
 ``--kafka-bootstrap HOST:PORT`` runs everything against an existing cluster instead; tests
-that need a particular broker configuration are then skipped.
+that need a particular broker configuration are then skipped. An incident item that a cluster
+cannot host (an essential broker setting it cannot take, more brokers than it has) is skipped
+with the reason: it does not apply there.
 
 Incidents: every incident definition (``*.toml``) in an incident directory is collected as
 one pytest item per profile, ``<file>::incident[<name>-<profile>]`` (marked ``incident``), so

@@ -187,11 +187,12 @@ def run_side_by_side(
 ) -> list[Outcome]:
     """Replay each incident under each of ``profiles``, ``jobs`` at a time, in ``jobs`` lanes.
 
-    A lane is a ``kafka-replay run --lane`` process given one run after another: each run's
-    brokers are its own as before (a lane keeps one cluster, restored between runs), but the
-    Spark session and the JVM's warmed-up checker are started once a lane instead of once a
-    run. ``options`` are the ``kafka-replay run`` options every lane gets; each run's history
-    goes to ``runs_dir`` (default: ``scratch/runs``). Runs are given out longest first (as
+    A lane is a ``kafka-replay run --lane`` process given one run after another. It keeps one
+    cluster (a run with the same broker config finds the last run's brokers restored, one with
+    another starts its own) and one Spark session, whose driver and warmed-up checker are
+    started once a lane instead of once a run. ``options`` are the ``kafka-replay run``
+    options every lane gets; each run's history goes to ``runs_dir`` (default:
+    ``scratch/runs``). Runs are given out longest first (as
     long as they took last time, see :func:`longest_first`), each to the first lane free;
     outcomes come back in the order of ``incidents``, then ``profiles``. ``on_start`` and
     ``on_done`` get a run's name, ``incident (profile)``. A lane that dies fails the run it

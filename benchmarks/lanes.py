@@ -37,6 +37,8 @@ def catalog(jobs: int, runs_per_lane: str) -> dict[str, float]:
         subprocess.run(command, env=env, capture_output=True, timeout=TIMEOUT_S, check=False)
         wall = time.monotonic() - started
         runs = json.loads((report / "report.json").read_text())["runs"]
+    for failed in (r for r in runs if not r["passed"]):
+        print(f"  not passed: {failed['incident']} [{failed['profile']}]: {failed['result']}")
     return {
         "wall_s": wall,
         "runs_s": sum(r["duration_s"] for r in runs),

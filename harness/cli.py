@@ -314,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="replay up to N runs side by side in N lanes, processes that each replay one run after another (default 1)",
+        help="replay up to N runs side by side in N lanes, processes that each replay one run "
+        "after another (default 1)",
     )
     run.add_argument("--runs-dir", type=Path, default=None, help=argparse.SUPPRESS)
     # a lane of --jobs: runs named on stdin, one at a time, sharing brokers and Spark

@@ -61,11 +61,14 @@ def _pytest_run_holding_a_broker(
     test_file.write_text(
         textwrap.dedent(
             f"""
-            import json, threading
+            import json, os, threading
 
             def test_holds_a_broker(kafka_cluster):
-                json.dump({{"token": kafka_cluster.lease.token,
-                           "data_dir": str(kafka_cluster.data_dir)}}, open({str(ready)!r}, "w"))
+                state = {{"token": kafka_cluster.lease.token,
+                         "data_dir": str(kafka_cluster.data_dir)}}
+                with open({str(ready)!r} + ".part", "w") as out:
+                    json.dump(state, out)
+                os.replace({str(ready)!r} + ".part", {str(ready)!r})  # never seen half written
                 threading.Event().wait()  # until interrupted or killed
             """
         )
@@ -176,11 +179,14 @@ def test_reaper_kills_a_broker_whose_owner_was_killed(tmp_path: Path) -> None:
     ready = tmp_path / "ready.json"
     script = textwrap.dedent(
         f"""
-        import json, threading
+        import json, os, threading
         from harness.cluster import EmbeddedCluster
         cluster = EmbeddedCluster(die_with_owner=False).start()
-        json.dump({{"pids": [n.process.pid for n in cluster.nodes],
-                   "data_dir": str(cluster.data_dir)}}, open({str(ready)!r}, "w"))
+        state = {{"pids": [n.process.pid for n in cluster.nodes],
+                 "data_dir": str(cluster.data_dir)}}
+        with open({str(ready)!r} + ".part", "w") as out:
+            json.dump(state, out)
+        os.replace({str(ready)!r} + ".part", {str(ready)!r})  # never seen half written
         threading.Event().wait()
         """
     )

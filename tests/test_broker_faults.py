@@ -27,17 +27,19 @@ from harness.cluster.artifacts import kafka_classpath
 from harness.cluster.embedded import java_command
 from harness.cluster.pool import ClusterPool, ClusterSpec
 from harness.faults.brokers import (
+    BrokerFaultError,
     BrokerFaults,
     active_controller,
     controller_from_logs,
     find_node,
+    group_coordinator,
     partition_leaders,
 )
-from harness.history import read_stream
+from harness.history import coordinator_partition, read_stream
 from harness.replay.definition import load_incident
 from harness.replay.model import DefinitionError
 from tests.fault_incidents import replay_on_pool, write_incident
-from tests.kafka_helpers import produce_acked
+from tests.kafka_helpers import new_consumer, produce_acked
 
 BROKER_CONFIG = {"min.insync.replicas": 2}
 TIMEOUT_S = 120.0
@@ -186,6 +188,55 @@ def test_any_node_is_chosen_with_the_seeded_random_source(cluster: Cluster) -> N
     assert {choose(seed) for seed in range(20)} == {1, 2, 3}
 
 
+def test_the_brokers_holding_a_groups_offsets_are_those_kafka_uses(
+    cluster: Cluster, topic: str
+) -> None:
+    groups = [cluster.unique_name("spared") for _ in range(4)]
+    consumers = [new_consumer(cluster, group) for group in groups]
+    try:
+        for consumer in consumers:
+            consumer.subscribe([topic])
+        for consumer in consumers:
+            wait_for(lambda c=consumer: c.poll(0.2) is None and bool(c.assignment()), "joining")
+        faults = BrokerFaults(cluster, {"input": topic}, random.Random(5))
+        holders = {group: faults.offsets_holders(group) for group in groups}
+        coordinators = {group: group_coordinator(cluster, group) for group in groups}  # type: ignore[arg-type]
+    finally:
+        for consumer in consumers:
+            consumer.close()
+    # each coordinator logged, in its own words, which partition of __consumer_offsets holds it
+    for group in groups:
+        stabilized = re.compile(
+            rf"GroupCoordinator id=(\d+) topic=__consumer_offsets partition=(\d+)\] "
+            rf"Stabilized group {group} "
+        )
+        logged = {
+            (int(m[1]), int(m[2])) for n in cluster.nodes for m in stabilized.finditer(n.log_text())
+        }  # type: ignore[attr-defined]
+        assert logged == {(coordinators[group], coordinator_partition(group, 10))}
+        assert holders[group] == {1, 2, 3}  # offsets are replicated to all three brokers here
+
+
+def test_a_spared_leader_passes_the_fault_to_the_next_partitions_leader(
+    cluster: Cluster, topic: str
+) -> None:
+    leaders = [leader_of(cluster, topic, p) for p in range(3)]
+    topics = {"input": topic}
+    for spared in (1, 2, 3):
+        for partition in range(3):
+            found = find_node(
+                cluster, "leader", random.Random(1), topics, "input", partition, {spared}
+            )  # type: ignore[arg-type]
+            following = [leaders[(partition + step) % 3] for step in range(3)]
+            assert found == next(node for node in following if node != spared)
+        anyone = {
+            find_node(cluster, "any", random.Random(s), topics, spare={spared}) for s in range(20)
+        }  # type: ignore[arg-type]
+        assert anyone == {1, 2, 3} - {spared}
+    with pytest.raises(BrokerFaultError, match="every partition of the input topic is led by"):
+        find_node(cluster, "leader", random.Random(1), topics, spare={1, 2, 3})  # type: ignore[arg-type]
+
+
 def test_a_pause_step_holds_the_leader_then_resumes_it(cluster: Cluster, topic: str) -> None:
     faults = BrokerFaults(cluster, {"input": topic}, random.Random(2))
     node, found = faults.pause("leader", "input", 1)
@@ -268,6 +319,11 @@ def test_a_definition_asks_for_a_cluster_size(tmp_path: Path) -> None:
             "the incident has no side_effects topic; allowed: input, output",
         ),
         ('do = "pause_broker"\nseconds = 0', "steps[3].seconds", "must be more than 0, got 0"),
+        (
+            'do = "kill_broker"\nrole = "controller"\nspare_group_offsets = true',
+            "steps[3].spare_group_offsets",
+            "the active controller is one node; allowed with leader or any",
+        ),
         (
             'do = "pause_broker"',
             "steps[3].seconds",

@@ -35,6 +35,22 @@ def test_streams_append_in_order_and_survive_a_torn_last_line(tmp_path) -> None:
     assert history.meta() == {"incident": "zombie-commit", "profile": "vulnerable"}
 
 
+def test_a_new_run_in_a_used_directory_starts_from_nothing(tmp_path) -> None:
+    earlier = RunHistory(tmp_path / "run")
+    earlier.stream("steps").append({"kind": "step", "do": "pause_broker"})
+    earlier.write_meta(incident="paused-leader-send-expiry")
+    earlier.close()
+    again = RunHistory.new_run(tmp_path / "run")
+    again.stream("steps").append({"kind": "step", "do": "drain"})
+    assert [e["do"] for e in again.read("steps")] == ["drain"]
+    assert again.meta() == {}
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("not a run")
+    with pytest.raises(FileExistsError, match="not a run's history"):
+        RunHistory.new_run(tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "not a run"
+
+
 def _string(text: str) -> bytes:
     return struct.pack(">h", len(text)) + text.encode()
 

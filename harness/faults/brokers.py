@@ -15,7 +15,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from harness.cluster import Cluster
 from harness.cluster.nodes import NODE_REQUEST_TIMEOUT_S, RESTART_GRACE_S, NodeCluster
+from harness.history.consumer_offsets import OFFSETS_TOPIC, coordinator_partition
 
 log = logging.getLogger(__name__)
 
@@ -145,12 +146,19 @@ def find_node(
     topics: Mapping[str, str],
     topic: str = "input",
     partition: int = 0,
+    spare: Collection[int] = (),
 ) -> int:
-    """The node id that ``role`` names now (see :data:`ROLES`)."""
+    """The node id that ``role`` names now (see :data:`ROLES`), never one in ``spare``.
+
+    A spared leader passes the fault on to the leader of the topic's next partition, so the
+    fault still hits the topic while the spared nodes (those holding a group's offsets) serve.
+    """
     if role == "controller":
+        if spare:
+            raise BrokerFaultError("the active controller is one node; it cannot be spared")
         return active_controller(cluster)
     if role == "any":
-        running = sorted(cluster.running_ids())
+        running = sorted(set(cluster.running_ids()) - set(spare))
         if not running:
             raise BrokerFaultError("no broker is running to choose from")
         return rng.choice(running)
@@ -158,12 +166,52 @@ def find_node(
         raise BrokerFaultError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
     if topic not in topics:
         raise BrokerFaultError(f"this run has no {topic} topic; it has {', '.join(topics)}")
-    leader = partition_leaders(cluster, {topic: topics[topic]}).get(f"{topic}/{partition}")
-    if leader is None:
+    leaders = partition_leaders(cluster, {topic: topics[topic]})
+    if f"{topic}/{partition}" not in leaders:
         raise BrokerFaultError(f"the {topic} topic has no partition {partition}")
-    if leader < 0:
-        raise BrokerFaultError(f"partition {partition} of the {topic} topic has no leader now")
-    return leader
+    count = len(leaders)
+    for candidate in [(partition + step) % count for step in range(count)]:
+        leader = leaders[f"{topic}/{candidate}"]
+        if leader < 0:
+            raise BrokerFaultError(f"partition {candidate} of the {topic} topic has no leader now")
+        if leader not in spare:
+            return leader
+    raise BrokerFaultError(
+        f"every partition of the {topic} topic is led by a spared broker ({sorted(spare)})"
+    )
+
+
+def group_coordinator(cluster: NodeCluster, group: str, timeout: float = FIND_TIMEOUT_S) -> int:
+    """The node id of the consumer group's coordinator, as DescribeGroups names it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for node_id in cluster.running_ids():
+            port = cluster.node(node_id).port
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+            try:
+                described = admin.describe_consumer_groups(
+                    [group], request_timeout=NODE_REQUEST_TIMEOUT_S
+                )[group].result()
+            except KafkaException:
+                continue
+            if described.coordinator is not None and described.coordinator.id >= 0:
+                return described.coordinator.id
+        if time.monotonic() > deadline:
+            raise BrokerFaultError(
+                f"no running broker named the coordinator of group {group} within {timeout:.0f}s"
+            )
+        time.sleep(POLL_S)
+
+
+def group_offsets_holders(cluster: NodeCluster, group: str) -> set[int]:
+    """The brokers a commit of ``group`` waits for: its coordinator and every replica of the
+    ``__consumer_offsets`` partition that holds its offsets (a commit is written with acks=all)."""
+    coordinator = group_coordinator(cluster, group)
+    topic = cluster_metadata(cluster).topics.get(OFFSETS_TOPIC)
+    if topic is None:
+        return {coordinator}
+    partition = topic.partitions[coordinator_partition(group, len(topic.partitions))]
+    return {coordinator, *partition.replicas}
 
 
 class RunFaults:
@@ -198,10 +246,15 @@ class BrokerFaults(RunFaults):
         self.down: list[int] = []
 
     def kill(
-        self, role: str, topic: str = "input", partition: int = 0, timeout: float = 60.0
+        self,
+        role: str,
+        topic: str = "input",
+        partition: int = 0,
+        timeout: float = 60.0,
+        spare: Collection[int] = (),
     ) -> dict[str, Any]:
         """SIGKILL the node ``role`` names; wait until Kafka moves leadership off it."""
-        node = find_node(self.cluster, role, self.rng, self.topics, topic, partition)
+        node = find_node(self.cluster, role, self.rng, self.topics, topic, partition, spare)
         before = self.leaders()
         controller = active_controller(self.cluster) if role == "controller" else None
         killed = time.time()
@@ -214,11 +267,16 @@ class BrokerFaults(RunFaults):
             "leaders_before": before,
             "leaders_after": self.leaders(),
             "leadership_moved_s": round(time.time() - killed, 2) if moved else None,
+            **({"spared": sorted(spare)} if spare else {}),
         }
         if controller is not None:
             found["controller_before"] = controller
             found["controller_after"] = self._new_controller(controller, timeout)
         return found
+
+    def offsets_holders(self, group: str) -> set[int]:
+        """The nodes a commit of ``group`` waits for now (see :func:`group_offsets_holders`)."""
+        return group_offsets_holders(self.cluster, group)
 
     def restart(self, node: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
         """Start a node this run took down (the latest by default); wait until it serves."""
@@ -242,14 +300,15 @@ class BrokerFaults(RunFaults):
         }
 
     def pause(
-        self, role: str, topic: str = "input", partition: int = 0
+        self, role: str, topic: str = "input", partition: int = 0, spare: Collection[int] = ()
     ) -> tuple[int, dict[str, Any]]:
         """SIGSTOP the node ``role`` names; :meth:`resume` must follow (see :meth:`hold`)."""
-        node = find_node(self.cluster, role, self.rng, self.topics, topic, partition)
+        node = find_node(self.cluster, role, self.rng, self.topics, topic, partition, spare)
         before = self.leaders()
         paused = time.time()
         self.cluster.pause_node(node)
-        return node, {"node": node, "paused": paused, "leaders_before": before}
+        found = {"node": node, "paused": paused, "leaders_before": before}
+        return node, {**found, **({"spared": sorted(spare)} if spare else {})}
 
     def hold(self, node: int, seconds: float) -> dict[str, Any]:
         """Keep ``node`` paused for ``seconds`` (less if the run stops), then resume it."""

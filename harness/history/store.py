@@ -65,6 +65,20 @@ class RunHistory:
         (self.root / LOGS).mkdir(parents=True, exist_ok=True)
         self._streams: dict[str, EventStream] = {}
 
+    @classmethod
+    def new_run(cls, root: Path) -> RunHistory:
+        """The history of a new run in ``root``: an earlier run's history there (a report
+        directory used again) is removed first, so the new run's streams never add to it."""
+        root = Path(root)
+        if (root / META).exists() or (root / EVENTS).is_dir():
+            shutil.rmtree(root)
+        elif root.is_dir() and any(root.iterdir()):
+            raise FileExistsError(
+                f"{root} holds files that are not a run's history; "
+                "give the run a report directory of its own"
+            )
+        return cls(root)
+
     @property
     def logs_dir(self) -> Path:
         return self.root / LOGS

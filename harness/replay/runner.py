@@ -227,7 +227,7 @@ def run_incident(
     the checker's session when it is needed (not for a run that failed).
     """
     options = options or RunOptions()
-    run = _Run(incident, profile_name, options, RunHistory(run_dir), progress)
+    run = _Run(incident, profile_name, options, RunHistory.new_run(run_dir), progress)
     try:
         run.play(cluster_for)
         run.check(spark)

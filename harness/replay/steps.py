@@ -372,6 +372,11 @@ def _add_partitions(stage: Stage, step: Step) -> dict[str, Any]:
 
 def _broker_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
     """``role = "leader"`` needs a topic the incident has and one of its partitions."""
+    if options.get("spare_group_offsets") and options["role"] == "controller":
+        return (
+            "spare_group_offsets",
+            "the active controller is one node; allowed with leader or any",
+        )
     if options["role"] != "leader":
         return None
     topic, partition = options["topic"], options["partition"]
@@ -420,14 +425,30 @@ BROKER_TARGET = {
     "topic": Field(str, "input", TOPIC_ROLES),
     "partition": Field(int, 0),
 }
+#: A broker fault that kills or freezes: never a broker holding the group's offsets, when
+#: asked, so that the app's commits keep working through it.
+SPARING = {"spare_group_offsets": Field(bool, False)}
 
 
-@step_kind("kill_broker", _broker_target, **BROKER_TARGET, timeout_s=Field((int, float), 60.0))
+def _spared(stage: Stage, step: Step) -> set[int]:
+    """The nodes a broker fault must not hit: those holding the group's offsets, if asked."""
+    if not step["spare_group_offsets"]:
+        return set()
+    return stage.brokers().offsets_holders(stage.group)
+
+
+@step_kind(
+    "kill_broker",
+    _broker_target,
+    **BROKER_TARGET,
+    **SPARING,
+    timeout_s=Field((int, float), 60.0),
+)
 def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
     """SIGKILL one broker (a partition's leader, the controller or any); wait for a new leader."""
     with _refused():
         return stage.brokers().kill(
-            step["role"], step["topic"], step["partition"], step["timeout_s"]
+            step["role"], step["topic"], step["partition"], step["timeout_s"], _spared(stage, step)
         )
 
 
@@ -447,6 +468,7 @@ def _restart_broker(stage: Stage, step: Step) -> dict[str, Any]:
     "pause_broker",
     _pause_target,
     **BROKER_TARGET,
+    **SPARING,
     seconds=Field((int, float)),
     background=Field(bool, False),
 )
@@ -454,7 +476,9 @@ def _pause_broker(stage: Stage, step: Step) -> dict[str, Any]:
     """Freeze one broker (SIGSTOP) for that long, then resume it (SIGCONT): a long GC pause."""
     with _refused():
         faults = stage.brokers()
-        node, found = faults.pause(step["role"], step["topic"], step["partition"])
+        node, found = faults.pause(
+            step["role"], step["topic"], step["partition"], _spared(stage, step)
+        )
     if not step["background"]:
         with _refused():
             return {**found, **faults.hold(node, step["seconds"])}

@@ -15,8 +15,8 @@ import random
 import re
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
@@ -26,6 +26,7 @@ from harness.cluster.nodes import NODE_REQUEST_TIMEOUT_S, RESTART_GRACE_S, NodeC
 from harness.history.consumer_offsets import OFFSETS_TOPIC, coordinator_partition
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: How a fault names its node: a partition's leader, the active controller, or any node.
 ROLES = ("leader", "controller", "any")
@@ -54,8 +55,13 @@ def node_cluster(cluster: Cluster) -> NodeCluster:
     return cluster
 
 
-def cluster_metadata(cluster: NodeCluster, timeout: float = FIND_TIMEOUT_S) -> ClusterMetadata:
-    """A metadata answer from a node that is running and not paused.
+def first_answer(
+    cluster: NodeCluster,
+    ask: Callable[[AdminClient], T | None],
+    what: str,
+    timeout: float = FIND_TIMEOUT_S,
+) -> T:
+    """The first answer to ``ask`` from a node that is running and not paused.
 
     Each try asks one node through a client that knows only that node, so a paused node (its
     sockets open, nobody answering) cannot hold the request up.
@@ -66,15 +72,27 @@ def cluster_metadata(cluster: NodeCluster, timeout: float = FIND_TIMEOUT_S) -> C
             port = cluster.node(node_id).port
             admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
             try:
-                return admin.list_topics(timeout=NODE_REQUEST_TIMEOUT_S)
+                answer = ask(admin)
             except KafkaException:
                 continue
+            if answer is not None:
+                return answer
         if time.monotonic() > deadline:
             raise BrokerFaultError(
-                f"no running broker answered a metadata request within {timeout:.0f}s "
+                f"no running broker answered {what} within {timeout:.0f}s "
                 f"(running: {cluster.running_ids()})"
             )
         time.sleep(POLL_S)
+
+
+def cluster_metadata(cluster: NodeCluster, timeout: float = FIND_TIMEOUT_S) -> ClusterMetadata:
+    """A metadata answer from a node that is running and not paused."""
+    return first_answer(
+        cluster,
+        lambda admin: admin.list_topics(timeout=NODE_REQUEST_TIMEOUT_S),
+        "a metadata request",
+        timeout,
+    )
 
 
 def partition_leaders(cluster: NodeCluster, topics: Mapping[str, str]) -> dict[str, int]:
@@ -183,24 +201,13 @@ def find_node(
 
 def group_coordinator(cluster: NodeCluster, group: str, timeout: float = FIND_TIMEOUT_S) -> int:
     """The node id of the consumer group's coordinator, as DescribeGroups names it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for node_id in cluster.running_ids():
-            port = cluster.node(node_id).port
-            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
-            try:
-                described = admin.describe_consumer_groups(
-                    [group], request_timeout=NODE_REQUEST_TIMEOUT_S
-                )[group].result()
-            except KafkaException:
-                continue
-            if described.coordinator is not None and described.coordinator.id >= 0:
-                return described.coordinator.id
-        if time.monotonic() > deadline:
-            raise BrokerFaultError(
-                f"no running broker named the coordinator of group {group} within {timeout:.0f}s"
-            )
-        time.sleep(POLL_S)
+
+    def ask(admin: AdminClient) -> int | None:
+        futures = admin.describe_consumer_groups([group], request_timeout=NODE_REQUEST_TIMEOUT_S)
+        coordinator = futures[group].result().coordinator
+        return coordinator.id if coordinator is not None and coordinator.id >= 0 else None
+
+    return first_answer(cluster, ask, f"which broker coordinates group {group}", timeout)
 
 
 def group_offsets_holders(cluster: NodeCluster, group: str) -> set[int]:

@@ -46,7 +46,7 @@ def test_a_new_run_in_a_used_directory_starts_from_nothing(tmp_path) -> None:
     assert again.meta() == {}
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("not a run")
-    with pytest.raises(FileExistsError, match="not a run's history"):
+    with pytest.raises(ValueError, match="not a run's history"):
         RunHistory.new_run(tmp_path / "mine")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "not a run"
 

@@ -178,7 +178,8 @@ def find_node(
     if role == "any":
         running = sorted(set(cluster.running_ids()) - set(spare))
         if not running:
-            raise BrokerFaultError("no broker is running to choose from")
+            spared = f" once {sorted(spare)} are spared" if spare else ""
+            raise BrokerFaultError(f"no broker is running to choose from{spared}")
         return rng.choice(running)
     if role != "leader":
         raise BrokerFaultError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")

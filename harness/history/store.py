@@ -73,7 +73,7 @@ class RunHistory:
         if (root / META).exists() or (root / EVENTS).is_dir():
             shutil.rmtree(root)
         elif root.is_dir() and any(root.iterdir()):
-            raise FileExistsError(
+            raise ValueError(
                 f"{root} holds files that are not a run's history; "
                 "give the run a report directory of its own"
             )

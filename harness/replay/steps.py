@@ -372,11 +372,6 @@ def _add_partitions(stage: Stage, step: Step) -> dict[str, Any]:
 
 def _broker_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
     """``role = "leader"`` needs a topic the incident has and one of its partitions."""
-    if options.get("spare_group_offsets") and options["role"] == "controller":
-        return (
-            "spare_group_offsets",
-            "the active controller is one node; allowed with leader or any",
-        )
     if options["role"] != "leader":
         return None
     topic, partition = options["topic"], options["partition"]
@@ -392,10 +387,20 @@ def _broker_target(options: Mapping[str, Any], context: StepContext) -> tuple[st
     return None
 
 
+def _sparing_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    """A broker that kills or freezes can spare the group's offsets, unless it is the controller."""
+    if options["spare_group_offsets"] and options["role"] == "controller":
+        return (
+            "spare_group_offsets",
+            "the active controller is one node; allowed with leader or any",
+        )
+    return _broker_target(options, context)
+
+
 def _pause_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
     if options["seconds"] <= 0:
         return "seconds", f"must be more than 0, got {options['seconds']}"
-    return _broker_target(options, context)
+    return _sparing_target(options, context)
 
 
 def _restart_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
@@ -439,7 +444,7 @@ def _spared(stage: Stage, step: Step) -> set[int]:
 
 @step_kind(
     "kill_broker",
-    _broker_target,
+    _sparing_target,
     **BROKER_TARGET,
     **SPARING,
     timeout_s=Field((int, float), 60.0),

@@ -239,8 +239,10 @@ def test_a_spared_leader_passes_the_fault_to_the_next_partitions_leader(
 
 def test_a_pause_step_holds_the_leader_then_resumes_it(cluster: Cluster, topic: str) -> None:
     faults = BrokerFaults(cluster, {"input": topic}, random.Random(2))
+    controller = active_controller(cluster)  # type: ignore[arg-type]
     node, found = faults.pause("leader", "input", 1)
     assert found["leaders_before"]["input/1"] == node
+    assert found["controller"] == controller
     assert node not in cluster.running_ids()  # type: ignore[attr-defined]
     ended = faults.hold(node, 1.0)
     assert ended["resumed"] > found["paused"]

@@ -310,12 +310,17 @@ class BrokerFaults(RunFaults):
     def pause(
         self, role: str, topic: str = "input", partition: int = 0, spare: Collection[int] = ()
     ) -> tuple[int, dict[str, Any]]:
-        """SIGSTOP the node ``role`` names; :meth:`resume` must follow (see :meth:`hold`)."""
+        """SIGSTOP the node ``role`` names; :meth:`resume` must follow (see :meth:`hold`).
+
+        The record names the active controller too: freezing it stalls every change of
+        in-sync replicas until the brokers give up on it (``controller.socket.timeout.ms``).
+        """
         node = find_node(self.cluster, role, self.rng, self.topics, topic, partition, spare)
         before = self.leaders()
+        controller = controller_from_logs((n.node_id, n.log_text()) for n in self.cluster.nodes)
         paused = time.time()
         self.cluster.pause_node(node)
-        found = {"node": node, "paused": paused, "leaders_before": before}
+        found = {"node": node, "paused": paused, "leaders_before": before, "controller": controller}
         return node, {**found, **({"spared": sorted(spare)} if spare else {})}
 
     def hold(self, node: int, seconds: float) -> dict[str, Any]:

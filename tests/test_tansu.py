@@ -7,6 +7,7 @@ the limits it declares, incidents that do not apply to it and one that runs on i
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ from harness.cluster.errors import NotApplicable
 from harness.cluster.pool import ClusterPool, ClusterSpec
 from harness.cluster.tansu import TANSU_NODE_ID
 from harness.cluster.versions import DEFAULT_TANSU_VERSION
+from harness.faults.brokers import BrokerFaults
 from harness.history.group import group_members, group_stable
 from harness.replay.catalog import catalog_dir, load_incidents, select
 from harness.replay.runner import Outcome, run_incident
@@ -75,6 +77,22 @@ def test_a_round_trip_on_tansu_and_nothing_left_behind() -> None:
         data_dir = tansu.data_dir
     assert not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
     assert data_dir is not None and not data_dir.exists()
+
+
+def test_the_only_broker_is_paused_and_resumed_and_serves_again() -> None:
+    with make_cluster("tansu").start() as tansu:
+        topic = tansu.create_topic("orders", 1)
+        faults = BrokerFaults(tansu, {"input": topic}, random.Random(0))
+        node, found = faults.pause("leader", "input", 0)
+        assert found["node"] == TANSU_NODE_ID == node
+        assert found["controller"] is None  # no KRaft quorum in Tansu's log
+        assert tansu.running_ids() == []  # type: ignore[attr-defined]
+        ended = faults.hold(node, 0.5)
+        assert ended["leaders_paused"] is None  # nobody was left running to ask
+        assert ended["leaders_after"] == {"input/0": TANSU_NODE_ID}
+        producer = Producer({"bootstrap.servers": tansu.bootstrap_servers})
+        producer.produce(topic, value=b"after the pause")
+        assert producer.flush(10) == 0
 
 
 def test_what_tansu_cannot_be_asked_for(tmp_path: Path) -> None:

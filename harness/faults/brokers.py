@@ -145,11 +145,17 @@ def controller_from_logs(logs: Iterable[tuple[int, str]]) -> int | None:
     return leaders.get(newest)
 
 
+def controller_now(cluster: NodeCluster) -> int | None:
+    """The active controller the nodes' logs name now; None during an election (or on a
+    broker whose logs never name one, such as Tansu)."""
+    return controller_from_logs((n.node_id, n.log_text()) for n in cluster.nodes)
+
+
 def active_controller(cluster: NodeCluster, timeout: float = FIND_TIMEOUT_S) -> int:
     """The active controller's node id, waiting out an election under way."""
     deadline = time.monotonic() + timeout
     while True:
-        leader = controller_from_logs((n.node_id, n.log_text()) for n in cluster.nodes)
+        leader = controller_now(cluster)
         if leader is not None:
             return leader
         if time.monotonic() > deadline:
@@ -317,17 +323,20 @@ class BrokerFaults(RunFaults):
         """
         node = find_node(self.cluster, role, self.rng, self.topics, topic, partition, spare)
         before = self.leaders()
-        controller = controller_from_logs((n.node_id, n.log_text()) for n in self.cluster.nodes)
+        controller = controller_now(self.cluster)
         paused = time.time()
         self.cluster.pause_node(node)
         found = {"node": node, "paused": paused, "leaders_before": before, "controller": controller}
         return node, {**found, **({"spared": sorted(spare)} if spare else {})}
 
     def hold(self, node: int, seconds: float) -> dict[str, Any]:
-        """Keep ``node`` paused for ``seconds`` (less if the run stops), then resume it."""
+        """Keep ``node`` paused for ``seconds`` (less if the run stops), then resume it.
+
+        ``leaders_paused`` is None when no broker was left running to ask (a one-broker cluster).
+        """
         try:
             self.stop.wait(seconds)
-            during = self.leaders()
+            during = self.leaders() if self.cluster.running_ids() else None
         finally:
             self.cluster.resume_node(node)
         resumed = time.time()
@@ -381,7 +390,7 @@ class BrokerFaults(RunFaults):
         found: list[int] = []
 
         def elected() -> bool:
-            leader = controller_from_logs((n.node_id, n.log_text()) for n in self.cluster.nodes)
+            leader = controller_now(self.cluster)
             if leader is not None and leader != old:
                 found.append(leader)
             return bool(found)

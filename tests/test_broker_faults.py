@@ -33,6 +33,7 @@ from harness.faults.brokers import (
     controller_from_logs,
     find_node,
     group_coordinator,
+    group_offsets_holders,
     partition_leaders,
 )
 from harness.history import coordinator_partition, read_stream
@@ -198,8 +199,7 @@ def test_the_brokers_holding_a_groups_offsets_are_those_kafka_uses(
             consumer.subscribe([topic])
         for consumer in consumers:
             wait_for(lambda c=consumer: c.poll(0.2) is None and bool(c.assignment()), "joining")
-        faults = BrokerFaults(cluster, {"input": topic}, random.Random(5))
-        holders = {group: faults.offsets_holders(group) for group in groups}
+        holders = {group: group_offsets_holders(cluster, group) for group in groups}  # type: ignore[arg-type]
         coordinators = {group: group_coordinator(cluster, group) for group in groups}  # type: ignore[arg-type]
     finally:
         for consumer in consumers:

@@ -6,7 +6,7 @@ faults return what they did and the partition leaders before and after).
 """
 
 from .actions import add_partitions, kill_at_random
-from .brokers import ROLES, BrokerFaultError, BrokerFaults
+from .brokers import ROLES, BrokerFaultError, BrokerFaults, group_offsets_holders
 from .network import DIRECTIONS, FAULTS, NETWORK_ROLES, NetworkFaults, toxic_attributes
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "BrokerFaults",
     "NetworkFaults",
     "add_partitions",
+    "group_offsets_holders",
     "kill_at_random",
     "toxic_attributes",
 ]

@@ -288,10 +288,6 @@ class BrokerFaults(RunFaults):
             found["controller_after"] = self._new_controller(controller, timeout)
         return found
 
-    def offsets_holders(self, group: str) -> set[int]:
-        """The nodes a commit of ``group`` waits for now (see :func:`group_offsets_holders`)."""
-        return group_offsets_holders(self.cluster, group)
-
     def restart(self, node: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
         """Start a node this run took down (the latest by default); wait until it serves."""
         if node is None:

@@ -30,6 +30,7 @@ from harness.faults import (
     BrokerFaults,
     NetworkFaults,
     add_partitions,
+    group_offsets_holders,
     kill_at_random,
     toxic_attributes,
 )
@@ -439,7 +440,7 @@ def _spared(stage: Stage, step: Step) -> set[int]:
     """The nodes a broker fault must not hit: those holding the group's offsets, if asked."""
     if not step["spare_group_offsets"]:
         return set()
-    return stage.brokers().offsets_holders(stage.group)
+    return group_offsets_holders(stage.brokers().cluster, stage.group)
 
 
 @step_kind(

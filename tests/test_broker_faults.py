@@ -26,6 +26,7 @@ from harness.cluster import Cluster
 from harness.cluster.artifacts import kafka_classpath
 from harness.cluster.embedded import java_command
 from harness.cluster.pool import ClusterPool, ClusterSpec
+from harness.cluster.process import thread_states
 from harness.faults.brokers import (
     BrokerFaultError,
     BrokerFaults,
@@ -142,6 +143,7 @@ def test_a_paused_broker_does_not_answer_until_it_is_resumed(cluster: Cluster) -
     cluster.pause_node(node.node_id)  # type: ignore[attr-defined]
     try:
         assert node.alive() and node.paused
+        assert set(thread_states(node.process.pid)) == {"T"}  # every JVM thread, at once
         assert not answers(node.port, timeout=3.0), "a SIGSTOPped broker answered"
         assert node.node_id not in cluster.running_ids()  # type: ignore[attr-defined]
     finally:

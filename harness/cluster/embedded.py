@@ -25,7 +25,7 @@ from .artifacts import kafka_classpath
 from .class_archive import class_archive, exercise
 from .jvm import find_java
 from .nodes import Node, NodeCluster, read_tail
-from .process import spawn
+from .process import spawn, wait_frozen
 from .reaper import Lease
 from .storage_template import formatted_template, install
 
@@ -120,6 +120,7 @@ class BrokerNode:
             assert self.process is not None
             self.process.send_signal(signal.SIGSTOP)
             self._paused = True
+            wait_frozen(self.process.pid)
 
     def resume(self) -> None:
         """SIGCONT after :meth:`pause`."""

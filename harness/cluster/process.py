@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -20,6 +21,8 @@ from typing import IO
 from .reaper import LEASE_ENV, Lease
 
 _PR_SET_PDEATHSIG = 1
+#: How long the threads of a SIGSTOPped process get to stop (each stops when it is next scheduled).
+FREEZE_TIMEOUT_S = 10.0
 
 
 def _die_with_parent() -> Callable[[], None] | None:
@@ -62,3 +65,33 @@ def spawn(
     )
     lease.add_process(process.pid)
     return process
+
+
+def thread_states(pid: int) -> list[str] | None:
+    """The state letter of each thread of ``pid`` (``T``: stopped, ``Z``: exited); None where
+    /proc cannot say."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    states = []
+    for task in tasks:
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue  # a thread that ended meanwhile
+    return states
+
+
+def wait_frozen(pid: int, timeout: float = FREEZE_TIMEOUT_S) -> None:
+    """Wait until every thread of ``pid`` has stopped after a SIGSTOP.
+
+    The signal reaches a process's threads one at a time, each when it is next scheduled: on a
+    loaded machine a JVM went on running for tens of milliseconds, long enough to answer a
+    request after the harness had said it was frozen.
+    """
+    deadline = time.monotonic() + timeout
+    while (states := thread_states(pid)) and any(state not in "TtZX" for state in states):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"process {pid} did not stop within {timeout:.0f}s of SIGSTOP")
+        time.sleep(0.001)

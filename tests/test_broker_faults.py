@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from harness.cluster import Cluster
@@ -104,11 +103,10 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT_
         time.sleep(0.2)
 
 
-def answers(port: int, timeout: float) -> bool:
-    """Whether the node on ``port`` itself answers a metadata request within ``timeout``."""
-    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+def answers(cluster: Cluster, node_id: int, timeout: float) -> bool:
+    """Whether the node itself answers a metadata request within ``timeout``."""
     try:
-        admin.list_topics(timeout=timeout)
+        cluster.node_admin(node_id).list_topics(timeout=timeout)  # type: ignore[attr-defined]
     except KafkaException:
         return False
     return True
@@ -138,17 +136,30 @@ def test_killing_the_leader_moves_leadership_and_acks_all_still_succeeds(
     assert cluster.brokers_seen_by(before) == {1, 2, 3}  # type: ignore[attr-defined]
 
 
+def test_a_created_topic_is_led_in_every_brokers_metadata(cluster: Cluster) -> None:
+    """Each node, asked alone right after creation, already knows every partition's leader."""
+    name = cluster.create_topic("everywhere", 6, 3)
+    try:
+        for node_id in cluster.running_ids():  # type: ignore[attr-defined]
+            answer = cluster.node_admin(node_id).list_topics(name, timeout=10)  # type: ignore[attr-defined]
+            partitions = answer.topics[name].partitions
+            assert sorted(partitions) == list(range(6)), (node_id, partitions)
+            assert all(p.leader in (1, 2, 3) for p in partitions.values()), (node_id, partitions)
+    finally:
+        cluster.delete_topics([name])
+
+
 def test_a_paused_broker_does_not_answer_until_it_is_resumed(cluster: Cluster) -> None:
     node = cluster.nodes[1]  # type: ignore[attr-defined]
     cluster.pause_node(node.node_id)  # type: ignore[attr-defined]
     try:
         assert node.alive() and node.paused
         assert set(thread_states(node.process.pid)) == {"T"}  # every JVM thread, at once
-        assert not answers(node.port, timeout=3.0), "a SIGSTOPped broker answered"
+        assert not answers(cluster, node.node_id, timeout=3.0), "a SIGSTOPped broker answered"
         assert node.node_id not in cluster.running_ids()  # type: ignore[attr-defined]
     finally:
         cluster.resume_node(node.node_id)  # type: ignore[attr-defined]
-    wait_for(lambda: answers(node.port, timeout=3.0), "the resumed broker answering")
+    wait_for(lambda: answers(cluster, node.node_id, timeout=3.0), "the resumed broker answering")
     cluster.wait_serving(node.node_id, TIMEOUT_S)  # type: ignore[attr-defined]
 
 
@@ -383,7 +394,7 @@ def test_container_nodes_are_killed_restarted_and_paused_the_same_way(
     produce_acked(cluster, topic, [("k", "v")], acks="all")
     assert faults.restart(timeout=TIMEOUT_S)["node"] == killed["node"]
     node, _ = faults.pause("any")
-    assert not answers(cluster.node(node).port, timeout=3.0)
+    assert not answers(cluster, node, timeout=3.0)
     faults.hold(node, 0.1)
     cluster.wait_serving(node, TIMEOUT_S)
     assert cluster.running_ids() == [1, 2, 3]

@@ -123,20 +123,26 @@ class Cluster(ABC):
         """Delete every topic this object created (and nothing else)."""
         self.delete_topics(list(self._created_topics))
 
+    def metadata_admins(self) -> list[AdminClient]:
+        """Clients whose metadata answers must all show a change before it counts as made."""
+        return [self.admin()]
+
     def wait_for_leaders(self, topic: str, partitions: int, timeout: float) -> None:
-        """Wait until ``topic`` has ``partitions`` partitions, each with a leader."""
+        """Wait until ``topic`` has ``partitions`` partitions, each with a leader, everywhere.
+
+        Every client of :meth:`metadata_admins` must see it: a broker learns of a new topic from
+        the controller a moment after another one does, and a client asking it would not find
+        the topic yet.
+        """
         deadline = time.monotonic() + timeout
+        admins = self.metadata_admins()
         while True:
-            metadata = self.admin().list_topics(topic, timeout=timeout).topics.get(topic)
-            if (
-                metadata is not None
-                and metadata.error is None
-                and len(metadata.partitions) == partitions
-                and all(p.leader >= 0 for p in metadata.partitions.values())
-            ):
+            if all(_has_leaders(admin, topic, partitions, timeout) for admin in admins):
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {topic} has no leader for every partition in {timeout}s")
+                raise TimeoutError(
+                    f"topic {topic} has no leader for every partition on every broker in {timeout}s"
+                )
             time.sleep(0.1)
 
     def __enter__(self) -> Self:
@@ -149,3 +155,17 @@ class Cluster(ABC):
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _has_leaders(admin: AdminClient, topic: str, partitions: int, timeout: float) -> bool:
+    """Whether ``admin``'s metadata shows ``topic`` with ``partitions`` partitions, all led."""
+    try:
+        metadata = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+    except KafkaException:
+        return False
+    return (
+        metadata is not None
+        and metadata.error is None
+        and len(metadata.partitions) == partitions
+        and all(p.leader >= 0 for p in metadata.partitions.values())
+    )

@@ -275,6 +275,15 @@ class NodeCluster(Cluster):
         """Let a paused node run again (SIGCONT)."""
         self.node(node_id).resume()
 
+    def node_admin(self, node_id: int) -> AdminClient:
+        """A client that knows only this node, so only this node answers it."""
+        port = self.node(node_id).port
+        return AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+
+    def metadata_admins(self) -> list[AdminClient]:
+        """One client per node that can answer now."""
+        return [self.node_admin(node_id) for node_id in self.running_ids()]
+
     def running_ids(self) -> list[int]:
         """Nodes whose process runs and is not paused: the ones that can answer now."""
         return [n.node_id for n in self.nodes if n.alive() and not n.paused]

@@ -69,8 +69,7 @@ def first_answer(
     deadline = time.monotonic() + timeout
     while True:
         for node_id in cluster.running_ids():
-            port = cluster.node(node_id).port
-            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+            admin = cluster.node_admin(node_id)
             try:
                 answer = ask(admin)
             except KafkaException:

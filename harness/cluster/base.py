@@ -137,7 +137,8 @@ class Cluster(ABC):
         deadline = time.monotonic() + timeout
         admins = self.metadata_admins()
         while True:
-            if all(_has_leaders(admin, topic, partitions, timeout) for admin in admins):
+            left = max(deadline - time.monotonic(), 1.0)
+            if all(_has_leaders(admin, topic, partitions, left) for admin in admins):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(

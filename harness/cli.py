@@ -317,6 +317,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay up to N runs side by side in N lanes, processes that each replay one run "
         "after another (default 1)",
     )
+    run.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wait at most this long for open transactions on the output to end before the "
+        "check (default: the transaction.timeout.ms the incident gives the app, 60 s if "
+        "none, plus 15 s)",
+    )
     run.add_argument("--runs-dir", type=Path, default=None, help=argparse.SUPPRESS)
     # a lane of --jobs: runs named on stdin, one at a time, sharing brokers and Spark
     run.add_argument("--lane", action="store_true", help=argparse.SUPPRESS)
@@ -432,8 +441,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         client_library=args.client_library,
         client=client_settings(args.client_config),
         broker=parse_settings(args.broker_config, "--broker-config"),
+        settle_timeout_s=args.settle_timeout,
     )
     validate_overrides(options.broker)
+    if args.settle_timeout is not None and args.settle_timeout < 0:
+        raise ValueError(f"--settle-timeout must be 0 or more seconds, got {args.settle_timeout}")
     if args.restart:
         parse_restart(args.restart)
     if args.jobs < 1:
@@ -634,6 +646,7 @@ def _lane_options(args: argparse.Namespace) -> list[str]:
         ("--kafka-backend", args.kafka_backend), ("--kafka-bootstrap", args.kafka_bootstrap),
         ("--spark-master", args.spark_master), ("--client-library", args.client_library),
         ("--scale", str(args.scale)),
+        ("--settle-timeout", None if args.settle_timeout is None else str(args.settle_timeout)),
     ):  # fmt: skip
         if value is not None:
             options += [flag, value]

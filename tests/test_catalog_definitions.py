@@ -68,6 +68,7 @@ PUBLIC_WRITE_UPS = {
     "leader-loss-acks-one",
     "producer-retry-duplicates",
     "paused-leader-send-expiry",
+    "hanging-transaction",
 }
 
 

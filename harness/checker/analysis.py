@@ -27,6 +27,9 @@ class CheckInputs:
     lag: DataFrame  # the "lag" stream
     uncommitted: DataFrame | None = None  # output, read_uncommitted (Kafka outputs only)
     source: DataFrame | None = None  # the input topic's log (sources.kafka_log), if it was read
+    #: Output partitions an open transaction still held when the output was read: each one's
+    #: last stable offset, where a read_committed read stops (see ``behind_open_transaction``).
+    held: Mapping[int, int] | None = None
 
 
 @dataclass
@@ -213,13 +216,28 @@ class Analysis:
         return self.matched.filter(F.col("side") == _LOG)
 
     @cached_property
-    def missing(self) -> tuple[DataFrame, DataFrame]:
-        """(lost, unseen at deadline): never delivered, although the input log holds them.
+    def undelivered(self) -> tuple[DataFrame, DataFrame]:
+        """(undelivered, behind an open transaction): inputs the input log holds that no output
+        read with read_committed delivers, and those of them whose output sits behind an open
+        transaction (a read_committed read cannot reach it yet).
 
         A write the brokers lost is neither: the app could never read it (``lost_write``).
         """
-        undelivered = (F.col("side") == _ACK) & ~F.coalesce(_unlogged(), F.lit(False))
-        return _missing(self.matched.filter(undelivered), self.commits)
+        unlogged = F.coalesce(_unlogged(), F.lit(False))
+        undelivered = self.matched.filter((F.col("side") == _ACK) & ~unlogged)
+        pending = _behind_open_transaction(self.inputs.uncommitted, self.inputs.held)
+        if pending is None:
+            return undelivered, undelivered.limit(0)
+        return (
+            undelivered.join(pending, "event_id", "left_anti"),
+            undelivered.join(pending, "event_id", "left_semi"),
+        )
+
+    @cached_property
+    def missing(self) -> tuple[DataFrame, DataFrame]:
+        """(lost, unseen at deadline): never delivered, although the input log holds them, and
+        not behind an open transaction."""
+        return _missing(self.undelivered[0], self.commits)
 
     def findings(self) -> dict[str, Finding]:
         """Every registered anomaly.
@@ -322,6 +340,14 @@ def lost(analysis: Analysis) -> DataFrame:
 def unseen_at_deadline(analysis: Analysis) -> DataFrame:
     """Acknowledged, not in the output, and no commit passed it: unknown, not lost."""
     return analysis.missing[1]
+
+
+@anomaly("in_partition", "in_offset")
+def behind_open_transaction(analysis: Analysis) -> DataFrame:
+    """Acknowledged, its output only behind a transaction still open: neither delivered nor lost."""
+    return analysis.undelivered[1].select(
+        "event_id", "key", "seq", "in_partition", "in_offset", "ack_ts"
+    )
 
 
 @anomaly()
@@ -479,6 +505,19 @@ def _offsets_of(log: DataFrame, event_ids: set[str]) -> dict[str, list[int]]:
     for row in rows.collect():
         offsets[row["event_id"]].append(row["in_offset"])
     return {event_id: sorted(found) for event_id, found in offsets.items()}
+
+
+def _behind_open_transaction(
+    uncommitted: DataFrame | None, held: Mapping[int, int] | None
+) -> DataFrame | None:
+    """The ``event_id`` of every output record at or past a held partition's last stable offset
+    (None when no partition is held)."""
+    if uncommitted is None or not held:
+        return None
+    behind = F.lit(False)
+    for partition, lso in held.items():
+        behind |= (F.col("out_partition") == partition) & (F.col("out_offset") >= lso)
+    return uncommitted.filter(behind & F.col("event_id").isNotNull()).select("event_id").distinct()
 
 
 def _aborted(committed: DataFrame, uncommitted: DataFrame | None) -> DataFrame:

@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from harness.apps.correlation import OutputRecord
+from harness.history.stable_offsets import held_partitions
 from harness.history.store import read_stream
 
 from . import sources
@@ -188,6 +189,8 @@ def check_run(
     if source is not None:
         log = sources.kafka_log(spark, source.bootstrap_servers, source.topic)
     inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, log)
+    if isinstance(output, KafkaOutput):  # read before the output: a read stops at these
+        inputs.held = held_partitions(output.bootstrap_servers, output.topic)
     analysis = Analysis(inputs, examples)
     try:
         if isinstance(output, KafkaOutput) and output.event_id and uncommitted is not None:
@@ -200,7 +203,11 @@ def check_run(
         analysis.close()
         inputs.committed.unpersist()
     attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
-    lost, dup, unseen = (findings[n].count for n in ("lost", "duplicate", "unseen_at_deadline"))
+    lost, dup, unseen, pending = (
+        findings[n].count
+        for n in ("lost", "duplicate", "unseen_at_deadline", "behind_open_transaction")
+    )
+    unseen += pending  # neither delivered nor lost until its transaction ends
     return CheckResult(
         guarantee,
         verdict(lost, dup, unseen),

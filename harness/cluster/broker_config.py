@@ -27,7 +27,9 @@ def test_defaults(brokers: int) -> dict[str, str]:
     """Defaults that make a small local cluster start fast and behave like production otherwise.
 
     Internal topics get a replication factor the cluster can satisfy, the first group join is
-    not delayed, and internal topics have fewer partitions so they are created quickly.
+    not delayed, internal topics have fewer partitions so they are created quickly, and a
+    transaction that outlived its timeout is aborted within a second of it, not ten, so a run
+    waiting for open transactions to end waits for the timeout alone.
     """
     replicas = str(min(brokers, 3))
     min_isr = str(min(brokers, 2))
@@ -41,6 +43,7 @@ def test_defaults(brokers: int) -> dict[str, str]:
         "share.coordinator.state.topic.replication.factor": replicas,
         "share.coordinator.state.topic.min.isr": min_isr,
         "log.cleaner.dedupe.buffer.size": str(32 * 1024 * 1024),
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
     }
 
 

@@ -8,6 +8,12 @@ faults return what they did and the partition leaders before and after).
 from .actions import add_partitions, kill_at_random
 from .brokers import ROLES, BrokerFaultError, BrokerFaults, group_offsets_holders
 from .network import DIRECTIONS, FAULTS, NETWORK_ROLES, NetworkFaults, toxic_attributes
+from .transactions import (
+    TransactionAdminError,
+    abort_transactions,
+    describe_transactions,
+    holders,
+)
 
 __all__ = [
     "DIRECTIONS",
@@ -17,8 +23,12 @@ __all__ = [
     "BrokerFaultError",
     "BrokerFaults",
     "NetworkFaults",
+    "TransactionAdminError",
+    "abort_transactions",
     "add_partitions",
+    "describe_transactions",
     "group_offsets_holders",
+    "holders",
     "kill_at_random",
     "toxic_attributes",
 ]

@@ -11,7 +11,10 @@ Reading them lets a run judge an app that reports nothing itself. Events, in tim
   the ``consumer`` protocol computed a new target assignment (``generation`` is its epoch);
 - ``stabilized``: the group completed one (``generation``, ``members``);
 - ``producer_id``: a transactional id of the app was given a producer id; a new id for a
-  transactional id that had one means the old one was expired (an epoch bump keeps the id).
+  transactional id that had one means the old one was expired (an epoch bump keeps the id);
+- ``transaction_timeout``: the coordinator rolled back a transaction of the app that outlived
+  its ``transaction.timeout.ms`` (an app killed mid-transaction that never came back with the
+  same transactional id leaves one).
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ _REMOVED = (
     ),
 )
 _INIT_ID = re.compile(r"Initialized transactionalId (\S+) with producerId (\d+)")
+_ROLLBACK = re.compile(
+    r"Completed rollback of ongoing transaction for transactionalId (\S+) due to timeout"
+)
 POLL_TIMEOUT = "poll timeout"
 
 
@@ -85,4 +91,6 @@ def _classify(message: str, group: str) -> dict[str, Any] | None:
             return {"kind": "removed", "member": m.group(1), "reason": reason}
     if (m := _INIT_ID.search(message)) is not None and m.group(1).startswith(group):
         return {"kind": "producer_id", "transactional_id": m.group(1), "id": int(m.group(2))}
+    if (m := _ROLLBACK.search(message)) is not None and m.group(1).startswith(group):
+        return {"kind": "transaction_timeout", "transactional_id": m.group(1)}
     return None

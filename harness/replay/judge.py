@@ -51,11 +51,19 @@ def guarantee_reason(guarantee: str, check: str, verdict: str, counts: Mapping[s
         ]
         return f"the declared {guarantee} guarantee broke: {verdict} ({', '.join(parts)})"
     unseen = counts.get("unseen_at_deadline", 0)
-    return (
-        f"the declared {guarantee} guarantee could not be judged: {unseen} acknowledged inputs "
-        "were not in the output when the run ended and no commit had passed them (the app "
-        "did not get to them in time)"
-    )
+    pending = counts.get("behind_open_transaction", 0)
+    parts = []
+    if unseen:
+        parts.append(
+            f"{unseen} acknowledged inputs were not in the output when the run ended and no "
+            "commit had passed them (the app did not get to them in time)"
+        )
+    if pending:
+        parts.append(
+            f"{pending} acknowledged inputs have their output only behind a transaction that "
+            "was still open when the run ended (neither delivered nor lost until it ends)"
+        )
+    return f"the declared {guarantee} guarantee could not be judged: " + "; ".join(parts)
 
 
 def judge(

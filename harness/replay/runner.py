@@ -32,10 +32,12 @@ from harness.apps.jvm_apps import JvmAppError, java_command
 from harness.checker import CheckResult, KafkaOutput, check_run
 from harness.cluster import Cluster
 from harness.cluster.errors import NotApplicable
+from harness.faults import holders
 from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
 from harness.history.broker_log import group_events
 from harness.history.group import group_members, group_stable
 from harness.history.lag import commits_from_samples
+from harness.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
 from harness.interrupts import interrupted
 
 from .judge import judge
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
 #: Client settings the KIP-848 ``consumer`` protocol moves to the broker.
 CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
 LAG_SAMPLE_S = 0.5
+#: The topics an app writes: a transaction it leaves open holds their read_committed readers.
+OUTPUT_ROLES = ("output", "side_effects")
 #: ``cluster_for(broker_config, brokers, network_faults)``: the cluster a run plays on.
 ClusterFor = Callable[[Mapping[str, Any], int, bool], Cluster]
 
@@ -68,6 +72,9 @@ class RunOptions:
     #: Client and broker settings put over the profile's ("we changed our consumer config").
     client: Mapping[str, Any] = field(default_factory=dict)
     broker: Mapping[str, Any] = field(default_factory=dict)
+    #: The longest to wait for open transactions before the check (default: as long as the
+    #: app's transaction timeout lets one last; see ``settle_timeout_s``).
+    settle_timeout_s: float | None = None
 
     def apply(self, profile: Profile) -> Profile:
         """The profile with these settings over its own."""
@@ -98,7 +105,7 @@ class Outcome:
     result: str = "not judged"  # reproduced, cured, vulnerable, guarantee broken, ...
     reasons: list[str] = field(default_factory=list)
     error: str | None = None
-    failed_stage: str | None = None  # start-up, steps, checker, symptoms or judgement
+    failed_stage: str | None = None  # start-up, steps, settling, checker, symptoms or judgement
     #: For an instrumented app: the symptoms measured without its reports (they must agree).
     symptoms_outside: dict[str, Value] | None = None
     #: Seconds spent in each stage, in order: where a run's time went.
@@ -230,6 +237,7 @@ def run_incident(
     run = _Run(incident, profile_name, options, RunHistory.new_run(run_dir), progress)
     try:
         run.play(cluster_for)
+        run.settle()
         run.check(spark)
         run.judge()
     except NotApplicable as exc:  # before anything ran: what the cluster could not give
@@ -351,6 +359,29 @@ class _Run:
         if error is not None:
             raise StepFailed(error)
 
+    def settle(self) -> None:
+        """Wait until no open transaction holds an output partition, or record which still do.
+
+        A transaction left open by a killed app holds its partitions' last stable offset until
+        its coordinator aborts it, and a read_committed read stops there: read too soon, later
+        committed outputs look lost. So the check waits, at most as long as such a transaction
+        can last (:func:`~harness.history.stable_offsets.settle_timeout_s`).
+        """
+        assert self.cluster is not None
+        self._enter("settling")
+        outputs = [self.topics[r] for r in OUTPUT_ROLES if r in self.topics]
+        timeout = self.options.settle_timeout_s
+        if timeout is None:
+            timeout = settle_timeout_s(client_config(self.profile, None), dict(self.profile.broker))
+        waited, still_held = settle(self.cluster.admin(), outputs, timeout)
+        if waited >= 1.0 or still_held:
+            self.progress(f"waited {waited:.0f}s for open transactions to end")
+        event: dict[str, Any] = {"kind": "settled", "waited_s": waited, "held": still_held}
+        if still_held:
+            event["open"] = holders(self.cluster.bootstrap_servers, still_held)
+        self.history.stream("transactions").append(event)
+        self.outcome.reasons += [_held_reason(row, event.get("open", [])) for row in still_held]
+
     def check(self, spark: Callable[[], SparkSession]) -> None:
         assert self.cluster is not None
         self._enter("checker")
@@ -411,6 +442,21 @@ class _Run:
         self.history.close()
 
 
+def _held_reason(row: Mapping[str, Any], holders: list[dict[str, Any]]) -> str:
+    """One partition still held by an open transaction when the output was read, and by whom."""
+    said = f"output partition {row['topic']}/{row['partition']} was still held by an open "
+    said += f"transaction when the check read it: {row['held']} records past offset {row['lso']}"
+    for holder in holders:
+        if (holder.get("topic"), holder.get("partition")) == (row["topic"], row["partition"]):
+            since = holder.get("started_ms") or holder.get("last_write_ms")
+            began = time.strftime("%H:%M:%S", time.localtime(since / 1000)) if since else "?"
+            said += (
+                f", producer id {holder['producer_id']} (transactional id "
+                f"{holder.get('transactional_id') or 'unknown'}), open since {began}"
+            )
+    return said
+
+
 def _play(
     incident: Incident,
     profile: Profile,
@@ -429,6 +475,10 @@ def _play(
     lag = LagSampler(
         cluster.bootstrap_servers, group, topics["input"], history.stream("lag"), LAG_SAMPLE_S
     ).start()
+    outputs = [topics[role] for role in OUTPUT_ROLES if role in topics]
+    stable = StableOffsetSampler(
+        cluster.admin(), outputs, history.stream("stable"), LAG_SAMPLE_S
+    ).start()
     apps.start(0)  # the instances come from the steps
     stage = Stage(cluster, history, profile, topics, group, apps, random.Random(incident.seed))
     try:
@@ -441,6 +491,7 @@ def _play(
         stop_background(stage)
         apps.stop()
         lag.stop()
+        stable.stop()
         if recorder is not None:
             recorder.stop()
         else:
@@ -507,4 +558,6 @@ def _evidence(
         client_config=history.meta().get("client_config", {}),
         group=group,
         deliveries=check.deliveries,
+        stable=history.read("stable"),
+        transactions=history.read("transactions"),
     )

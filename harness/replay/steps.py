@@ -29,6 +29,7 @@ from harness.faults import (
     BrokerFaultError,
     BrokerFaults,
     NetworkFaults,
+    abort_transactions,
     add_partitions,
     group_offsets_holders,
     kill_at_random,
@@ -36,6 +37,7 @@ from harness.faults import (
 )
 from harness.history import RunHistory, sample_lag
 from harness.history.consumer_offsets import group_reader
+from harness.history.stable_offsets import held, stable_ends
 from harness.workload import Workload, WorkloadProducer
 
 from .model import Profile, Step
@@ -597,6 +599,45 @@ def _network(stage: Stage, step: Step) -> dict[str, Any]:
 
     stage.in_background(f"network-{step['fault']}", in_background)
     return {"fault": step["fault"], "background": True}
+
+
+@step_kind(
+    "abort_transactions",
+    topic=Field(str, "output", TOPIC_ROLES),
+    idle_s=Field((int, float), 5.0),
+    timeout_s=Field((int, float), 30.0),
+    label=Field(str, None),
+)
+def _abort_transactions(stage: Stage, step: Step) -> dict[str, Any]:
+    """An operator's way out of a hanging transaction (``kafka-transactions.sh abort``).
+
+    Aborts the open transactions on the topic's held partitions whose producer wrote nothing
+    for ``idle_s`` (a live app's transaction is left alone), then waits until each held
+    partition's last stable offset moves past where it stood.
+    """
+    topic = stage.topics[step["topic"]]
+    admin = stage.cluster.admin()
+    before = held(stable_ends(admin, topic))
+    aborted = [
+        producer
+        for row in before
+        for producer in abort_transactions(
+            stage.cluster.bootstrap_servers, topic, row["partition"], idle_ms=step["idle_s"] * 1000
+        )
+    ]
+    stood = {row["partition"]: row["lso"] for row in before}
+
+    def unblocked() -> bool:
+        now = {row["partition"]: row["lso"] for row in stable_ends(admin, topic)}
+        return all(now[partition] > lso for partition, lso in stood.items())
+
+    moved = stage.until(unblocked, step["timeout_s"]) if before else True
+    return {
+        "held_before": before,
+        "aborted": aborted,
+        "unblocked": moved,
+        "held_after": held(stable_ends(admin, topic)),
+    }
 
 
 @step_kind("heal_network", label=Field(str, None))

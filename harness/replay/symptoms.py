@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.history.broker_log import POLL_TIMEOUT
+from harness.history.stable_offsets import lso_stalls
 
 if TYPE_CHECKING:
     from harness.checker import CheckResult
@@ -52,6 +53,10 @@ class Evidence:
     group: list[dict[str, Any]] | None = None
     #: Every output record matched to its input, in output time order (from the checker).
     deliveries: list[dict[str, Any]] = field(default_factory=list)
+    #: The output partitions' last stable offsets and high watermarks, sampled.
+    stable: list[dict[str, Any]] = field(default_factory=list)
+    #: What the run found of open transactions before the check (the ``settled`` event).
+    transactions: list[dict[str, Any]] = field(default_factory=list)
 
     def without_reports(self) -> Evidence:
         """The same run as an app that reports nothing would leave it."""
@@ -598,3 +603,34 @@ def log_duplicates(evidence: Evidence) -> Value:
 def log_reordered(evidence: Evidence) -> Value:
     """Input records of one key the input log holds after a later one of that key."""
     return _in_log(evidence, "log_reordered")
+
+
+@symptom
+def lso_stall_s(evidence: Evidence) -> Value:
+    """Longest an output partition's last stable offset stood still as records came behind it."""
+    if not evidence.stable:
+        return None
+    return max((stall["seconds"] for stall in lso_stalls(evidence.stable)), default=0.0)
+
+
+@symptom
+def lso_held_records(evidence: Evidence) -> Value:
+    """Most output records held behind a stalled last stable offset: a read_committed lag."""
+    if not evidence.stable:
+        return None
+    return max((stall["held"] for stall in lso_stalls(evidence.stable)), default=0)
+
+
+@symptom
+def transaction_timeouts(evidence: Evidence) -> Value:
+    """Transactions of the app the coordinator rolled back because they outlived their timeout."""
+    if evidence.group is None:
+        return None
+    return sum(1 for e in evidence.group if e["kind"] == "transaction_timeout")
+
+
+@symptom
+def open_transactions_at_end(evidence: Evidence) -> Value:
+    """Output partitions an open transaction still held when the checker read the output."""
+    settled = [e for e in evidence.transactions if e["kind"] == "settled"]
+    return len(settled[-1]["held"]) if settled else None

@@ -1,7 +1,7 @@
 """An exactly-once consume-transform-produce service, like a Kafka Streams app.
 
 ``python -m incidents.apps.eos_processor [--side-effects TOPIC] [--keepalive-s S]
-[--outside-transaction] [--work-ms MS]``
+[--outside-transaction] [--work-ms MS] [--transactional-id-per-start]``
 
 Output and input offsets commit in one transaction. Any error ends the process (the post's
 uncaught exception handler), and the supervisor restarts it like a deployment would.
@@ -13,11 +13,16 @@ uncaught exception handler), and the supervisor restarts it like a deployment wo
   ``transactional.id.expiration.ms``).
 - ``--outside-transaction``: write the output without a transaction, then commit the offsets
   (the at-least-once variant).
+- ``--transactional-id-per-start``: a new transactional id at every start (the contract's with
+  the process id added), as frameworks that derive it from a process do: a restart then cannot
+  fence and abort the transaction a killed process left open, which holds read_committed
+  readers until it times out.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -52,13 +57,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keepalive-s", type=float, default=None)
     parser.add_argument("--outside-transaction", action="store_true")
     parser.add_argument("--work-ms", type=float, default=0.0)
+    parser.add_argument("--transactional-id-per-start", action="store_true")
     options = parser.parse_args(argv)
     service = Service()
     context = service.context
     transactional = not options.outside_transaction
     consumer = service.consumer(**{"isolation.level": "read_committed"})
     if transactional:
-        producer = service.producer(**{"transactional.id": context.transactional_id})
+        transactional_id = context.transactional_id
+        if options.transactional_id_per_start:
+            transactional_id += f"-{os.getpid()}"
+        producer = service.producer(**{"transactional.id": transactional_id})
         producer.init_transactions(60)
     else:
         producer = service.producer()

@@ -1,5 +1,6 @@
 import java.io.FileInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
@@ -15,7 +16,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * What every JVM reference app shares: the app contract's environment variables, the
@@ -37,7 +37,7 @@ final class Contract {
 
     /** Say which client release runs, and make SIGTERM end the main loop (then close). */
     static void start(String app) {
-        System.err.println("kafka-clients " + AppInfoParser.getVersion() + " (" + app + ")");
+        System.err.println("kafka-clients " + clientVersion() + " (" + app + ")");
         Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             STOPPING.set(true);
@@ -49,6 +49,22 @@ final class Contract {
                 }
             }
         }));
+    }
+
+    /**
+     * The kafka-clients release on the classpath, from the properties file its jar carries
+     * (the class that reads it moved to an internal package in 4.4).
+     */
+    static String clientVersion() {
+        Properties release = new Properties();
+        try (InputStream in = KafkaProducer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in != null) {
+                release.load(in);
+            }
+        } catch (IOException ignored) {
+            // the version only labels the app's log
+        }
+        return release.getProperty("version", "unknown");
     }
 
     static boolean stopping() {

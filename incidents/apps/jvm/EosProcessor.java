@@ -15,7 +15,8 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * An exactly-once consume-transform-produce service, like a Kafka Streams app.
  *
- * <pre>EosProcessor [--side-effects TOPIC] [--keepalive-s S] [--outside-transaction] [--work-ms MS]</pre>
+ * <pre>EosProcessor [--side-effects TOPIC] [--keepalive-s S] [--outside-transaction] [--work-ms MS]
+ *     [--transactional-id-per-start]</pre>
  *
  * Output and input offsets commit in one transaction. Any error ends the process (the post's
  * uncaught exception handler), and the supervisor restarts it like a deployment would.
@@ -23,7 +24,10 @@ import org.apache.kafka.common.TopicPartition;
  * call to another service). {@code --keepalive-s S}: when idle for S seconds, commit a
  * transaction holding only the current offsets, so the transactional id never looks abandoned
  * to the coordinator. {@code --outside-transaction}: write the output without a transaction,
- * then commit the offsets (the at-least-once variant).
+ * then commit the offsets (the at-least-once variant). {@code --transactional-id-per-start}: a
+ * new transactional id at every start (the contract's with the process id added), as
+ * frameworks that derive it from a process do: a restart then cannot fence and abort the
+ * transaction a killed process left open, which holds read_committed readers until it times out.
  */
 public final class EosProcessor {
     public static void main(String[] args) throws Exception {
@@ -31,12 +35,14 @@ public final class EosProcessor {
         double keepaliveS = -1;
         boolean transactional = true;
         double workMs = 0;
+        boolean idPerStart = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--side-effects" -> sideEffectsTopic = args[++i];
                 case "--keepalive-s" -> keepaliveS = Double.parseDouble(args[++i]);
                 case "--outside-transaction" -> transactional = false;
                 case "--work-ms" -> workMs = Double.parseDouble(args[++i]);
+                case "--transactional-id-per-start" -> idPerStart = true;
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
@@ -45,6 +51,9 @@ public final class EosProcessor {
                 ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "50",
                 ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         String transactionalId = transactional ? Contract.ENV.get("REPLAY_TRANSACTIONAL_ID") : null;
+        if (transactionalId != null && idPerStart) {
+            transactionalId += "-" + ProcessHandle.current().pid();
+        }
         try (KafkaConsumer<byte[], byte[]> consumer = Contract.consumer(own);
              KafkaProducer<byte[], byte[]> producer = Contract.producer(transactionalId);
              KafkaProducer<byte[], byte[]> sideEffects =

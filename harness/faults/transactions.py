@@ -1,0 +1,150 @@
+"""Ask the brokers about a topic's transactions, and abort the ones left hanging.
+
+librdkafka (and so confluent-kafka) has no DescribeProducers, ListTransactions,
+DescribeTransactions or WriteTxnMarkers, yet a run cannot judge records behind a transaction
+that never ends. Kafka's Java ``Admin`` client has them, so a small JVM tool,
+``jvm/TransactionAdmin.java``, does the asking: it is compiled once against kafka-clients of
+the default Kafka release (cached like the JVM reference apps) and answers one JSON line.
+
+Absent numbers (a coordinator epoch, a transaction start offset or time) are ``-1``, as in the
+protocol and ``kafka-transactions.sh``: a producer holds an open transaction on a partition
+when its ``currentTransactionStartOffset`` is ``>= 0``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from harness.apps.jvm_apps import JAVA_OPTIONS, compiled_apps, kafka_clients_classpath
+from harness.cluster.jvm import find_java
+from harness.cluster.versions import DEFAULT_KAFKA_VERSION
+
+SOURCES = Path(__file__).parent / "jvm"
+MAIN_CLASS = "TransactionAdmin"
+#: How long all admin calls of one use of the tool may take together.
+TIMEOUT_S = 20.0
+#: What the JVM needs on top of that to start and stop (the machine may be busy).
+JVM_MARGIN_S = 30.0
+STDERR_TAIL_LINES = 15
+
+__all__ = ["TransactionAdminError", "abort_transactions", "describe_transactions", "holders"]
+
+
+class TransactionAdminError(RuntimeError):
+    """The transaction tool failed; the message carries the tail of what it said on stderr."""
+
+
+def describe_transactions(bootstrap: str, topic: str, *, timeout: float = TIMEOUT_S) -> dict:
+    """What the brokers know of ``topic``'s transactions, to tell a hanging one from a slow one.
+
+    ``{"topic", "partitions": [{"partition", "producers": [{"producerId", "producerEpoch",
+    "lastSequence", "lastTimestamp", "coordinatorEpoch", "currentTransactionStartOffset"}]}],
+    "transactions": [{"transactionalId", "producerId", "producerEpoch", "state",
+    "transactionTimeoutMs", "transactionStartTimeMs", "partitions": [{"topic",
+    "partition"}]}]}``: the producers each partition leader keeps (DescribeProducers) and the
+    transactions their coordinators hold open (Ongoing, PrepareCommit, PrepareAbort,
+    PrepareEpochFence) on at least one partition of ``topic``.
+    """
+    return _run("describe", bootstrap, topic, timeout=timeout)
+
+
+def abort_transactions(
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    *,
+    idle_ms: float = 0,
+    timeout: float = TIMEOUT_S,
+) -> list[dict]:
+    """Abort the open transactions on one partition whose producer wrote nothing for
+    ``idle_ms``, so its last stable offset can move on (a live producer's is left alone).
+
+    Done as ``kafka-transactions.sh abort`` (KIP-664): the partition leader writes the abort
+    marker, whatever the transaction coordinator thinks. Returns the producers aborted, in
+    the shape of ``describe_transactions``'s producers, as they were before the abort.
+    """
+    answer = _run("abort", bootstrap, topic, str(partition), str(int(idle_ms)), timeout=timeout)
+    return answer["aborted"]
+
+
+def holders(bootstrap: str, held: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Who holds each held partition (``topic``, ``partition``, ``lso`` rows): the producer
+    whose open transaction begins at the last stable offset, with its transactional id and
+    when the transaction began where its coordinator still knows it. A tool that fails gives
+    one row with its ``error``: what is held still stands, only who holds it is unknown."""
+    found = []
+    for topic in sorted({row["topic"] for row in held}):
+        try:
+            described = describe_transactions(bootstrap, topic)
+        except TransactionAdminError as exc:
+            return [{"error": str(exc)}]
+        by_id = {t["producerId"]: t for t in described["transactions"]}
+        producers = {p["partition"]: p["producers"] for p in described["partitions"]}
+        for row in (r for r in held if r["topic"] == topic):
+            for producer in producers.get(row["partition"], []):
+                if producer["currentTransactionStartOffset"] != row["lso"]:
+                    continue
+                transaction = by_id.get(producer["producerId"], {})
+                found.append(
+                    {
+                        "topic": topic,
+                        "partition": row["partition"],
+                        "first_offset": row["lso"],
+                        "producer_id": producer["producerId"],
+                        "producer_epoch": producer["producerEpoch"],
+                        "last_write_ms": producer["lastTimestamp"],
+                        "transactional_id": transaction.get("transactionalId"),
+                        "started_ms": transaction.get("transactionStartTimeMs"),
+                        "timeout_ms": transaction.get("transactionTimeoutMs"),
+                    }
+                )
+    return found
+
+
+@functools.cache
+def _classpath(version: str) -> str:
+    jars = kafka_clients_classpath(version)
+    classes = compiled_apps(SOURCES, jars, version)
+    return ":".join([str(classes), *(str(jar) for jar in jars)])
+
+
+def _run(*args: str, timeout: float) -> dict[str, Any]:
+    command = [
+        find_java(),
+        *JAVA_OPTIONS,
+        f"-Dtransaction.admin.timeout.ms={int(timeout * 1000)}",
+        "-cp",
+        _classpath(DEFAULT_KAFKA_VERSION),
+        MAIN_CLASS,
+        *args,
+    ]
+    what = f"{MAIN_CLASS} {' '.join(args)}"
+    try:
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout + JVM_MARGIN_S
+        )
+    except subprocess.TimeoutExpired as expired:
+        raise TransactionAdminError(
+            f"{what} did not finish in {timeout + JVM_MARGIN_S:.0f}s{_tail(expired.stderr)}"
+        ) from None
+    if result.returncode != 0:
+        raise TransactionAdminError(
+            f"{what} failed with exit code {result.returncode}{_tail(result.stderr)}"
+        )
+    try:
+        return json.loads(result.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError) as error:
+        raise TransactionAdminError(
+            f"{what} printed no JSON line ({error}): {result.stdout[-500:]!r}{_tail(result.stderr)}"
+        ) from None
+
+
+def _tail(stderr: str | bytes | None) -> str:
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode(errors="replace")
+    lines = [line for line in (stderr or "").splitlines() if not line.startswith("SLF4J:")]
+    return ":\n" + "\n".join(lines[-STDERR_TAIL_LINES:]) if lines else ""

@@ -178,3 +178,44 @@ def test_a_silent_zombie_committer_is_caught_from_the_offsets_log(replay_inciden
     assert outcome.symptoms["stale_commits_accepted"] is None  # only the app knew its assignment
     assert outcome.symptoms["committed_offset_regressions"] >= 1
     assert (outcome.reproduced, outcome.result) == (True, "vulnerable"), outcome.explain()
+
+
+# A correct at-least-once service as a team writes it: its own idempotent producer with
+# acks=all and Kafka's 120 s delivery timeout, each batch flushed before its offsets commit.
+# The incidents whose failure is a producer's put the fault on its output path.
+PRODUCER_INCIDENTS = [
+    ("leader-loss-acks-one", "--acks 1 --idempotence false"),
+    ("paused-leader-send-expiry", "--delivery-timeout-ms 3000"),
+]
+
+
+@pytest.mark.parametrize(("incident", "weak"), PRODUCER_INCIDENTS)
+def test_a_correct_java_service_is_not_blamed_for_the_workload_producer(
+    replay_incident: Replay, java_app: str, incident: str, weak: str
+) -> None:
+    outcome = replay_incident(incident, "vulnerable", app=java_app, guarantee="at-least-once")
+    print(outcome.explain())
+    assert (outcome.passed, outcome.result) == (True, "not vulnerable"), outcome.explain()
+    assert outcome.symptoms["inputs_lost"] == 0
+
+
+@pytest.mark.parametrize(("incident", "weak"), PRODUCER_INCIDENTS)
+def test_the_same_service_with_a_weak_producer_of_its_own_is_found_vulnerable(
+    replay_incident: Replay, java_app: str, incident: str, weak: str
+) -> None:
+    outcome = replay_incident(
+        incident, "vulnerable", app=f"{java_app} {weak}", guarantee="at-least-once"
+    )
+    print(outcome.explain())
+    assert (outcome.reproduced, outcome.result) == (True, "vulnerable"), outcome.explain()
+    assert outcome.symptoms["inputs_lost"] >= 1
+
+
+def test_an_incident_of_the_workload_producer_alone_does_not_apply_to_a_team_app(
+    replay_incident: Replay, java_app: str
+) -> None:
+    outcome = replay_incident(
+        "producer-retry-duplicates", "vulnerable", app=java_app, guarantee="at-least-once"
+    )
+    assert (outcome.applicable, outcome.gate, outcome.result) == (False, "n/a", "not applicable")
+    assert outcome.reasons[0].startswith("not applicable to an app: the failure is the workload")

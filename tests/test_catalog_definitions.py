@@ -134,6 +134,40 @@ def test_a_broken_definition_names_the_file_and_field(
     assert says in caught.value.problem
 
 
+YOUR_APP = '\n[your_app]\ntests = "the app\'s producer"\n'
+
+
+def test_your_app_sets_step_fields_and_the_signature_for_a_teams_app(tmp_path: Path) -> None:
+    text = VALID + YOUR_APP + 'signature = { inputs_lost = ">= 1" }\n'
+    text += "\n[your_app.steps.produce]\nbackground = true\n"
+    incident = load_incident(write(tmp_path, text))
+    theirs = incident.for_your_app()
+    assert theirs.steps[0].options["background"] is True
+    assert incident.steps[0].options["background"] is False
+    assert [str(c) for c in theirs.signature] == ["inputs_lost >= 1"]
+    assert "inputs_lost" in incident.symptoms  # measured for every app
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "says"),
+    [
+        ("\n[your_app.steps.drain]\nbudget_s = 1\n", "your_app.steps.drain", "a step this"),
+        ("\n[your_app.steps.produce]\nspeed = 1\n", "steps[0].speed", "unknown"),
+        ("\n[your_app.steps.produce]\nbackground = 1\n", "steps[0].background", "true or"),
+        ('signature = { nope = ">= 1" }\n', "your_app.signature.nope", "unknown symptom"),
+        ("applied = true\n", "your_app.applied", "unknown field"),
+        ("without_client = [1]\n", "your_app.without_client", "setting names"),
+    ],
+)
+def test_a_bad_your_app_table_names_the_field(
+    tmp_path: Path, extra: str, field: str, says: str
+) -> None:
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(write(tmp_path, VALID + YOUR_APP + extra))
+    assert caught.value.where.startswith(field), caught.value
+    assert says in caught.value.problem
+
+
 def test_the_name_must_match_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, VALID.replace('name = "{name}"', 'name = "other"'))
     with pytest.raises(DefinitionError, match="must match the file name"):

@@ -30,6 +30,7 @@ from .model import (
     Profile,
     SettingNeed,
     Step,
+    YourApp,
     toml_error,
 )
 from .scale import scale_definition
@@ -273,6 +274,46 @@ def _broker_needs(
     return needs
 
 
+def _your_app(
+    path: Path,
+    data: dict[str, Any] | None,
+    steps_data: list[Any],
+    context: StepContext,
+    known: set[str],
+) -> YourApp | None:
+    """``[your_app]``: what the incident tests when ``--app`` gives a team's app."""
+    if data is None:
+        return None
+    table = _Table(path, "your_app", data)
+    tests = table.get("tests", str)
+    applies = table.get("applies", bool, True)
+    overrides = table.get("steps", dict, {})
+    used = [step.get("do") for step in steps_data if isinstance(step, dict)]
+    for do, fields in overrides.items():
+        if do not in used or not isinstance(fields, dict):
+            raise DefinitionError(
+                path,
+                f"your_app.steps.{do}",
+                f"must be a table of fields of a step this incident has ({', '.join(used)})",
+            )
+    steps = ()
+    if overrides:  # each step read again with its new fields: checked as the incident's are
+        steps = tuple(
+            _step(path, i, {**step, **overrides.get(step["do"], {})}, context)
+            for i, step in enumerate(steps_data)
+        )
+    without = table.get("without_client", list, [])
+    if not all(isinstance(key, str) for key in without):
+        raise DefinitionError(path, "your_app.without_client", "must be a list of setting names")
+    signature = tuple(
+        parse_condition(path, f"your_app.signature.{k}", k, v, known)
+        for k, v in table.get("signature", dict, {}).items()
+    )
+    producer = _config(table, "producer")
+    table.finish()
+    return YourApp(tests, applies, steps, tuple(without), producer, signature)
+
+
 def _brokers(path: Path, brokers: int) -> int:
     """``brokers``: the size of the incident's cluster, every profile alike."""
     if not 1 <= brokers <= MAX_BROKERS:
@@ -340,7 +381,10 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     for i, symptom in enumerate(reported):
         if symptom not in known_symptoms:
             raise DefinitionError(path, f"report[{i}]", f"unknown symptom {symptom!r}")
-    symptoms = tuple(dict.fromkeys([*(c.symptom for c in signature + conditions), *reported]))
+    your_app = _your_app(path, top.get("your_app", dict, None), steps_data, context, known_symptoms)
+    theirs = your_app.signature if your_app else ()
+    measured = [c.symptom for c in signature + conditions + theirs]
+    symptoms = tuple(dict.fromkeys([*measured, *reported]))
     drift = _drift(path, top.get("drift", dict, {}), symptoms)
     incident = Incident(
         name=name,
@@ -359,6 +403,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         symptoms=symptoms,
         drift=drift,
         broker_needs=_broker_needs(path, top.get("broker_needs", dict, {}), profiles),
+        your_app=your_app,
     )
     top.finish()
     return incident

@@ -6,7 +6,7 @@ import operator
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +130,24 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class YourApp:
+    """``[your_app]``: what the incident tests when a team's app (``--app``) replaces the
+    reference app, and what changes for it so it is judged on what its own clients did."""
+
+    tests: str  # which client the incident puts under the fault, in words
+    applies: bool = True  # False: the failure is none of the app's clients' (not applicable)
+    #: The incident's steps as a team's app meets them: ``[your_app.steps]`` sets fields anew
+    #: per step kind (``kill_broker.topic = "output"``); empty: the incident's own.
+    steps: tuple[Step, ...] = ()
+    #: Client settings of the profiles a team's app is not given (its own producer decides).
+    without_client: tuple[str, ...] = ()
+    #: Workload producer settings over the profile's, so only the app's clients can fail.
+    producer: Mapping[str, Any] = field(default_factory=dict)
+    #: The signature a team's app is judged on (default: the incident's).
+    signature: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
 class Incident:
     name: str
     title: str
@@ -151,10 +169,21 @@ class Incident:
     drift: Mapping[str, float] = field(default_factory=dict)
     #: ``[broker_needs]``: why each broker setting is there (see :data:`SETTING_NEEDS`).
     broker_needs: Mapping[str, SettingNeed] = field(default_factory=dict)
+    #: ``[your_app]``: how the incident tests a team's app (None: as the reference app).
+    your_app: YourApp | None = None
 
     def need(self, setting: str) -> SettingNeed:
         """Why the incident sets this broker setting (unexplained ones count as essential)."""
         return self.broker_needs.get(setting, UNEXPLAINED)
+
+    def for_your_app(self) -> Incident:
+        """The incident as it tests a team's app: ``[your_app]``'s steps and signature."""
+        mine = self.your_app
+        if mine is None:
+            return self
+        return replace(
+            self, steps=mine.steps or self.steps, signature=mine.signature or self.signature
+        )
 
     @property
     def network_faults(self) -> bool:

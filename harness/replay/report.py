@@ -53,9 +53,11 @@ MEANINGS = {
     "not vulnerable": "your app kept its guarantee and showed none of the incident's symptoms",
     "guarantee held": "your app kept its declared guarantee under the fixed conditions",
     "guarantee broken": "records were lost, or delivered more often than the app declares",
-    "guarantee not judged": "acknowledged records were still unprocessed when the run ended",
+    "guarantee not judged": "acknowledged records were still unprocessed, or their output "
+    "behind a transaction still open, when the run ended",
     "conditions not met": "the run did not create the conditions the incident needs",
-    "not applicable": "the cluster cannot give what the incident needs (the reason says what); "
+    "not applicable": "the cluster cannot give what the incident needs, or the incident does "
+    "not test your app's clients (the reason says which); "
     "neither a pass nor a failure",
 }
 

@@ -110,7 +110,8 @@ class Outcome:
     symptoms_outside: dict[str, Value] | None = None
     #: Seconds spent in each stage, in order: where a run's time went.
     stage_s: dict[str, float] = field(default_factory=dict)
-    #: False when the cluster cannot give what the incident needs (``reasons`` says what).
+    #: False when the cluster cannot give what the incident needs, or the incident does not
+    #: test a team's app's clients (``reasons`` says which).
     applicable: bool = True
     #: Broker settings the cluster could not take and the run went without, with their need.
     settings_not_applied: dict[str, str] = field(default_factory=dict)
@@ -158,6 +159,19 @@ def client_config(profile: Profile, group_protocol: str | None) -> dict[str, Any
     elif group_protocol is not None:
         config["group.protocol"] = group_protocol
     return config
+
+
+def for_app(incident: Incident, profile: Profile, options: RunOptions) -> Profile:
+    """The profile as a team's app (``--app``) meets it: ``[your_app]`` leaves out the client
+    settings the app's own producer decides, and may set the workload producer's own."""
+    mine = incident.your_app
+    if not options.app or mine is None:
+        return profile
+    return replace(
+        profile,
+        client={k: v for k, v in profile.client.items() if k not in mine.without_client},
+        producer={**profile.producer, **mine.producer},
+    )
 
 
 def app_command(
@@ -243,7 +257,10 @@ def run_incident(
     except NotApplicable as exc:  # before anything ran: what the cluster could not give
         run.outcome.applicable = False
         run.outcome.result = "not applicable"
-        run.outcome.reasons.append(f"not applicable here: {exc}")
+        said = str(exc)
+        run.outcome.reasons.append(
+            said if said.startswith("not applicable") else f"not applicable here: {said}"
+        )
     except Exception as exc:  # any stage: the run still gets an outcome that says what broke
         if interrupted(exc):
             raise KeyboardInterrupt from exc
@@ -266,8 +283,9 @@ class _Run:
         history: RunHistory,
         progress: Callable[[str], None],
     ) -> None:
-        self.incident, self.options, self.history = incident, options, history
-        self.profile = options.apply(incident.profiles[profile_name])
+        self.options, self.history = options, history
+        self.incident = incident.for_your_app() if options.app else incident
+        self.profile = options.apply(for_app(incident, incident.profiles[profile_name], options))
         self.progress = progress
         self.guarantee = options.guarantee or incident.guarantee
         self.started = self.stage_started = time.monotonic()
@@ -299,6 +317,8 @@ class _Run:
 
     def play(self, cluster_for: ClusterFor) -> None:
         incident, profile, history = self.incident, self.profile, self.history
+        if self.options.app and incident.your_app and not incident.your_app.applies:
+            raise NotApplicable(f"not applicable to an app: {incident.your_app.tests}")
         self.cluster = cluster = cluster_for(
             profile.broker, incident.brokers, incident.network_faults
         )

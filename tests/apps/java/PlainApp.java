@@ -26,24 +26,38 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * value unchanged to the output topic (headers are not copied).
  *
  * <pre>
- * PlainApp [--work-ms N] [--transactional] [--exit-when-idle-s S]
+ * PlainApp [--work-ms N] [--transactional] [--exit-when-idle-s S] [--acks A]
+ *          [--idempotence true|false] [--delivery-timeout-ms N]
  * </pre>
  *
  * Default: poll, do N ms of work per record, produce, commitSync; a refused commit is logged
  * and the loop goes on. --transactional: output and offsets in one transaction, any error
  * ends the process. --exit-when-idle-s: a batch job that exits 0 once no record came for S
- * seconds.
+ * seconds. --acks, --idempotence and --delivery-timeout-ms set its producer's own settings
+ * (acks=all, idempotence on and Kafka's 120 s delivery timeout by default); the incident's
+ * client settings reach only its consumer.
  */
 public final class PlainApp {
     public static void main(String[] args) throws Exception {
         long workMs = 0;
         boolean transactional = false;
         double exitWhenIdleS = -1;
+        Map<String, String> own = new HashMap<>(Map.of(
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true",
+                ProducerConfig.ACKS_CONFIG, "all",
+                ProducerConfig.LINGER_MS_CONFIG, "5"));
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--work-ms" -> workMs = Long.parseLong(args[++i]);
                 case "--transactional" -> transactional = true;
                 case "--exit-when-idle-s" -> exitWhenIdleS = Double.parseDouble(args[++i]);
+                case "--acks" -> own.put(ProducerConfig.ACKS_CONFIG, args[++i]);
+                case "--idempotence" -> own.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, args[++i]);
+                case "--delivery-timeout-ms" -> {
+                    own.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, args[++i]);
+                    own.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG,
+                            String.valueOf(Math.min(30_000, Integer.parseInt(args[i]) - 10)));
+                }
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
@@ -68,8 +82,7 @@ public final class PlainApp {
 
         Properties producerConfig = new Properties();
         producerConfig.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, env.get("KAFKA_BOOTSTRAP_SERVERS"));
-        producerConfig.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        producerConfig.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        producerConfig.putAll(own);
         if (transactional) {
             String id = env.getOrDefault("REPLAY_TRANSACTIONAL_ID", UUID.randomUUID().toString());
             producerConfig.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id);

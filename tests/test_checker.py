@@ -132,6 +132,23 @@ def test_output_only_visible_uncommitted_is_an_aborted_read(spark, tmp_path) -> 
     assert counts(found) == {"aborted_read": 1}
 
 
+def test_output_behind_an_open_transaction_is_neither_delivered_nor_lost(spark, tmp_path) -> None:
+    # A killed transaction holds partition 0 at offset 1 (its record e9 at 1); the committed
+    # transaction behind it (e1 at 2) is out of a read_committed reader's reach: e1 is neither
+    # delivered nor lost, though the group committed past it; e2 behind no transaction is lost.
+    run = write_run(tmp_path, THREE, offsets=[commit(3)])
+    committed = [("e0", 0, 0, 1)]
+    uncommitted = [*committed, ("e9", 0, 1, 2), ("e1", 0, 2, 3)]
+    inputs = history_inputs(spark, run, output(spark, committed), output(spark, uncommitted))
+    inputs.held = {0: 1}
+    found = analyse(inputs)
+    assert counts(found) == {"behind_open_transaction": 1, "lost": 1, "aborted_read": 2}
+    assert found["behind_open_transaction"].examples[0]["event_id"] == "e1"
+    assert found["lost"].examples[0]["event_id"] == "e2"
+    inputs.held = None  # read as if nothing were held: the same input looks lost
+    assert counts(analyse(inputs))["lost"] == 2
+
+
 def test_seq_going_backwards_within_an_output_partition_is_reordered(spark, tmp_path) -> None:
     run = write_run(tmp_path, THREE, offsets=[commit(3)])
     found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e2", 0, 1, 2), ("e1", 0, 2, 3)]))

@@ -14,9 +14,11 @@ from PIL import Image
 
 from harness.replay.browser import CANDIDATES, dom, screenshot
 from harness.replay.html_report import (
+    STABLE_TITLE,
     Recorded,
     arrivals,
     example_moments,
+    figure,
     load,
     per_second,
     regressions,
@@ -197,3 +199,48 @@ def test_a_real_history_loads_with_every_stream(tmp_path: Path) -> None:
     recorded = load(tmp_path)
     assert recorded.start == 5  # no start in run.json: the earliest event
     assert recorded.stream("steps") and recorded.stream("lag") is None and recorded.app is None
+
+
+def _stable_run(tmp_path: Path, stable: bool) -> Path:
+    """A run whose output p1 stands at LSO 10 from 101 s to 102.5 s as 9 records come behind."""
+    run_dir = tmp_path / "runs" / "x-vulnerable"
+    (run_dir / "events").mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps({"started": 100.0}))
+    (run_dir / "events" / "lag.jsonl").write_text('{"ts": 101, "partition": 0, "lag": 3}\n')
+    if stable:  # p0's LSO keeps up with its high watermark; p1's stands at 10, then moves
+        rows = [{"ts": 101 + i / 2, "topic": "out", "partition": p, "lso": lso, "hw": hw}
+                for i, ((p0, p0_hw), (p1, p1_hw)) in enumerate([
+                    ((3, 3), (10, 12)), ((5, 5), (10, 15)), ((8, 8), (10, 17)),
+                    ((9, 9), (10, 19)), ((12, 12), (19, 19))])
+                for p, lso, hw in ((0, p0, p0_hw), (1, p1, p1_hw))]  # fmt: skip
+        lines = "".join(json.dumps(row) + "\n" for row in rows)
+        (run_dir / "events" / "stable.jsonl").write_text(lines)
+        settled = {"kind": "settled", "waited_s": 70.2, "open": [], "held": [
+            {"topic": "out", "partition": 1, "lso": 19, "hw": 23, "held": 4}]}  # fmt: skip
+        (run_dir / "events" / "transactions.jsonl").write_text(json.dumps(settled) + "\n")
+    return run_dir
+
+
+def test_a_stalled_last_stable_offset_is_a_band_on_its_partition(tmp_path: Path) -> None:
+    run_dir = _stable_run(tmp_path, stable=True)
+    page = render(_report_dir(tmp_path, [_run(run_dir, symptoms={"lso_stall_s": 1.5})]))
+    assert STABLE_TITLE in page and "held p1" in page and "held p0" in page
+    assert "LSO stall (transaction left open)" in page  # the band's legend entry
+    assert "LSO stall p1" in page and "1.5 s at LSO 10" in page and "up to 9 records" in page
+    assert "LSO stall p0" not in page  # p0's LSO kept up with its high watermark
+    assert "still held by an open transaction when the checker read (after 70.2 s): " in page
+    assert "out p1: 4 records behind LSO 19" in page
+
+    drawn = figure(load(run_dir), _run(run_dir))
+    band = next(t for t in drawn.data if t.name == "LSO stall (transaction left open)")
+    assert (min(band.x), max(band.x), max(band.y)) == (1.0, 2.5, 9)  # on the run's clock
+
+
+def test_a_run_without_stable_offsets_is_drawn_as_before(tmp_path: Path) -> None:
+    run_dir = _stable_run(tmp_path, stable=False)
+    page = render(_report_dir(tmp_path, [_run(run_dir)]))
+    assert STABLE_TITLE not in page and "LSO stall" not in page and "still held" not in page
+    drawn = figure(load(run_dir), _run(run_dir))
+    titles = [a.text for a in drawn.layout.annotations]  # the panels' titles, then notes
+    assert titles[:7] == ["steps", "lag per partition", "committed offset", "records / s", "app",
+                          "group", "steps not recorded (events/steps.jsonl)"]  # fmt: skip

@@ -4,6 +4,7 @@ Plots are drawn by Plotly: a well-kept library whose Python package carries plot
 page embeds the script once (not once per figure), opens offline, and every marker says what it
 is on hover. Each run gets one figure of stacked panels on a shared clock (seconds since the run
 started): the incident's steps, lag and committed offset per partition, records per second,
+the records each output partition holds behind its last stable offset (its stalls shaded),
 what the app and the group did, and the hot partition's arrivals where there is one. The
 checker's examples are marked at the moment they happened and listed under the figure.
 Streams are read tolerantly: a panel whose stream was not recorded says so.
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import read_stream
+from harness.history.stable_offsets import lso_stalls
 
 from .report import delivered, result_label
 
@@ -33,6 +35,7 @@ PARTITION_COLOURS = (
 )  # fmt: skip
 LEFT_MARGIN, RIGHT_MARGIN = 190, 250  # step names on the left, each panel's legend on the right
 LEGEND_ROW_PX = 19
+STALL_FILL = "rgba(214,39,40,0.16)"  # a transaction left open: red, faint, so the line shows
 Event = dict[str, Any]
 
 
@@ -69,7 +72,7 @@ class Recorded:
         return round(ts - self.start, 3)
 
 
-STREAMS = ("produce", "lifecycle", "offsets", "lag", "steps", "group")
+STREAMS = ("produce", "lifecycle", "offsets", "lag", "steps", "group", "stable", "transactions")
 
 
 def _jsonl(path: Path) -> list[Event] | None:
@@ -399,6 +402,77 @@ def records_panel(recorded: Recorded) -> Panel:
     return Panel("records / s", traces, note, yaxis={"rangemode": "tozero"})
 
 
+STABLE_TITLE = "output: records held behind the last stable offset"
+
+
+def stable_panel(recorded: Recorded) -> Panel | None:
+    """Records each output partition holds past its last stable offset (``hw - lso``), each
+    stall a band: a transaction left open stops read_committed readers (the checker) there.
+
+    None for a run that sampled no stable offsets (older runs), whose figure stays as it was.
+    """
+    import plotly.graph_objects as go
+
+    samples = recorded.stream("stable")
+    if not samples:
+        return None
+    lines: dict[tuple[str, int], list[Event]] = defaultdict(list)
+    for sample in samples:
+        lines[(sample["topic"], sample["partition"])].append(sample)
+    several = len({topic for topic, _ in lines}) > 1
+    labels = {key: f"{key[0]} p{key[1]}" if several else f"p{key[1]}" for key in lines}
+    traces: list[Any] = [
+        go.Scatter(
+            x=[recorded.t(s["ts"]) for s in points], y=[s["hw"] - s["lso"] for s in points],
+            customdata=[[s["lso"], s["hw"]] for s in points], mode="lines",
+            name=f"held {labels[key]}", line={"color": _colour(i), "width": 1.5},
+            hovertemplate=f"{labels[key]}: %{{y}} records held (lso %{{customdata[0]}}, hw "
+                          "%{customdata[1]}) at %{x:.1f} s<extra></extra>",
+        )
+        for i, (key, points) in enumerate(sorted(lines.items()))
+    ]  # fmt: skip
+    stalls = lso_stalls(samples)
+    traces += [
+        _stall_band(recorded, stall, labels[(stall["topic"], stall["partition"])], i == 0)
+        for i, stall in enumerate(stalls)
+    ]
+    return Panel(STABLE_TITLE, traces, yaxis={"rangemode": "tozero"})
+
+
+def _stall_band(recorded: Recorded, stall: Event, label: str, first: bool) -> Any:
+    """A stall as a shaded rectangle, as high as the records it held; its hover says which
+    partition, how long and how many (one legend entry for all of them)."""
+    import plotly.graph_objects as go
+
+    begin, end = recorded.t(stall["start"]), recorded.t(stall["end"])
+    end, top = max(end, begin + 0.08), stall["held"]
+    text = (f"<b>LSO stall {html.escape(label)}</b> ({html.escape(str(stall['topic']))})<br>"
+            f"{stall['seconds']:.1f} s at LSO {stall['lso']}, {begin:.1f}-{end:.1f} s<br>"
+            f"up to {top} records held (hw {stall['hw_start']} to {stall['hw_end']}):<br>"
+            "a transaction left open holds read_committed readers here")  # fmt: skip
+    return go.Scatter(
+        x=[begin, end, end, begin, begin], y=[0, 0, top, top, 0], mode="lines", fill="toself",
+        fillcolor=STALL_FILL, line={"width": 0}, name="LSO stall (transaction left open)",
+        legendgroup="lso-stall", showlegend=first, hoveron="fills", text=text, hoverinfo="text",
+    )  # fmt: skip
+
+
+def held_at_check(recorded: Recorded) -> str | None:
+    """The output partitions an open transaction still held when the checker read the output:
+    the outputs behind it were neither delivered nor lost, so they were not judged."""
+    settled = [e for e in recorded.stream("transactions") or [] if e.get("kind") == "settled"]
+    held = settled[-1].get("held") if settled else None
+    if not held:
+        return None
+    rows = ", ".join(
+        f"{row.get('topic')} p{row.get('partition')}: {row.get('held')} records behind "
+        f"LSO {row.get('lso')}"
+        for row in held
+    )
+    waited = settled[-1].get("waited_s")
+    return f"still held by an open transaction when the checker read (after {waited} s): {rows}"
+
+
 #: Markers of the app's life and reports: (legend name, symbol, colour) by what happened.
 APP_STYLES = {
     "start": ("app start", "circle", "#00cc96"),
@@ -555,8 +629,10 @@ def figure(recorded: Recorded, outcome: dict[str, Any]) -> Any:
     """Every panel of a run stacked on one time axis, each with its legend on its right."""
     from plotly.subplots import make_subplots
 
-    panels = [steps_panel(recorded), lag_panel(recorded), offsets_panel(recorded),
-              records_panel(recorded), app_panel(recorded), group_panel(recorded)]  # fmt: skip
+    found = [steps_panel(recorded), lag_panel(recorded), offsets_panel(recorded),
+             records_panel(recorded), stable_panel(recorded), app_panel(recorded),
+             group_panel(recorded)]  # fmt: skip
+    panels = [panel for panel in found if panel is not None]  # older runs: no stable offsets
     hot = (outcome.get("symptoms") or {}).get("hot_partition")
     if isinstance(hot, int) and not isinstance(hot, bool):
         panels.append(hot_panel(recorded, hot))
@@ -564,7 +640,7 @@ def figure(recorded: Recorded, outcome: dict[str, Any]) -> Any:
     extra = _example_traces(recorded, rows)
     legend_rows = Counter(row for row, _ in extra)
     heights = [
-        max(p.height, LEGEND_ROW_PX * (len(p.traces) + legend_rows[i + 1]) + 20)
+        max(p.height, LEGEND_ROW_PX * (_legend_entries(p) + legend_rows[i + 1]) + 20)
         for i, p in enumerate(panels)
     ]
     gap = 46
@@ -596,6 +672,11 @@ def figure(recorded: Recorded, outcome: dict[str, Any]) -> Any:
     fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
     fig.update_xaxes(title_text="seconds since the run started", row=len(panels), col=1)
     return fig
+
+
+def _legend_entries(panel: Panel) -> int:
+    """The panel's lines in its legend: every stall band shares one entry."""
+    return sum(trace.showlegend is not False for trace in panel.traces)
 
 
 def _placeholder() -> Any:
@@ -726,6 +807,9 @@ def run_section(report_dir: Path, index: int, run: dict[str, Any]) -> str:
     parts.append(f"<p>history: <code>{html.escape(str(run_dir))}</code></p>")
     try:
         recorded = load(run_dir)
+        held = held_at_check(recorded)
+        if held:
+            parts.append(f'<p class="na">{html.escape(held)}</p>')
         drawn = figure(recorded, run).to_html(
             full_html=False, include_plotlyjs=False, div_id=f"timeline-{index}",
             config={"displaylogo": False, "responsive": True},

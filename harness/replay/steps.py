@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from harness.apps import Supervisor
 from harness.cluster import Cluster
 from harness.faults import (
@@ -300,7 +302,11 @@ def caught_up(stage: Stage) -> Callable[[], bool]:
             acked[ack["partition"]] = max(acked.get(ack["partition"], 0), ack["offset"] + 1)
 
     def check() -> bool:
-        rows = sample_lag(reader, stage.group, stage.topics["input"])
+        try:
+            rows = sample_lag(reader, stage.group, stage.topics["input"])
+        except KafkaException as exc:  # a request timed out on a loaded machine: ask again
+            log.warning("the group's committed offsets could not be read yet: %s", exc)
+            return False
         ends = [(row, max(row["end"], acked.get(row["partition"], 0))) for row in rows]
         return all(end == 0 or (row["committed"] or 0) >= end for row, end in ends)
 
@@ -628,7 +634,11 @@ def _abort_transactions(stage: Stage, step: Step) -> dict[str, Any]:
     stood = {row["partition"]: row["lso"] for row in before}
 
     def unblocked() -> bool:
-        now = {row["partition"]: row["lso"] for row in stable_ends(admin, topic)}
+        try:
+            now = {row["partition"]: row["lso"] for row in stable_ends(admin, topic)}
+        except KafkaException as exc:  # a request timed out on a loaded machine: ask again
+            log.warning("last stable offsets could not be read yet: %s", exc)
+            return False
         return all(now[partition] > lso for partition, lso in stood.items())
 
     moved = stage.until(unblocked, step["timeout_s"]) if before else True

@@ -184,38 +184,57 @@ def test_a_silent_zombie_committer_is_caught_from_the_offsets_log(replay_inciden
 # acks=all and Kafka's 120 s delivery timeout, each batch flushed before its offsets commit.
 # The incidents whose failure is a producer's put the fault on its output path.
 PRODUCER_INCIDENTS = [
-    ("leader-loss-acks-one", "--acks 1 --idempotence false"),
-    ("paused-leader-send-expiry", "--delivery-timeout-ms 3000"),
+    ("leader-loss-acks-one", "--acks 1 --idempotence false", "inputs_lost"),
+    ("paused-leader-send-expiry", "--delivery-timeout-ms 3000", "inputs_lost"),
+    ("producer-retry-duplicates", "--idempotence false", "output_send_duplicates"),
 ]
 
 
-@pytest.mark.parametrize(("incident", "weak"), PRODUCER_INCIDENTS)
+@pytest.mark.parametrize(("incident", "weak", "symptom"), PRODUCER_INCIDENTS)
 def test_a_correct_java_service_is_not_blamed_for_the_workload_producer(
-    replay_incident: Replay, java_app: str, incident: str, weak: str
+    replay_incident: Replay, java_app: str, incident: str, weak: str, symptom: str
 ) -> None:
     outcome = replay_incident(incident, "vulnerable", app=java_app, guarantee="at-least-once")
     print(outcome.explain())
     assert (outcome.passed, outcome.result) == (True, "not vulnerable"), outcome.explain()
-    assert outcome.symptoms["inputs_lost"] == 0
+    assert outcome.symptoms[symptom] == 0
 
 
-@pytest.mark.parametrize(("incident", "weak"), PRODUCER_INCIDENTS)
+@pytest.mark.parametrize(("incident", "weak", "symptom"), PRODUCER_INCIDENTS)
 def test_the_same_service_with_a_weak_producer_of_its_own_is_found_vulnerable(
-    replay_incident: Replay, java_app: str, incident: str, weak: str
+    replay_incident: Replay, java_app: str, incident: str, weak: str, symptom: str
 ) -> None:
     outcome = replay_incident(
         incident, "vulnerable", app=f"{java_app} {weak}", guarantee="at-least-once"
     )
     print(outcome.explain())
     assert (outcome.reproduced, outcome.result) == (True, "vulnerable"), outcome.explain()
-    assert outcome.symptoms["inputs_lost"] >= 1
+    assert outcome.symptoms[symptom] >= 1
 
 
-def test_an_incident_of_the_workload_producer_alone_does_not_apply_to_a_team_app(
-    replay_incident: Replay, java_app: str
+def test_an_incident_that_tests_none_of_an_apps_clients_does_not_apply_to_it(
+    tmp_path: Path,
 ) -> None:
-    outcome = replay_incident(
-        "producer-retry-duplicates", "vulnerable", app=java_app, guarantee="at-least-once"
+    from harness.replay.catalog import catalog_dir
+    from harness.replay.definition import load_incident
+    from harness.replay.runner import RunOptions, run_incident
+
+    source = (catalog_dir() / "producer-retry-duplicates.toml").read_text()
+    before, _, after = source.partition("\n[your_app]")
+    mine = '\n[your_app]\napplies = false\ntests = "the failure is the workload producer\'s"\n'
+    definition = tmp_path / "producer-retry-duplicates.toml"
+    definition.write_text(before + mine + after[after.index("\n[profiles.vulnerable]") :])
+
+    def no_cluster(*_: object) -> None:
+        raise AssertionError("a run that does not apply starts no cluster")
+
+    outcome = run_incident(
+        load_incident(definition),
+        "vulnerable",
+        cluster_for=no_cluster,  # type: ignore[arg-type]
+        spark=no_cluster,  # type: ignore[arg-type]
+        run_dir=tmp_path / "run",
+        options=RunOptions(app=plain_python(), guarantee="at-least-once"),
     )
     assert (outcome.applicable, outcome.gate, outcome.result) == (False, "n/a", "not applicable")
-    assert outcome.reasons[0].startswith("not applicable to an app: the failure is the workload")
+    assert outcome.reasons == ["not applicable to an app: the failure is the workload producer's"]

@@ -310,15 +310,18 @@ def _your_app(
         for k, v in table.get("signature", dict, {}).items()
     )
     producer = _config(table, "producer")
+    brokers = table.get("brokers", int, None)
     table.finish()
-    return YourApp(tests, applies, steps, tuple(without), producer, signature)
+    if brokers is not None:
+        brokers = _brokers(path, brokers, "your_app.brokers")
+    return YourApp(tests, applies, steps, tuple(without), producer, signature, brokers)
 
 
-def _brokers(path: Path, brokers: int) -> int:
+def _brokers(path: Path, brokers: int, where: str = "brokers") -> int:
     """``brokers``: the size of the incident's cluster, every profile alike."""
     if not 1 <= brokers <= MAX_BROKERS:
         raise DefinitionError(
-            path, "brokers", f"{brokers} brokers cannot run here; allowed: 1 to {MAX_BROKERS}"
+            path, where, f"{brokers} brokers cannot run here; allowed: 1 to {MAX_BROKERS}"
         )
     return brokers
 

@@ -145,6 +145,8 @@ class YourApp:
     producer: Mapping[str, Any] = field(default_factory=dict)
     #: The signature a team's app is judged on (default: the incident's).
     signature: tuple[Condition, ...] = ()
+    #: Nodes for a team's app (default: the incident's), so a fault can reach its writes alone.
+    brokers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,10 @@ class Incident:
         if mine is None:
             return self
         return replace(
-            self, steps=mine.steps or self.steps, signature=mine.signature or self.signature
+            self,
+            steps=mine.steps or self.steps,
+            signature=mine.signature or self.signature,
+            brokers=mine.brokers or self.brokers,
         )
 
     @property

@@ -380,6 +380,21 @@ def app_down_s(evidence: Evidence) -> Value:
 
 
 @symptom
+def output_send_duplicates(evidence: Evidence) -> Value:
+    """Inputs whose output holds one send twice: two copies in one partition with one timestamp.
+
+    A producer that retries a batch the broker had appended (its answer lost, idempotence off)
+    writes it again with the timestamps it was sent with; an app that processes an input again
+    sends it anew, with a later one. (An app that stamps its outputs with its inputs' times
+    would show its reprocessing here too.)
+    """
+    copies: dict[tuple[str, int, int], int] = defaultdict(int)
+    for row in evidence.deliveries:
+        copies[(row["event_id"], row["out_partition"], row["out_ts_ms"])] += 1
+    return len({event_id for (event_id, _, _), count in copies.items() if count > 1})
+
+
+@symptom
 def kills(evidence: Evidence) -> Value:
     """SIGKILLs sent to app instances."""
     return sum(1 for e in evidence.lifecycle if e["kind"] == "signal" and e["signal"] == "SIGKILL")

@@ -100,6 +100,8 @@ class TansuCluster(NodeCluster):
     _binary: Path | None = None
     steps_not_supported: ClassVar[Mapping[str, str]] = {
         "add_partitions": "Tansu has no CreatePartitions API: a topic keeps its partitions",
+        "abort_transactions": "Tansu has no DescribeProducers or WriteTxnMarkers API: a hanging "
+        "transaction cannot be found or aborted from outside",
         **{
             kind: "Tansu keeps its data in the memory of its one process: a restarted broker "
             "would come back empty"

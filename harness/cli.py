@@ -21,28 +21,29 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 from rich.status import Status
 
-from harness.apps.supervisor import RESTART_MODES, parse_restart
 from harness.checker.formats import OUTPUT_FORMATS
 from harness.checker.verdict import GUARANTEES
 from harness.cli_compare import add_compare_command
 from harness.cluster import ClusterError, choose_version
-from harness.cluster.backends import backend_argument, choose_backend, make_cluster
+from harness.cluster.backends import backend_class, backend_version, choose_backend, make_cluster
 from harness.cluster.images import build_kafka_image
 from harness.cluster.nodes import NodeCluster
 from harness.cluster.versions import DEFAULT_KAFKA_VERSION
+from harness.history.store import EventStream
 from harness.interrupts import interrupted
-from harness.replay.model import GROUP_PROTOCOLS, PROFILES
+from harness.replay.model import PROFILES
+from harness.replay.settings import RUN, RunSettings, add_to_parser
 
 if TYPE_CHECKING:
     from harness.replay.model import Incident
-    from harness.replay.runner import Outcome, RunOptions
+    from harness.report.outcome import Outcome
 
 console = Console(stderr=True)
 #: Clusters a lane of ``--jobs`` keeps: one (a run with another broker config starts its own in
@@ -80,13 +81,7 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_backend_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--kafka-backend",
-        type=backend_argument,
-        default=None,
-        help="how brokers run: embedded, container or tansu[:VERSION] (default: "
-        "$KAFKA_REPLAY_BACKEND, else embedded)",
-    )
+    add_to_parser(parser, RUN, only=("kafka_backend",))
 
 
 def _cluster_from(args: argparse.Namespace) -> NodeCluster:
@@ -236,122 +231,19 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="replay incidents against real Kafka and check them")
     run.add_argument("names", nargs="*", metavar="INCIDENT", help="names from `list`")
     run.add_argument("--all", action="store_true", help="every incident (see `list`)")
-    _add_incidents_option(run)
-    run.add_argument(
-        "--profile",
-        choices=PROFILES,
-        default=None,
-        help="only this profile (default: both)",
-    )
-    run.add_argument(
-        "--app",
-        help="your app instead of the reference app: a command line (placeholders like "
-        "{bootstrap} allowed) or module:function; the profile picks the conditions it runs under",
-    )
-    run.add_argument("--output-id", help="module:function(record) -> event_id for your output")
-    run.add_argument(
-        "--guarantee",
-        choices=GUARANTEES,
-        default=None,
-        help="what your app promises (default: the incident's)",
-    )
-    run.add_argument(
-        "--group-protocol",
-        choices=GROUP_PROTOCOLS,
-        default=None,
-        help="consumer group protocol the app is told to use (default: classic)",
-    )
-    run.add_argument(
-        "--restart",
-        default=None,
-        metavar="POLICY",
-        help=f"what happens when the app exits: {', '.join(RESTART_MODES)} "
-        "(default: each incident's, usually always)",
-    )
-    run.add_argument(
-        "--scale",
-        type=int,
-        default=1,
-        metavar="N",
-        help="N times each incident's records (and their rates and waits) for a bigger check",
-    )
-    run.add_argument(
-        "--client-library",
-        default=None,
-        metavar="confluent-kafka==VERSION",
-        help="the client release Python apps run with (installed from PyPI once, cached); "
-        "the harness keeps its own",
-    )
-    run.add_argument(
-        "--client-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a client setting (Apache Kafka's name) over every profile's [client]; repeatable",
-    )
-    run.add_argument(
-        "--broker-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a server.properties setting over every profile's [broker]; repeatable",
-    )
-    run.add_argument(
-        "--report",
-        type=Path,
-        default=None,
-        help="write report.json, report.md and every run's history here",
-    )
-    run.add_argument(
-        "--junit",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="write a JUnit XML file: one test case per incident and profile",
-    )
-    run.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="replay up to N runs side by side in N lanes, processes that each replay one run "
-        "after another (default 1)",
-    )
-    run.add_argument(
-        "--settle-timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="wait at most this long for open transactions on the output to end before the "
-        "check (default: the transaction.timeout.ms the incident gives the app, 60 s if "
-        "none, plus 15 s)",
-    )
+    add_to_parser(run, RUN)
     run.add_argument("--runs-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    # what the runs show, as JSON lines, for the process that started this one (compare)
+    run.add_argument("--events", type=Path, default=None, help=argparse.SUPPRESS)
     # a lane of --jobs: runs named on stdin, one at a time, sharing brokers and Spark
     run.add_argument("--lane", action="store_true", help=argparse.SUPPRESS)
-    run.add_argument("--kafka-version", default=None)
-    _add_backend_option(run)
-    run.add_argument(
-        "--kafka-bootstrap",
-        default=None,
-        help="an existing cluster (an incident that needs an essential broker setting, or more "
-        "brokers, does not apply there)",
-    )
-    run.add_argument("--spark-master", default=None, help="default: local[2]")
     run.set_defaults(run=cmd_run)
-    add_compare_command(commands, _add_incidents_option)
+    add_compare_command(commands)
     return parser
 
 
 def _add_incidents_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--incidents",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of your own incident definitions, beside the catalog and those of "
-        "[tool.kafka-replay] in pyproject.toml; repeatable",
-    )
+    add_to_parser(parser, RUN, only=("incidents",))
 
 
 def _incidents(args: argparse.Namespace) -> dict[str, Incident]:
@@ -361,8 +253,8 @@ def _incidents(args: argparse.Namespace) -> dict[str, Incident]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.replay.browser import BrowserMissing, screenshot
-    from harness.replay.html_report import write_html
+    from harness.report.browser import BrowserMissing, screenshot
+    from harness.report.html_report import write_html
 
     if not (args.directory / "report.json").exists():
         raise ValueError(
@@ -391,10 +283,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Events:
+    """What a run shows, also written as JSON lines to ``--events FILE`` for a parent process
+    (``compare`` follows its sides this way, not by reading their output)."""
+
+    stream: EventStream | None = None
+
+    @classmethod
+    def tell(cls, kind: str, text: str) -> None:
+        if cls.stream is not None:
+            cls.stream.append({"kind": kind, "text": text})
+
+
 def _progress(title: str, status: Status) -> Callable[[str], None]:
     """Where a run's steps show: the spinner's text on a terminal, a line each in a log."""
 
     def show(line: str) -> None:
+        _Events.tell("progress", f"{title}: {line}")
         if console.is_terminal:
             status.update(escape(f"{title}: {line}"))
         else:
@@ -404,73 +309,54 @@ def _progress(title: str, status: Status) -> Callable[[str], None]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.cluster.broker_config import validate_overrides
     from harness.cluster.reaper import leased_temp_dir
     from harness.replay.catalog import select
     from harness.replay.definition import load_incident
-    from harness.replay.junit import write_junit
-    from harness.replay.overrides import client_settings, parse_settings
     from harness.replay.parallel import remember_durations
-    from harness.replay.report import (
+    from harness.report.catalog import (
         comparisons,
         summary_lines,
-        summary_table,
+        summary_rich_table,
         symptom_lines,
         write_report,
         write_step_summary,
     )
-    from harness.replay.runner import RunOptions
+    from harness.report.junit import write_junit
 
+    if args.events is not None:
+        _Events.stream = EventStream(args.events)
+    settings = RunSettings.from_args(args)  # every option checked, naming the bad one
     if bool(args.all) == bool(args.names) and not args.lane:
         raise ValueError("name the incidents to run, or give --all (see `kafka-replay list`)")
     try:
         incidents = select(_incidents(args), args.names)
     except KeyError as exc:
         raise ValueError(exc.args[0]) from exc
-    if args.scale < 1:
-        raise ValueError(f"--scale must be 1 or more, got {args.scale}")
-    if args.scale > 1:
-        incidents = [load_incident(incident.source, args.scale) for incident in incidents]
-    profiles = [args.profile] if args.profile else list(PROFILES)
-    options = RunOptions(
-        args.app,
-        args.output_id,
-        args.guarantee,
-        args.group_protocol,
-        args.restart,
-        client_library=args.client_library,
-        client=client_settings(args.client_config),
-        broker=parse_settings(args.broker_config, "--broker-config"),
-        settle_timeout_s=args.settle_timeout,
-    )
-    validate_overrides(options.broker)
-    if args.settle_timeout is not None and args.settle_timeout < 0:
-        raise ValueError(f"--settle-timeout must be 0 or more seconds, got {args.settle_timeout}")
-    if args.restart:
-        parse_restart(args.restart)
-    if args.jobs < 1:
-        raise ValueError(f"--jobs must be 1 or more, got {args.jobs}")
-    _check_before_starting(args)
+    if settings.scale > 1:
+        incidents = [load_incident(incident.source, settings.scale) for incident in incidents]
+    profiles = [settings.profile] if settings.profile else list(PROFILES)
+    options = settings.run_options()
+    _check_before_starting(settings)
     _interrupt_on_sigterm()
     started = time.monotonic()
     with leased_temp_dir("kafka-replay-") as scratch:
-        work_dir = args.report or scratch
+        work_dir = settings.report or scratch
         if args.lane:
-            _run_lane(args, {i.name: i for i in incidents}, options, work_dir)
+            _run_lane(settings, {i.name: i for i in incidents}, work_dir, args.runs_dir)
             return 0
-        if args.jobs > 1 and len(incidents) > 1:
+        if settings.jobs > 1 and len(incidents) > 1:
             names = [incident.name for incident in incidents]
-            outcomes = _run_side_by_side(args, names, profiles, work_dir / "runs", scratch)
+            outcomes = _run_side_by_side(settings, names, profiles, work_dir / "runs", scratch)
         else:
-            outcomes = _run_in_turn(args, incidents, profiles, options, work_dir)
+            outcomes = _run_in_turn(settings, incidents, profiles, work_dir, args.runs_dir)
         remember_durations(outcomes)
         wall_s = time.monotonic() - started
         width = None if sys.stdout.isatty() else 120  # logs are read wider than 80 columns
         out = Console(highlight=False, soft_wrap=True, width=width)
-        out.print(summary_table(outcomes, "Incident replay"), soft_wrap=False)
+        out.print(summary_rich_table(outcomes, "Incident replay"), soft_wrap=False)
         out.print(
             f"{len(outcomes)} runs in {wall_s:.0f} s wall time; the runs took "
-            f"{sum(o.duration_s for o in outcomes):.0f} s in all (--jobs {args.jobs}): "
+            f"{sum(o.duration_s for o in outcomes):.0f} s in all (--jobs {settings.jobs}): "
             + _stage_times([o.stage_s for o in outcomes])
         )
         for line in summary_lines(outcomes) + symptom_lines(outcomes):
@@ -478,21 +364,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         for incident, ratios in comparisons(outcomes).items():
             shown = ", ".join(f"{name} {ratio:g}x" for name, ratio in ratios.items())
             out.print(f"{incident}, remediated over vulnerable: {shown}", markup=False)
-        if args.report:
+        if settings.report:
             context = {
-                "kafka_version": choose_version(args.kafka_version),
+                "kafka_version": choose_version(settings.kafka_version),
                 "backend": "external"
-                if args.kafka_bootstrap
-                else choose_backend(args.kafka_backend),
-                "options": vars(options),
-                "scale": args.scale,
+                if settings.kafka_bootstrap
+                else choose_backend(settings.kafka_backend),
+                "runs_kafka": bool(settings.kafka_bootstrap)
+                or backend_class(settings.kafka_backend).runs_kafka,
+                "options": {k: v for k, v in vars(options).items() if k != "settings"},
+                "scale": settings.scale,
+                "settings": settings.to_json(),
             }
-            path = write_report(args.report, outcomes, context)
+            path = write_report(settings.report, outcomes, context)
             console.print(f"Report: {path}")
         elif any(o.gate == "FAIL" for o in outcomes):
             console.print("Run again with --report DIR to keep each run's history for a look.")
-        if args.junit:
-            console.print(f"JUnit: {write_junit(args.junit, outcomes)}")
+        if settings.junit:
+            console.print(f"JUnit: {write_junit(settings.junit, outcomes)}")
         write_step_summary(outcomes)
     if any(o.error for o in outcomes):
         return 2
@@ -523,7 +412,7 @@ def _fetch_client_library(spec: str, app: str | None) -> None:
             ) from exc
 
 
-def _check_before_starting(args: argparse.Namespace) -> None:
+def _check_before_starting(settings: RunSettings) -> None:
     """Refuse at once what would only fail after a broker started: a missing app, a release
     Maven Central does not have."""
     import importlib.util
@@ -531,11 +420,10 @@ def _check_before_starting(args: argparse.Namespace) -> None:
 
     from harness.apps.contract import AppSpec
     from harness.cluster import ArtifactResolutionError
-    from harness.cluster.artifacts import kafka_classpath
     from harness.cluster.versions import TESTED_KAFKA_VERSIONS
 
-    if args.app:
-        spec = AppSpec.parse(args.app)
+    if settings.app:
+        spec = AppSpec.parse(settings.app)
         if spec.target is not None:
             module = spec.target.split(":")[0]
             try:
@@ -552,12 +440,12 @@ def _check_before_starting(args: argparse.Namespace) -> None:
                 f"the app command {spec.argv[0]!r} was not found: give the path of an "
                 "executable, or a command on PATH"
             )
-    if args.client_library:
-        _fetch_client_library(args.client_library, args.app)
-    if args.kafka_bootstrap is None and choose_backend(args.kafka_backend) == "embedded":
-        version = choose_version(args.kafka_version)
+    if settings.client_library:
+        _fetch_client_library(settings.client_library, settings.app)
+    if settings.kafka_bootstrap is None:
+        version = backend_version(settings.kafka_backend, settings.kafka_version)
         try:
-            kafka_classpath(version)  # fetched once per release, needed by the first run anyway
+            backend_class(settings.kafka_backend).fetch(version)  # needed by the first run anyway
         except ArtifactResolutionError as exc:
             cause = str(exc).splitlines()[0]
             raise ValueError(
@@ -582,27 +470,36 @@ def _show_outcome(outcome: Outcome) -> None:
     mark = {"pass": "[green]pass", "n/a": "[yellow]n/a"}.get(outcome.gate, "[red]FAIL")
     stages = _stage_times([outcome.stage_s])
     console.print(f"{mark}[/] {escape(title)} in {outcome.duration_s:.0f}s ({stages})")
+    _Events.tell("outcome", f"{outcome.gate} {title} in {outcome.duration_s:.0f}s ({stages})")
     if not outcome.passed:
         console.print(outcome.explain(), markup=False, highlight=False)
 
 
-def _run_in_turn(
-    args: argparse.Namespace,
-    incidents: Sequence[Incident],
-    profiles: Sequence[str],
-    options: RunOptions,
-    work_dir: Path,
-) -> list[Outcome]:
-    """One run after the other in this process, sharing brokers and Spark."""
+def _session(settings: RunSettings, work_dir: Path, runs_dir: Path | None, **kw: int) -> Any:
+    """Brokers and Spark for runs one after the other, as the settings ask."""
     from harness.replay.session import CatalogSession
 
+    return CatalogSession(
+        work_dir, settings.kafka_version, settings.kafka_backend,
+        image=settings.kafka_image,
+        bootstrap_servers=settings.kafka_bootstrap,
+        spark_master=settings.spark_master,
+        runs_dir=runs_dir,
+        **kw,
+    )  # fmt: skip
+
+
+def _run_in_turn(
+    settings: RunSettings,
+    incidents: Sequence[Incident],
+    profiles: Sequence[str],
+    work_dir: Path,
+    runs_dir: Path | None,
+) -> list[Outcome]:
+    """One run after the other in this process, sharing brokers and Spark."""
     outcomes = []
-    with CatalogSession(
-        work_dir, args.kafka_version, args.kafka_backend,
-        bootstrap_servers=args.kafka_bootstrap,
-        spark_master=args.spark_master,
-        runs_dir=args.runs_dir,
-    ) as session:  # fmt: skip
+    options = settings.run_options()
+    with _session(settings, work_dir, runs_dir) as session:
         for incident in incidents:
             for profile in profiles:
                 title = f"{incident.name} [{profile}]"
@@ -614,53 +511,23 @@ def _run_in_turn(
 
 
 def _run_lane(
-    args: argparse.Namespace,
+    settings: RunSettings,
     incidents: Mapping[str, Incident],
-    options: RunOptions,
     work_dir: Path,
+    runs_dir: Path | None,
 ) -> None:
     """Runs named on stdin (``INCIDENT PROFILE`` a line), one after the other, until stdin
     ends; each leaves its ``outcome.json`` in its run directory, which is how the process that
     feeds the lane (``--jobs``) learns it is done. Brokers and Spark are kept between runs."""
-    from harness.replay.session import CatalogSession
-
-    with CatalogSession(
-        work_dir, args.kafka_version, args.kafka_backend,
-        bootstrap_servers=args.kafka_bootstrap,
-        spark_master=args.spark_master,
-        runs_dir=args.runs_dir,
-        max_live_clusters=LANE_CLUSTERS,
-    ) as session:  # fmt: skip
+    options = settings.run_options()
+    with _session(settings, work_dir, runs_dir, max_live_clusters=LANE_CLUSTERS) as session:
         for line in sys.stdin:
             name, profile = line.split()
             _show_outcome(session.run(incidents[name], profile, options))
 
 
-def _lane_options(args: argparse.Namespace) -> list[str]:
-    """The options a lane gets: the user's (each run is given to it on its stdin)."""
-    options = []
-    for flag, value in (
-        ("--app", args.app), ("--output-id", args.output_id),
-        ("--guarantee", args.guarantee), ("--group-protocol", args.group_protocol),
-        ("--restart", args.restart), ("--kafka-version", args.kafka_version),
-        ("--kafka-backend", args.kafka_backend), ("--kafka-bootstrap", args.kafka_bootstrap),
-        ("--spark-master", args.spark_master), ("--client-library", args.client_library),
-        ("--scale", str(args.scale)),
-        ("--settle-timeout", None if args.settle_timeout is None else str(args.settle_timeout)),
-    ):  # fmt: skip
-        if value is not None:
-            options += [flag, value]
-    for directory in args.incidents:
-        options += ["--incidents", directory]
-    for item in args.client_config:
-        options += ["--client-config", item]
-    for item in args.broker_config:
-        options += ["--broker-config", item]
-    return options
-
-
 def _run_side_by_side(
-    args: argparse.Namespace,
+    settings: RunSettings,
     names: Sequence[str],
     profiles: Sequence[str],
     runs_dir: Path,
@@ -670,7 +537,7 @@ def _run_side_by_side(
     from harness.replay.parallel import WorkerFailed, run_side_by_side
 
     running: list[str] = []
-    with console.status(f"{args.jobs} at a time") as status:
+    with console.status(f"{settings.jobs} at a time") as status:
 
         def started(name: str) -> None:
             running.append(name)
@@ -684,7 +551,7 @@ def _run_side_by_side(
 
         try:
             return run_side_by_side(
-                names, _lane_options(args), profiles, args.jobs, scratch, started, done, runs_dir
+                names, settings.argv(), profiles, settings.jobs, scratch, started, done, runs_dir
             )
         except WorkerFailed as exc:
             raise ClusterError(str(exc)) from exc
@@ -703,6 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args)
     except (ClusterError, ValueError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
+        _Events.tell("error", str(exc))
         return 2
     except KeyboardInterrupt:
         console.print("Interrupted.")
@@ -713,6 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
         console.print_exception()
         console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        _Events.tell("error", f"{type(exc).__name__}: {exc}")
         return 2
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -20,22 +19,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.apps.supervisor import RESTART_MODES
-from harness.checker.verdict import GUARANTEES
-from harness.replay.model import PROFILES
+from harness.history.store import read_stream
+from harness.replay.settings import COMPARE, RunSettings, add_to_parser
 
 POLL_S = 0.5
-#: Lines of ``kafka-replay run`` worth passing on: a run's progress, its outcome, an error.
-PROGRESS = re.compile(r"^\S+ \[(vulnerable|remediated)\]: ")
-OUTCOME = re.compile(r"^(pass|FAIL|n/a|error:) ")
-SIDES = ("baseline", "candidate")
 KIND_STYLES = {"regression": "red", "improvement": "green", "drift": "yellow", "same": "dim",
                "not applicable": "dim"}  # fmt: skip
 
 console = Console(stderr=True)
 
 
-def add_compare_command(commands: Any, add_incidents_option: Any) -> None:
+def add_compare_command(commands: Any) -> None:
     compare = commands.add_parser(
         "compare",
         help="replay incidents on two setups (Kafka release, group protocol, settings, cluster) "
@@ -43,7 +37,6 @@ def add_compare_command(commands: Any, add_incidents_option: Any) -> None:
     )
     compare.add_argument("names", nargs="*", metavar="INCIDENT", help="names from `list`")
     compare.add_argument("--all", action="store_true", help="every incident (see `list`)")
-    add_incidents_option(compare)
     for side, example in (("baseline", "kafka=4.0.2"), ("candidate", "kafka=4.4.0")):
         compare.add_argument(
             f"--{side}",
@@ -60,15 +53,7 @@ def add_compare_command(commands: Any, add_incidents_option: Any) -> None:
         help="a TOML file: baseline, [axes] whose every combination is a candidate, and "
         "optionally incidents and profile (instead of --baseline and --candidate)",
     )
-    compare.add_argument("--profile", choices=PROFILES, default=None, help="only this profile")
-    compare.add_argument("--app", help="your app instead of the reference app (as for `run`)")
-    compare.add_argument("--output-id", help="module:function(record) -> event_id")
-    compare.add_argument("--guarantee", choices=GUARANTEES, default=None)
-    compare.add_argument(
-        "--restart", default=None, metavar="POLICY", help=f"one of {', '.join(RESTART_MODES)}"
-    )
-    compare.add_argument("--jobs", type=int, default=1, metavar="N", help="as for `run`")
-    compare.add_argument("--spark-master", default=None, help="default: local[2]")
+    add_to_parser(compare, COMPARE)
     compare.add_argument(
         "--report",
         type=Path,
@@ -148,18 +133,9 @@ def _matrix(args: argparse.Namespace) -> Any:
 
 
 def _run_options(args: argparse.Namespace, names: list[str], profile: str | None) -> list[str]:
-    """The ``kafka-replay run`` options every side shares."""
-    options = names or ["--all"]
-    for flag, value in (
-        ("--profile", profile), ("--app", args.app), ("--output-id", args.output_id),
-        ("--guarantee", args.guarantee), ("--restart", args.restart),
-        ("--spark-master", args.spark_master), ("--jobs", str(args.jobs)),
-    ):  # fmt: skip
-        if value is not None:
-            options += [flag, value]
-    for directory in args.incidents:
-        options += ["--incidents", directory]
-    return options
+    """The ``kafka-replay run`` options every side shares: the incidents and the settings."""
+    settings = RunSettings.from_args(args, COMPARE)
+    return [*(names or ["--all"]), *settings.replace(profile=profile).argv()]
 
 
 def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
@@ -167,15 +143,17 @@ def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
     from harness.cluster.reaper import Lease
     from harness.replay.parallel import Worker, WorkerFailed
 
-    argv = [sys.executable, "-m", "harness.cli", "run", *options]
+    events = report_dir.parent / f"{side}.events.jsonl"
+    argv = [sys.executable, "-m", "harness.cli", "run", *options, "--events", str(events)]
     log_path = report_dir.parent / f"{side}.log"
     report_dir.parent.mkdir(parents=True, exist_ok=True)
     (report_dir / "report.json").unlink(missing_ok=True)  # never compare a stale report
+    events.unlink(missing_ok=True)
     worker = Worker(f"the {side}", argv, report_dir, log_path)
     lease = Lease.take()
     try:
         worker.start(lease)
-        _follow(worker, side)
+        _follow(worker, side, events)
     finally:
         worker.stop()
         lease.release()
@@ -190,23 +168,22 @@ def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
     return json.loads(report.read_text())
 
 
-def _follow(worker: Any, side: str) -> None:
-    """Show the side's progress until it ends: steps and outcomes, not its summary table.
-
-    Its whole output is in ``<side>.log`` beside the reports.
-    """
+def _follow(worker: Any, side: str, events: Path) -> None:
+    """Show the side's progress until it ends: its steps, outcomes and errors, as its run
+    reports them in ``events``; its whole output is in ``<side>.log`` beside the reports."""
     console.print(escape(f"{side}: replaying (its output: {worker.log_path})"), highlight=False)
     seen = 0
     with console.status(f"{side}: starting") as status:
         while True:
             done = worker.process.poll() is not None
-            lines = worker.log_path.read_text(errors="replace").splitlines()
-            for line in (line.strip() for line in lines[seen:]):
-                if console.is_terminal and PROGRESS.match(line):
-                    status.update(escape(f"{side}: {line}"))
-                if OUTCOME.match(line) or (not console.is_terminal and PROGRESS.match(line)):
-                    console.print(escape(f"{side}: {line}"), highlight=False)
-            seen = len(lines)
+            told = read_stream(events)
+            for event in told[seen:]:
+                line = escape(f"{side}: {event['text']}")
+                if event["kind"] != "progress" or not console.is_terminal:
+                    console.print(line, highlight=False)
+                else:
+                    status.update(line)
+            seen = len(told)
             if done:
                 return
             time.sleep(POLL_S)

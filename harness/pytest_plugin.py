@@ -44,12 +44,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.apps.supervisor import RESTART_MODES
-from harness.checker.verdict import GUARANTEES
-from harness.cluster.backends import backend_argument, choose_backend
+from harness.cluster.backends import choose_backend
+from harness.cluster.errors import NotApplicable
 from harness.cluster.versions import choose_version
 from harness.replay.catalog import incident_directories
-from harness.replay.model import GROUP_PROTOCOLS, PROFILES, DefinitionError
+from harness.replay.model import PROFILES, DefinitionError
+from harness.replay.settings import RunSettings, add_to_pytest
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -60,90 +60,19 @@ if TYPE_CHECKING:
     from harness.cluster.pool import ClusterPool, ClusterSpec
     from harness.replay.compare import Setup
     from harness.replay.model import Incident
-    from harness.replay.runner import Outcome
+    from harness.report.outcome import Outcome
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
 CLUSTERS_KEY = pytest.StashKey[list["Cluster"]]()
 DIRECTORIES_KEY = pytest.StashKey[list[Path]]()
 SETUPS_KEY = pytest.StashKey[list["Setup | None"]]()
+SETTINGS_KEY = pytest.StashKey[RunSettings]()
 LOG_TAIL_LINES = 60
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("kafka-replay", "Kafka incident replay")
-    group.addoption(
-        "--kafka-version",
-        default=None,
-        help="Apache Kafka release for embedded brokers "
-        "(default: $KAFKA_REPLAY_VERSION, else the newest 4.x)",
-    )
-    group.addoption(
-        "--kafka-backend",
-        default=None,
-        type=backend_argument,
-        help="how brokers run: embedded, container or tansu[:VERSION] (default: "
-        "$KAFKA_REPLAY_BACKEND, else embedded)",
-    )
-    group.addoption(
-        "--kafka-image",
-        default=None,
-        help="image for the container backend (default: a local kafka-replay/kafka:<version>, "
-        "else apache/kafka:<version>, else one built on this machine)",
-    )
-    group.addoption(
-        "--kafka-bootstrap",
-        default=None,
-        metavar="HOST:PORT",
-        help="use this existing cluster instead of starting brokers "
-        "(default: $KAFKA_REPLAY_BOOTSTRAP); only uniquely prefixed topics are created and deleted",
-    )
-    group.addoption(
-        "--incidents",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of your own incident definitions, beside the catalog; repeatable",
-    )
-    group.addoption(
-        "--app",
-        default=None,
-        help="run the incidents against this app instead of the reference apps: a command line "
-        "({bootstrap}, {input_topic}, ... placeholders allowed) or module:function",
-    )
-    group.addoption(
-        "--output-id",
-        default=None,
-        metavar="MODULE:FUNCTION",
-        help="how to find the input's event_id in your app's output records",
-    )
-    group.addoption(
-        "--guarantee",
-        default=None,
-        choices=GUARANTEES,
-        help="the delivery guarantee your app declares (default: each incident's)",
-    )
-    group.addoption(
-        "--group-protocol",
-        default=None,
-        choices=GROUP_PROTOCOLS,
-        help="the consumer group protocol apps are told to use (default: classic)",
-    )
-    group.addoption(
-        "--restart",
-        default=None,
-        metavar="POLICY",
-        help=f"what happens when your app exits: {', '.join(RESTART_MODES)} "
-        "(default: each incident's, usually always)",
-    )
-    group.addoption(
-        "--setup",
-        action="append",
-        default=[],
-        metavar="SETUP",
-        help="replay every incident item on this setup too, e.g. 'kafka=3.9.2' or "
-        "'protocol=consumer,client.max.poll.records=500' (keys as for kafka-replay compare, "
-        "but bootstrap); repeatable: one item per setup, its id naming it",
-    )
+    """The run settings offered to pytest (see :mod:`harness.replay.settings`)."""
+    add_to_pytest(parser.getgroup("kafka-replay", "Kafka incident replay"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -153,9 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "the same arguments and version share one cluster for the session",
     )
     config.addinivalue_line("markers", "incident: a replay of an incident definition")
-    directories = incident_directories(config.getoption("--incidents"), config.rootpath)
-    config.stash[DIRECTORIES_KEY] = directories
-    config.stash[SETUPS_KEY] = _setups(config.getoption("--setup"))
+    settings = config.stash[SETTINGS_KEY] = RunSettings.from_pytest(config)
+    config.stash[DIRECTORIES_KEY] = incident_directories(settings.incidents, config.rootpath)
+    config.stash[SETUPS_KEY] = _setups(settings.setup)
     _collect_given_directories(config)
 
 
@@ -182,7 +111,7 @@ def _setups(texts: list[str]) -> list[Setup | None]:
 
 def _collect_given_directories(config: pytest.Config) -> None:
     """Make ``--incidents DIR`` collected wherever pytest runs, unless an argument covers it."""
-    given = [Path(d).resolve() for d in config.getoption("--incidents")]
+    given = [Path(d).resolve() for d in config.stash[SETTINGS_KEY].incidents]
     covered = [Path(a.split("::")[0]).resolve() for a in config.args]
     for directory in given:
         if not any(directory == c or c in directory.parents for c in covered):
@@ -262,11 +191,12 @@ def kafka_cluster_pool(
     """Every cluster of the session; each is stopped when the session ends."""
     from harness.cluster.pool import ClusterPool
 
-    bootstrap = request.config.getoption("--kafka-bootstrap") or os.environ.get(BOOTSTRAP_ENV)
+    settings = request.config.stash[SETTINGS_KEY]
+    bootstrap = settings.kafka_bootstrap or os.environ.get(BOOTSTRAP_ENV)
     pool = ClusterPool(
         tmp_path_factory.mktemp("kafka"),
         bootstrap_servers=bootstrap,
-        image=request.config.getoption("--kafka-image"),
+        image=settings.kafka_image,
     )
     try:
         yield pool
@@ -277,13 +207,13 @@ def kafka_cluster_pool(
 @pytest.fixture
 def kafka_version(request: pytest.FixtureRequest) -> str:
     """The Kafka release under test; parametrize this name to run a test on several."""
-    return choose_version(request.config.getoption("--kafka-version"))
+    return choose_version(request.config.stash[SETTINGS_KEY].kafka_version)
 
 
 @pytest.fixture
 def kafka_backend(request: pytest.FixtureRequest) -> str:
     """How brokers run; parametrize this name to run a test on several backends."""
-    return choose_backend(request.config.getoption("--kafka-backend"))
+    return choose_backend(request.config.stash[SETTINGS_KEY].kafka_backend)
 
 
 @pytest.fixture(scope="session")
@@ -291,7 +221,7 @@ def _docker_problem(request: pytest.FixtureRequest) -> str | None:
     """Why the container backend cannot run here, or None when it can."""
     from harness.cluster.images import DockerUnavailable, docker_client
 
-    if request.config.getoption("--kafka-bootstrap") or os.environ.get(BOOTSTRAP_ENV):
+    if request.config.stash[SETTINGS_KEY].kafka_bootstrap or os.environ.get(BOOTSTRAP_ENV):
         return None
     try:
         docker_client()
@@ -332,13 +262,10 @@ def _pooled_cluster(
     A test the cluster cannot serve (an external one, or Tansu, asked for broker settings or
     more brokers) is skipped with the reason; ``optional`` broker settings are left out instead.
     """
-    from harness.cluster.errors import NotApplicable
     from harness.cluster.pool import ClusterSpec
 
-    default = ClusterSpec.of(
-        request.config.getoption("--kafka-version"),
-        backend=request.config.getoption("--kafka-backend"),
-    )
+    settings = request.config.stash[SETTINGS_KEY]
+    default = ClusterSpec.of(settings.kafka_version, backend=settings.kafka_backend)
     try:
         cluster = pool.get(spec, default=default, optional=optional)
     except NotApplicable as exc:
@@ -412,11 +339,11 @@ def kafka_topic(kafka_cluster: Cluster) -> Iterator[Callable[..., str]]:
 
 
 @pytest.fixture(scope="session")
-def replay_spark() -> Iterator[SparkSession]:
-    """One local Spark session per test process (``local[2]``, bound to 127.0.0.1)."""
+def replay_spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
+    """One Spark session per test process (``--spark-master``, else ``local[2]`` on 127.0.0.1)."""
     from harness.checker import spark_session
 
-    session = spark_session(small_runs=True)
+    session = spark_session(request.config.stash[SETTINGS_KEY].spark_master, small_runs=True)
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -424,64 +351,52 @@ def replay_spark() -> Iterator[SparkSession]:
 
 @pytest.fixture
 def replay_incident(
-    request: pytest.FixtureRequest,
-    kafka_cluster_pool: ClusterPool,
-    kafka_version: str,
-    kafka_backend: str,
-    tmp_path: Path,
+    request: pytest.FixtureRequest, kafka_cluster_pool: ClusterPool, tmp_path: Path
 ) -> Callable[..., Outcome]:
     """``replay_incident(name, profile, setup=None, **options) -> Outcome``: one incident.
 
-    Options default to the command line's (``--app``, ``--output-id``, ``--guarantee``,
-    ``--group-protocol``, ``--restart``); keywords of the same names override them, and
-    ``client`` / ``broker`` put settings over the profile's. ``setup`` (a
-    :class:`harness.replay.compare.Setup`) picks the Kafka release, backend, group protocol and
-    settings of one side of a comparison.
+    The run takes the command line's settings (``--app``, ``--guarantee``, ``--client-config``,
+    ...; see ``pytest --help``); ``setup`` (a :class:`harness.replay.compare.Setup`) puts one
+    side of a comparison over them (Kafka release, backend, group protocol, settings), and
+    keywords named like :class:`harness.replay.runner.RunOptions`' fields override both
+    (``client`` / ``broker`` put settings over the profile's).
     """
     import dataclasses
 
-    from harness.cluster.pool import ClusterSpec
-    from harness.replay.catalog import load_incidents, select
-    from harness.replay.runner import RunOptions, run_incident
+    from harness.replay.catalog import at_scale, load_incidents, select
+    from harness.replay.runner import run_incident
 
     config = request.config
-    defaults = RunOptions(
-        app=config.getoption("--app"),
-        output_id=config.getoption("--output-id"),
-        guarantee=config.getoption("--guarantee"),
-        group_protocol=config.getoption("--group-protocol"),
-        restart=config.getoption("--restart"),
-    )
     runs = iter(range(1, 1000))
 
     def replay(name: str, profile: str, setup: Setup | None = None, **options: Any) -> Outcome:
-        version = (setup and setup.kafka) or kafka_version
-        backend = (setup and setup.backend) or kafka_backend
+        settings = config.stash[SETTINGS_KEY]
+        if setup is not None:
+            settings = settings.with_argv(setup.options)
+        backend = choose_backend(settings.kafka_backend)
         if backend == "container":
             skip_without_docker(request)
-        if setup is not None:
-            options = {
-                "group_protocol": setup.protocol or defaults.group_protocol,
-                "client_library": setup.client_library,
-                "client": setup.client_config,
-                "broker": setup.broker_config,
-                **options,
-            }
+        pooled = kafka_cluster_pool.cluster_for(settings.kafka_version, backend)
 
         def cluster_for(
             broker_config: Mapping[str, object], brokers: int, network_faults: bool
         ) -> Cluster:
-            spec = ClusterSpec.of(version, brokers, broker_config, backend, network_faults)
-            return _pooled_cluster(request, kafka_cluster_pool, spec, optional=True)
+            try:
+                cluster = pooled(broker_config, brokers, network_faults)
+            except NotApplicable as exc:
+                pytest.skip(str(exc))
+            request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
+            return cluster
 
-        (incident,) = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
+        incidents = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
+        (incident,) = at_scale(incidents, settings.scale)
         return run_incident(
             incident,
             profile,
             cluster_for=cluster_for,
             spark=lambda: request.getfixturevalue("replay_spark"),
             run_dir=tmp_path / f"run-{next(runs)}",
-            options=dataclasses.replace(defaults, **options),
+            options=dataclasses.replace(settings.run_options(), **options),
         )
 
     return replay

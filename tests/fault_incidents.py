@@ -12,7 +12,8 @@ from pyspark.sql import SparkSession
 from harness.cluster import Cluster
 from harness.cluster.pool import ClusterPool, ClusterSpec
 from harness.replay.definition import load_incident
-from harness.replay.runner import Outcome, RunOptions, run_incident
+from harness.replay.runner import RunOptions, run_incident
+from harness.report.outcome import Outcome
 
 INCIDENT = """\
 name = "{name}"

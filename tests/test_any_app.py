@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.artifacts import kafka_classpath
-from harness.replay.runner import Outcome
+from harness.report.outcome import Outcome
 
 JAVA_SOURCE = Path(__file__).parent / "apps" / "java" / "PlainApp.java"
 PLAIN_PYTHON = Path(__file__).parent / "apps" / "plain.py"

@@ -11,10 +11,10 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 
 from harness.cluster import TESTED_KAFKA_VERSIONS, BrokerDiedError, BrokerStartError, Cluster
-from harness.cluster.backends import KAFKA_BACKENDS
+from harness.cluster.backends import kafka_backends
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
-pytestmark = pytest.mark.parametrize("kafka_backend", KAFKA_BACKENDS)
+pytestmark = pytest.mark.parametrize("kafka_backend", kafka_backends())
 
 
 @pytest.mark.parametrize("kafka_version", TESTED_KAFKA_VERSIONS)

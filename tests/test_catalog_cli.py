@@ -222,7 +222,7 @@ def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:
 
 def test_the_longest_incidents_start_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.replay.parallel import longest_first, remember_durations
-    from harness.replay.runner import Outcome
+    from harness.report.outcome import Outcome
 
     monkeypatch.setenv("KAFKA_REPLAY_CACHE", str(tmp_path))
     runs = [("short", "vulnerable"), ("long", "vulnerable"), ("long", "remediated"),

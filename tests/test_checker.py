@@ -181,6 +181,16 @@ def test_a_backward_commit_is_a_regression_but_not_after_a_tombstone(spark, tmp_
     assert counts(found) == {"committed_offset_regression": 1}
     example = found["committed_offset_regression"].examples[0]
     assert (example["previous_offset"], example["offset"]) == (227, 98)
+    assert found["committed_offset_regression"].detail == {"every": [example]}
+
+
+def test_every_backward_commit_is_carried_beyond_the_examples(spark, tmp_path) -> None:
+    offsets = [commit(100 - i, log_offset=i) for i in range(8)]  # each one below the last
+    run = write_run(tmp_path, [("e0", "k", 0, 0, 0)], offsets=offsets)
+    inputs = history_inputs(spark, run, output(spark, [("e0", 0, 0, 1)]))
+    found = analyse(inputs, examples=2)["committed_offset_regression"]
+    assert found.count == 7 and len(found.examples) == 2
+    assert [c["offset"] for c in found.detail["every"]] == [99, 98, 97, 96, 95, 94, 93]
 
 
 def _assigned(ts: float, member: str, partitions: list[int]) -> dict:

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from harness.cluster import EmbeddedCluster, ExternalCluster, reap_orphans
-from harness.cluster.backends import BACKENDS
+from harness.cluster.backends import backend_names
 from harness.cluster.container import LEASE_LABEL, reap_containers
 from harness.cluster.images import DockerUnavailable, docker_client
 from harness.cluster.paths import REGISTRY_ENV
@@ -103,7 +103,7 @@ def _leftovers(token: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("kafka_backend", BACKENDS)
+@pytest.mark.parametrize("kafka_backend", backend_names())
 def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -124,7 +124,7 @@ def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(
     assert not Path(state["data_dir"]).exists()
 
 
-@pytest.mark.parametrize("kafka_backend", BACKENDS)
+@pytest.mark.parametrize("kafka_backend", backend_names())
 def test_a_finished_pytest_session_leaves_nothing(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -155,7 +155,7 @@ def test_a_finished_pytest_session_leaves_nothing(
     assert not Path(state["data_dir"]).exists()
 
 
-@pytest.mark.parametrize("kafka_backend", BACKENDS)
+@pytest.mark.parametrize("kafka_backend", backend_names())
 def test_ctrl_c_in_a_pytest_run_tears_the_broker_down(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:

@@ -16,6 +16,8 @@ from harness.history.consumer_offsets import (
     group_reader,
     java_string_hash,
 )
+from harness.history.derived import consumed_spans
+from harness.history.recorded import RecordedRun
 from tests.kafka_helpers import produce_acked
 
 EXPIRING = {"offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}
@@ -131,3 +133,40 @@ def test_lag_is_sampled_per_partition(kafka_cluster: Cluster, kafka_topic) -> No
     assert by_partition[busy]["committed"] == 4 and by_partition[busy]["lag"] == 6
     (idle,) = set(by_partition) - {busy}
     assert by_partition[idle]["committed"] is None and by_partition[idle]["lag"] == 0
+
+
+def test_a_finished_run_is_read_whole_and_a_missing_part_is_not_recorded(tmp_path) -> None:
+    history = RunHistory(tmp_path / "run")
+    history.write_meta(started=100.0, topics={"input": "in"}, group="g")
+    history.stream("lag").append({"ts": 101.0, "partition": 0, "lag": 3})
+    history.stream("a-new-stream").append({"ts": 102.0, "kind": "anything"})
+    history.stream("app-1").append({"ts": 103.0, "kind": "consumed", "partitions": [
+        {"topic": "in", "partition": 0, "first": 5, "last": 9}]})  # fmt: skip
+    history.stream("app-0").append({"ts": 102.5, "kind": "assigned", "partitions": []})
+    history.close()
+    (history.root / "check.json").write_text('{"verdict": "exactly-once"}')
+
+    recorded = RecordedRun.read(history.root)
+    assert recorded.stream("a-new-stream") == [{"ts": 102.0, "kind": "anything"}]  # no code
+    assert recorded.stream("steps") is None and recorded.deliveries is None
+    assert [e["ts"] for e in recorded.app or []] == [102.5, 103.0]  # every instance, in time
+    assert recorded.check == {"verdict": "exactly-once"} and recorded.side_effects is None
+    assert recorded.t(101.5) == 1.5 and recorded.arrivals(0) == [(103.0, 5, 9)]
+    assert RecordedRun.read(history.root, outputs=False).check is None
+
+
+def test_reading_a_run_writes_nothing_into_its_directory(tmp_path) -> None:
+    (tmp_path / "run.json").write_text("not json")  # a run that broke while writing it
+    recorded = RecordedRun.read(tmp_path)
+    assert recorded.meta == {} and recorded.app is None and recorded.start == 0.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+
+
+def test_without_the_apps_reports_its_batches_are_read_from_the_output() -> None:
+    deliveries = [
+        {"in_partition": 0, "in_offset": o, "out_ts_ms": ms}
+        for o, ms in ((0, 1000), (1, 1100), (2, 2000), (1, 2050))  # a gap, then a repeat
+    ]
+    spans = consumed_spans(None, deliveries, "in")
+    batches = [(t, s["first"], s["last"]) for t, s in spans]
+    assert batches == [(1.0, 0, 1), (2.0, 2, 2), (2.05, 1, 1)]

@@ -12,18 +12,15 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from harness.replay.browser import CANDIDATES, dom, screenshot
-from harness.replay.html_report import (
+from harness.history.derived import per_second, repeats
+from harness.history.recorded import RecordedRun
+from harness.report.browser import CANDIDATES, dom, screenshot
+from harness.report.html_report import (
+    PANELS,
     STABLE_TITLE,
-    Recorded,
-    arrivals,
     example_moments,
     figure,
-    load,
-    per_second,
-    regressions,
     render,
-    repeats,
     tombstone_levels,
 )
 
@@ -131,13 +128,28 @@ def test_a_moved_report_finds_its_runs_and_a_lost_history_is_said(tmp_path: Path
     assert str(moved) in page and "History not found at <code>/gone/y-remediated" in page
 
 
-def test_a_commit_below_the_previous_one_is_a_regression() -> None:
-    commits = [
-        {"partition": 0, "offset": 5}, {"partition": 1, "offset": 9},
-        {"partition": 0, "offset": 3}, {"partition": 0, "offset": None},  # a tombstone
-        {"partition": 0, "offset": 1}, {"partition": 1, "offset": 9},
-    ]  # fmt: skip
-    assert regressions(commits) == [{"partition": 0, "offset": 3}]
+def test_the_commits_the_checker_found_going_back_are_marked(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "x-vulnerable"
+    (run_dir / "events").mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps({"started": 100.0, "topics": {"input": "in"}}))
+    commits = [{"ts": 101 + i, "kind": "commit", "topic": "in", "partition": 0, "offset": o}
+               for i, o in enumerate((5, 3, 1))]  # fmt: skip
+    lines = "".join(json.dumps(c) + "\n" for c in commits)
+    (run_dir / "events" / "offsets.jsonl").write_text(lines)
+    back = [{"topic": "in", "partition": 0, "previous_offset": p, "offset": o,
+             "commit_ts_ms": ts} for p, o, ts in ((5, 3, 102_000), (3, 1, 103_000))]  # fmt: skip
+    check = {"anomalies": {"committed_offset_regression": {
+        "count": 2, "examples": back[:1], "every": back}}}  # fmt: skip
+    (run_dir / "check.json").write_text(json.dumps(check))
+    drawn = figure(RecordedRun.read(run_dir), _run(run_dir))
+    marks = next(t for t in drawn.data if t.name == "offset went back")
+    assert (list(marks.x), list(marks.y)) == ([2.0, 3.0], [3, 1])  # every one, not the example
+
+
+def test_the_figure_draws_the_registered_panels_in_order() -> None:
+    names = [draw.__name__ for draw in PANELS]
+    assert names == ["steps_panel", "lag_panel", "offsets_panel", "records_panel",
+                     "stable_panel", "app_panel", "group_panel", "hot_panel"]  # fmt: skip
 
 
 def test_a_tombstone_is_drawn_at_the_offset_it_deleted() -> None:
@@ -154,11 +166,13 @@ def test_outputs_are_counted_per_second_with_the_quiet_seconds() -> None:
     assert per_second([]) == ([], [])
 
 
-def _recorded(**streams: list[dict[str, Any]]) -> Recorded:
+def _recorded(**streams: list[dict[str, Any]]) -> RecordedRun:
     app = streams.pop("app", None)
     deliveries = streams.pop("deliveries", None)
-    meta = {"topics": {"input": "in"}}
-    return Recorded(Path("."), meta, dict(streams), app, None, deliveries, start=100.0)
+    if app is not None:
+        streams["app-0"] = app
+    meta = {"started": 100.0, "topics": {"input": "in"}}
+    return RecordedRun(Path("."), meta, dict(streams), deliveries=deliveries)
 
 
 def test_a_duplicates_moment_is_its_second_delivery() -> None:
@@ -184,7 +198,7 @@ def test_without_outputs_the_apps_reports_say_when_it_took_an_input() -> None:
     ]  # fmt: skip
     recorded = _recorded(app=consumed, produce=[
         {"ts": 101.0, "kind": "ack", "event_id": "r", "partition": 1, "offset": 11}])  # fmt: skip
-    assert arrivals(recorded, 1) == [(102.0, 0, 9), (105.0, 3, 12)]
+    assert recorded.arrivals(1) == [(102.0, 0, 9), (105.0, 3, 12)]
     again = {"event_id": "d", "in_partition": 1, "in_offset": 4}
     assert example_moments(recorded, "duplicate", again) == [105.0]
     assert example_moments(recorded, "reordered", {"event_id": "r", "out_offset": 3}) == [105.0]
@@ -196,7 +210,7 @@ def test_a_real_history_loads_with_every_stream(tmp_path: Path) -> None:
     (tmp_path / "events").mkdir()
     (tmp_path / "run.json").write_text("{}")
     (tmp_path / "events" / "steps.jsonl").write_text('{"ts": 5, "started": 5, "ended": 6}\n')
-    recorded = load(tmp_path)
+    recorded = RecordedRun.read(tmp_path)
     assert recorded.start == 5  # no start in run.json: the earliest event
     assert recorded.stream("steps") and recorded.stream("lag") is None and recorded.app is None
 
@@ -231,7 +245,7 @@ def test_a_stalled_last_stable_offset_is_a_band_on_its_partition(tmp_path: Path)
     assert "still held by an open transaction when the checker read (after 70.2 s): " in page
     assert "out p1: 4 records behind LSO 19" in page
 
-    drawn = figure(load(run_dir), _run(run_dir))
+    drawn = figure(RecordedRun.read(run_dir), _run(run_dir))
     band = next(t for t in drawn.data if t.name == "LSO stall (transaction left open)")
     assert (min(band.x), max(band.x), max(band.y)) == (1.0, 2.5, 9)  # on the run's clock
 
@@ -240,7 +254,7 @@ def test_a_run_without_stable_offsets_is_drawn_as_before(tmp_path: Path) -> None
     run_dir = _stable_run(tmp_path, stable=False)
     page = render(_report_dir(tmp_path, [_run(run_dir)]))
     assert STABLE_TITLE not in page and "LSO stall" not in page and "still held" not in page
-    drawn = figure(load(run_dir), _run(run_dir))
+    drawn = figure(RecordedRun.read(run_dir), _run(run_dir))
     titles = [a.text for a in drawn.layout.annotations]  # the panels' titles, then notes
     assert titles[:7] == ["steps", "lag per partition", "committed offset", "records / s", "app",
                           "group", "steps not recorded (events/steps.jsonl)"]  # fmt: skip

@@ -127,3 +127,23 @@ def test_the_signature_is_judged_on_what_could_be_measured() -> None:
     assert reproduced(SIGNATURE, partly) is True
     assert reproduced(SIGNATURE, {"rejected_commits": None, "backlog_drained": True}) is False
     assert reproduced(SIGNATURE, {"rejected_commits": None, "backlog_drained": None}) is None
+
+
+def test_a_guarantee_not_judged_says_why_in_its_own_field() -> None:
+    def judged(check: str, users_app: bool = True) -> str | None:
+        return judge(
+            profile="remediated",
+            users_app=users_app,
+            signature=SIGNATURE,
+            conditions=(),
+            symptoms=NOT_SEEN,
+            guarantee="at-least-once",
+            check=check,
+            verdict="unknown" if check == "unknown" else "at-least-once",
+            counts={"behind_open_transaction": 3},
+        ).not_judged
+
+    why = judged("unknown")
+    assert why is not None and "could not be judged" in why and "3 acknowledged" in why
+    assert judged("unknown", users_app=False) == why
+    assert judged("pass") is None and judged("fail") is None

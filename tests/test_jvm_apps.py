@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.apps.jvm_apps import JvmAppError, compiled_apps, java_command, kafka_clients_classpath
-from harness.replay.runner import Outcome
+from harness.report.outcome import Outcome
 
 CLIENT = "kafka-clients==3.9.1"
 Replay = Callable[..., Outcome]

@@ -11,9 +11,9 @@ import junitparser
 
 from harness.history.lag import commits_from_samples
 from harness.replay.compare import compare_reports
-from harness.replay.junit import write_junit
-from harness.replay.report import report_json, summary_lines, summary_markdown
-from harness.replay.runner import Outcome
+from harness.report.catalog import report_json, summary_lines, summary_markdown
+from harness.report.junit import write_junit
+from harness.report.outcome import Outcome
 
 REASON = "not applicable here: it needs broker setting offsets.retention.minutes=1 (essential: x)"
 
@@ -83,3 +83,10 @@ def test_committed_offsets_sampled_from_lag_become_offsets_events() -> None:
     ]
     assert [e["log_offset"] for e in events] == [0, 1, 2, 3]
     assert events[1]["commit_ts_ms"] == 1500 and all(e["sampled"] for e in events)
+
+
+def test_an_outcome_reads_back_from_its_json_whatever_version_wrote_it() -> None:
+    written = {**outcome().to_json(), "added_by_a_newer_version": 1}
+    assert Outcome.from_json(written) == outcome()
+    older = {k: v for k, v in outcome().to_json().items() if k != "not_judged"}
+    assert Outcome.from_json(older).not_judged is None

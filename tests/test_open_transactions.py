@@ -23,7 +23,8 @@ from harness.cluster import Cluster
 from harness.cluster.pool import ClusterPool, ClusterSpec
 from harness.history import read_stream
 from harness.replay.definition import load_incident
-from harness.replay.runner import Outcome, RunOptions, run_incident
+from harness.replay.runner import RunOptions, run_incident
+from harness.report.outcome import Outcome
 
 KILLED_MID_TRANSACTION = """\
 name = "killed-mid-transaction"

@@ -230,3 +230,20 @@ def test_every_checker_anomaly_is_documented() -> None:
     text = doc.read_text()
     missing = [name for name in ANOMALIES if not re.search(rf"\b{re.escape(name)}\b", text)]
     assert not missing, f"anomalies not in docs/checker.md: {', '.join(missing)}"
+
+
+def test_the_docs_list_every_backend_and_capability() -> None:
+    """The README's backend table names every built-in backend; extending.md every capability
+    and which steps need it, as the step registry says."""
+    from harness.cluster.backends import backends
+    from harness.cluster.capabilities import CAPABILITIES
+
+    readme = (DOCS.parent / "README.md").read_text()
+    for name in backends():
+        assert f"| `{name}" in readme, f"README's backend table lacks {name}"
+    extending = " ".join((DOCS / "extending.md").read_text().split())
+    for capability in CAPABILITIES:
+        needing = [kind.name for kind in STEPS.values() if kind.needs == capability]
+        assert needing, f"no step needs {capability}"
+        said = extending.split(f"`{capability}` (", 1)[1].split(")", 1)[0]
+        assert sorted(NAME.findall(said)) == sorted(needing), capability

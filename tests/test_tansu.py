@@ -30,7 +30,8 @@ from harness.cluster.versions import DEFAULT_TANSU_VERSION
 from harness.faults.brokers import BrokerFaults
 from harness.history.group import group_members, group_stable
 from harness.replay.catalog import catalog_dir, load_incidents, select
-from harness.replay.runner import Outcome, run_incident
+from harness.replay.runner import run_incident
+from harness.report.outcome import Outcome
 from tests.fault_incidents import write_incident
 
 pytestmark = pytest.mark.timeout(600)

@@ -254,10 +254,11 @@ class Analysis:
             if isinstance(result, Finding):
                 findings[name] = result
                 continue
-            found = counts.get(name, 0)
-            order = REGISTRY[name].order
-            examples = _rows(result.orderBy(*order), self.examples) if found else []
-            findings[name] = Finding(found, examples)
+            found, kind = counts.get(name, 0), REGISTRY[name]
+            limit = found if kind.every else self.examples
+            rows = _rows(result.orderBy(*kind.order), limit) if found else []
+            every = {"every": [dict(row) for row in rows]} if kind.every else None
+            findings[name] = Finding(found, rows[: self.examples], every)
         return findings
 
     def totals(self) -> dict[str, int]:
@@ -299,18 +300,21 @@ class Anomaly:
     query: Query
     order: tuple[str, ...]  # how its examples are ordered
     description: str
+    #: Whether the result carries every row found (``every``), not only examples: for what a
+    #: report marks one by one (each commit that went back), so no reader computes it again.
+    every: bool = False
 
 
 #: Every anomaly the checker looks for, by name, in the order reports list them.
 REGISTRY: dict[str, Anomaly] = {}
 
 
-def anomaly(*order: str) -> Callable[[Query], Query]:
+def anomaly(*order: str, every: bool = False) -> Callable[[Query], Query]:
     """Register a query under its function's name; its docstring's first line describes it."""
 
     def register(query: Query) -> Query:
         description = (query.__doc__ or "").strip().splitlines()[0]
-        REGISTRY[query.__name__] = Anomaly(query.__name__, query, order, description)
+        REGISTRY[query.__name__] = Anomaly(query.__name__, query, order, description, every)
         return query
 
     return register
@@ -374,7 +378,7 @@ def unexpected(analysis: Analysis) -> DataFrame:
     return _unexpected(analysis.outputs)
 
 
-@anomaly("log_offset")
+@anomaly("log_offset", every=True)
 def committed_offset_regression(analysis: Analysis) -> DataFrame:
     """An accepted commit lower than the partition's previous one (a tombstone resets)."""
     return _regressions(analysis.inputs.offsets)

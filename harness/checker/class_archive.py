@@ -5,9 +5,9 @@ query; mapped from an archive (see :mod:`harness.jvm_archive`), the session star
 its first query in about half the time. The training run is a Python process of its own (the
 driver's JVM is its process's py4j gateway and cannot be started again with other options):
 it starts a session with the checker's settings, runs a query of the kinds the checker runs,
-and prints the JVM options and classpath the archive is dumped with.
-
-Run as ``python -m harness.checker.class_archive JVM_OPTION...`` it is that training run.
+and prints the JVM options and classpath the archive is dumped with: that is
+:mod:`harness.checker.spark_training`, which needs the checker's session (this module does
+not import :mod:`harness.checker.spark`, which imports it).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from harness.cluster.paths import cache_root
 
 TRAINING_TIMEOUT_S = 600
 #: Options of the training JVM that are not the program's own.
-_TRAINING_ONLY = "-XX:DumpLoadedClassList="
+TRAINING_ONLY = "-XX:DumpLoadedClassList="
 
 
 def java() -> str | None:
@@ -50,7 +49,7 @@ def spark_class_archive() -> Path | None:
 
 
 def _train(options: Sequence[str]) -> Sequence[str]:
-    command = [sys.executable, "-m", "harness.checker.class_archive", *options]
+    command = [sys.executable, "-m", "harness.checker.spark_training", *options]
     result = subprocess.run(
         command, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S, check=False
     )
@@ -60,33 +59,3 @@ def _train(options: Sequence[str]) -> Sequence[str]:
         raise RuntimeError(f"the training Spark session exited {result.returncode}: {tail}")
     ran_with = json.loads(lines[-1])
     return [*ran_with["options"], "-cp", ran_with["classpath"]]
-
-
-def _training_run(options: Sequence[str]) -> None:
-    """A session like the checker's through reads, joins and aggregations; print its JVM."""
-    from harness.checker.spark import spark_session
-
-    spark = spark_session(class_sharing=False, java_options=options)
-    try:
-        with tempfile.TemporaryDirectory(prefix="kafka-replay-spark-training-") as work:
-            path = Path(work) / "events.jsonl"
-            rows = (json.dumps({"event_id": f"e{i}", "key": f"k{i % 7}"}) for i in range(100))
-            path.write_text("\n".join(rows) + "\n")
-            events = spark.read.json(str(path))
-            counts = events.groupBy("key").count()
-            events.join(counts, "key").filter("count > 1").orderBy("event_id").collect()
-        jvm = spark._jvm  # type: ignore[attr-defined]
-        arguments = (
-            jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
-        )
-        ran_with = {
-            "options": [str(a) for a in arguments if not str(a).startswith(_TRAINING_ONLY)],
-            "classpath": str(jvm.System.getProperty("java.class.path")),
-        }
-    finally:
-        spark.stop()
-    print(json.dumps(ran_with))
-
-
-if __name__ == "__main__":
-    _training_run(sys.argv[1:])

@@ -8,7 +8,6 @@ twice may be delivered twice (see :mod:`harness.checker.analysis`).
 from __future__ import annotations
 
 GUARANTEES = ("exactly-once", "at-least-once")
-VERDICTS = ("exactly-once", "at-least-once", "at-most-once", "lossy", "unknown")
 
 
 def verdict(lost: int, duplicated: int, unseen: int) -> str:

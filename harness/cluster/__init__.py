@@ -1,4 +1,5 @@
-"""Real Kafka on demand: embedded KRaft brokers (default), containers, or an external cluster.
+"""Real Kafka on demand: registered backends (embedded KRaft brokers by default, containers,
+Tansu, a team's own) or an external cluster.
 
 This room knows nothing else of the harness; everything else reaches Kafka through it.
 
@@ -12,7 +13,6 @@ from harness.lazy import lazy_exports
 
 _EXPORTS = {
     "ArtifactResolutionError": ".errors",
-    "BACKENDS": ".backends",
     "BrokerDiedError": ".errors",
     "BrokerNode": ".embedded",
     "BrokerStartError": ".errors",
@@ -23,9 +23,11 @@ _EXPORTS = {
     "ExternalCluster": ".external",
     "NodeCluster": ".nodes",
     "TESTED_KAFKA_VERSIONS": ".versions",
+    "backends": ".backends",
     "choose_backend": ".backends",
     "choose_version": ".versions",
     "make_cluster": ".backends",
+    "register_backend": ".backends",
     "reap_orphans": ".reaper",
 }
 __all__ = sorted(_EXPORTS)

@@ -1,44 +1,118 @@
-"""Choose how Kafka runs: ``embedded`` JVM processes (default), ``container``s, or ``tansu``.
+"""The backends, by name: how brokers run (``embedded`` JVMs, ``container``s, ``tansu``, ...).
 
-``tansu`` is another vendor's Kafka-compatible broker (see :mod:`.tansu`): the same incidents
-on it say what a move to that broker would change.
+Backends are registered like steps and symptoms: each is one cluster class that declares its
+name (``backend``), one line about it (``about``), how its release is chosen (``runs_kafka``,
+``choose_version``), what it cannot do (``lacks``, see :mod:`.capabilities`) and how it starts.
+:func:`register_backend` adds one; the built-in ones are registered when the backends are first
+listed, and a team's own when its module is imported as a plugin (the ``kafka_replay.plugins``
+entry point group, see :mod:`harness.plugins`). Every ``--kafka-backend`` and setup string
+(``tansu:0.6.0``) is read here, by :func:`choose_backend`, and its help text comes from here.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from .versions import choose_tansu_version, choose_version
+from harness.plugins import load_plugins
+
+from .capabilities import CAPABILITIES
+from .versions import choose_version
 
 if TYPE_CHECKING:
     from .nodes import NodeCluster
 
 BACKEND_ENV = "KAFKA_REPLAY_BACKEND"
 IMAGE_ENV = "KAFKA_REPLAY_IMAGE"
-#: The backends that run Apache Kafka itself.
-KAFKA_BACKENDS = ("embedded", "container")
-BACKENDS = (*KAFKA_BACKENDS, "tansu")
+DEFAULT_BACKEND = "embedded"
+#: The modules of the built-in backends, each registering its class when imported.
+BUILT_IN = ("harness.cluster.embedded", "harness.cluster.container", "harness.cluster.tansu")
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+_REGISTRY: dict[str, type[NodeCluster]] = {}
+_loaded = False
+C = TypeVar("C", bound="type[NodeCluster]")
+
+
+class BackendError(ValueError):
+    """A backend that cannot be registered or loaded as declared."""
+
+
+def register_backend(cls: C) -> C:
+    """Class decorator: make ``cls`` the backend named by its ``backend`` attribute."""
+    name = getattr(cls, "backend", "")
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    if not _NAME.match(name):
+        raise BackendError(f"backend class {where}: backend = {name!r} is not a lowercase name")
+    if not getattr(cls, "about", ""):
+        raise BackendError(f"backend {name} ({where}) says nothing about itself: set about")
+    unknown = set(cls.lacks) - set(CAPABILITIES)
+    if unknown:
+        raise BackendError(
+            f"backend {name} ({where}) lacks unknown capabilities {sorted(unknown)}; "
+            f"known: {', '.join(CAPABILITIES)}"
+        )
+    known = _REGISTRY.get(name)
+    if known is not None and known.__qualname__ != cls.__qualname__:
+        raise BackendError(f"backend {name} is registered twice: {known.__module__} and {where}")
+    _REGISTRY[name] = cls
+    return cls
+
+
+def backends() -> dict[str, type[NodeCluster]]:
+    """Every registered backend by name: the built-in ones first, then entry points'."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in BUILT_IN:
+            importlib.import_module(module)
+        load_plugins()  # a team's own backends register themselves as their modules load
+    return dict(_REGISTRY)
+
+
+def backend_names() -> tuple[str, ...]:
+    return tuple(backends())
+
+
+def kafka_backends() -> tuple[str, ...]:
+    """The backends that run Apache Kafka itself (at the release ``--kafka-version`` picks)."""
+    return tuple(name for name, cls in backends().items() if cls.runs_kafka)
 
 
 def choose_backend(requested: str | None = None) -> str:
     """The backend asked for, else ``$KAFKA_REPLAY_BACKEND``, else ``embedded``.
 
-    ``tansu`` may name its release, ``tansu:0.6.0``; it is given back with the release chosen.
+    A backend that runs its own releases may name one, ``tansu:0.6.0``; it is given back with
+    the release chosen.
     """
-    backend = (requested or os.environ.get(BACKEND_ENV) or "embedded").strip()
+    backend = (requested or os.environ.get(BACKEND_ENV) or DEFAULT_BACKEND).strip()
     name, _, version = backend.partition(":")
-    if name not in BACKENDS or (version and name != "tansu"):
-        raise ValueError(
-            f"Kafka backend {backend!r} is not one of {', '.join(BACKENDS)} (tansu:VERSION "
-            "names a Tansu release)"
-        )
-    if name == "tansu":
-        return f"tansu:{choose_tansu_version(version or None)}"
-    return backend
+    cls = backends().get(name)
+    if cls is None or (version and cls.runs_kafka):
+        raise ValueError(f"Kafka backend {backend!r} is not one of {_choices()}")
+    if not cls.runs_kafka:
+        return f"{name}:{cls.choose_version(version or None)}"
+    return name
+
+
+def _choices() -> str:
+    return ", ".join(
+        name if cls.runs_kafka else f"{name}[:VERSION]" for name, cls in backends().items()
+    )
+
+
+def backends_help() -> str:
+    """``--kafka-backend``'s help: every backend with its line, from the registry."""
+    listed = "; ".join(
+        f"{name if cls.runs_kafka else name + '[:VERSION]'}: {cls.about}"
+        for name, cls in backends().items()
+    )
+    return f"how brokers run ({listed}); default: ${BACKEND_ENV}, else {DEFAULT_BACKEND}"
 
 
 def backend_argument(text: str) -> str:
@@ -55,25 +129,14 @@ def backend_name(backend: str) -> str:
 
 
 def backend_version(backend: str, kafka_version: str | None) -> str:
-    """The release a cluster of ``backend`` runs: Tansu's own, or the Kafka release chosen."""
+    """The release a cluster of ``backend`` runs: its own, or the Kafka release chosen."""
     name, _, version = choose_backend(backend).partition(":")
-    return version if name == "tansu" else choose_version(kafka_version)
+    return choose_version(kafka_version) if backends()[name].runs_kafka else version
 
 
 def backend_class(backend: str) -> type[NodeCluster]:
-    """The cluster class of a backend, imported only when that backend is wanted."""
-    backend = backend_name(choose_backend(backend))
-    if backend == "container":
-        from .container import ContainerCluster  # imports testcontainers only when wanted
-
-        return ContainerCluster
-    if backend == "tansu":
-        from .tansu import TansuCluster
-
-        return TansuCluster
-    from .embedded import EmbeddedCluster
-
-    return EmbeddedCluster
+    """The cluster class of a backend."""
+    return backends()[backend_name(choose_backend(backend))]
 
 
 def make_cluster(
@@ -87,15 +150,11 @@ def make_cluster(
 ) -> NodeCluster:
     """An unstarted cluster of the chosen backend (with a proxy per node for network faults)."""
     cls = backend_class(backend)
-    version = backend_version(backend, version)
-    if cls.backend == "container":
-        image = image or os.environ.get(IMAGE_ENV) or None
-        return cls(  # type: ignore[call-arg]
-            version,
-            brokers,
-            broker_config_overrides,
-            work_dir,
-            image=image,
-            network_faults=network_faults,
-        )
-    return cls(version, brokers, broker_config_overrides, work_dir, network_faults=network_faults)
+    return cls.create(
+        backend_version(backend, version),
+        brokers,
+        broker_config_overrides,
+        work_dir,
+        image=image or os.environ.get(IMAGE_ENV) or None,
+        network_faults=network_faults,
+    )

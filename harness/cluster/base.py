@@ -33,8 +33,9 @@ class Cluster(ABC):
     has_offsets_topic: ClassVar[bool] = True
     #: Whether a group's description names its members (how the harness sees an app join).
     lists_group_members: ClassVar[bool] = True
-    #: Step kinds this kind of cluster cannot play, each with the reason.
-    steps_not_supported: ClassVar[Mapping[str, str]] = {}
+    #: What this kind of cluster cannot do (names from :mod:`.capabilities`), each with the
+    #: reason; a step that needs one of them does not apply to it.
+    lacks: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def unsupported(cls, brokers: int, network_faults: bool) -> str | None:

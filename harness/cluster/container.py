@@ -13,16 +13,17 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from testcontainers.core.config import testcontainers_config
-from testcontainers.core.container import DockerContainer
+from typing import TYPE_CHECKING, Any
 
 from . import broker_config
+from .backends import register_backend
 from .embedded import cluster_id, formatted_storage
 from .images import docker_client, local_image, resolve_image
 from .nodes import Node, NodeCluster
 from .reaper import lease_is_live
+
+if TYPE_CHECKING:
+    from testcontainers.core.container import DockerContainer
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,14 @@ DATA_DIR = "/var/lib/kafka/data"
 #: Where a local image's entrypoint finds a formatted storage template (see storage_template).
 TEMPLATE_DIR = "/opt/kafka/storage-template"
 
-testcontainers_config.ryuk_disabled = True
+
+def _docker_container(image: str) -> DockerContainer:
+    """A testcontainers container of ``image``: imported here, so listing backends stays light."""
+    from testcontainers.core.config import testcontainers_config
+    from testcontainers.core.container import DockerContainer
+
+    testcontainers_config.ryuk_disabled = True
+    return DockerContainer(image)
 
 
 def environment_name(key: str) -> str:
@@ -160,10 +168,12 @@ class ContainerNode:
             self.log_path.write_bytes(self.container.get_wrapped_container().logs())
 
 
+@register_backend
 class ContainerCluster(NodeCluster):
     """``brokers`` Kafka nodes in containers; same interface as the embedded cluster."""
 
     backend = "container"
+    about = "Apache Kafka in Docker containers (testcontainers), host networking"
 
     def __init__(
         self,
@@ -179,6 +189,25 @@ class ContainerCluster(NodeCluster):
         self.image = image
         self.heap = heap
 
+    @classmethod
+    def create(
+        cls,
+        version: str | None,
+        brokers: int,
+        broker_config_overrides: Mapping[str, object] | None,
+        work_dir: Path | None,
+        image: str | None = None,
+        network_faults: bool = False,
+    ) -> ContainerCluster:
+        return cls(
+            version,
+            brokers,
+            broker_config_overrides,
+            work_dir,
+            image,
+            network_faults=network_faults,
+        )
+
     def _prepare(self) -> None:
         reap_containers()  # also fails early, saying how to get Docker, when there is none
         self.image = resolve_image(self.version, self.image)
@@ -190,7 +219,7 @@ class ContainerCluster(NodeCluster):
         for address in addresses:
             properties = self._node_properties(address, addresses, DATA_DIR)
             labels = {LEASE_LABEL: self.lease.token, "kafka-replay.node": str(address.node_id)}
-            container = DockerContainer(self.image).with_kwargs(network="host", labels=labels)
+            container = _docker_container(self.image).with_kwargs(network="host", labels=labels)
             for key, value in properties.items():
                 container.with_env(environment_name(key), value)
             container.with_env("CLUSTER_ID", identity).with_env("KAFKA_HEAP_OPTS", self.heap)

@@ -22,6 +22,7 @@ from harness.jvm_archive import class_list
 
 from . import broker_config
 from .artifacts import kafka_classpath
+from .backends import register_backend
 from .class_archive import class_archive, exercise
 from .jvm import find_java
 from .nodes import Node, NodeCluster, read_tail
@@ -182,10 +183,12 @@ class BrokerNode:
         return None if self.process is None else self.process.poll()
 
 
+@register_backend
 class EmbeddedCluster(NodeCluster):
     """``brokers`` real Kafka nodes in local JVMs; use as a context manager or call start/stop."""
 
     backend = "embedded"
+    about = "Apache Kafka in local JVM processes, from Maven Central"
 
     def __init__(
         self,
@@ -206,6 +209,10 @@ class EmbeddedCluster(NodeCluster):
         self.jvm_options = list(jvm_options)
         self._classpath: list[Path] = []
         self._archive: Path | None = None
+
+    @classmethod
+    def fetch(cls, version: str) -> None:
+        kafka_classpath(version)
 
     def _prepare(self) -> None:
         self._classpath = kafka_classpath(self.version)  # may take a while, once per version

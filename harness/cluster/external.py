@@ -25,9 +25,9 @@ class ExternalCluster(Cluster):
     """An existing cluster: the harness only creates and deletes its own prefixed topics."""
 
     takes_broker_settings = False
-    steps_not_supported: ClassVar[Mapping[str, str]] = {
-        kind: "the harness does not run an external cluster's brokers"
-        for kind in ("kill_broker", "restart_broker", "pause_broker", "rolling_restart")
+    lacks: ClassVar[Mapping[str, str]] = {
+        capability: "the harness does not run an external cluster's brokers"
+        for capability in ("restart_brokers", "pause_brokers")
     }
 
     def __init__(self, bootstrap_servers: str) -> None:

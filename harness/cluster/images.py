@@ -36,7 +36,6 @@ JAVA_IMAGE = "kafka-replay/jre17:bookworm"
 IMAGE_LABEL = "kafka-replay.image"
 MIRROR_ENV = "KAFKA_REPLAY_DEBIAN_MIRROR"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-PULL_TIMEOUT_S = 120
 
 Progress = Callable[[str], None]
 

@@ -16,7 +16,7 @@ import time
 from abc import abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol, Self
+from typing import ClassVar, Protocol, Self
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -108,9 +108,29 @@ def read_tail(path: Path, lines: int) -> str:
 class NodeCluster(Cluster):
     """``brokers`` KRaft nodes started by the harness; a context manager, or start/stop."""
 
-    backend = "?"
+    #: The backend's name (``--kafka-backend NAME``) and one line about it, for help and docs.
+    backend: ClassVar[str] = "?"
+    about: ClassVar[str] = ""
+    #: True: it runs Apache Kafka at the release ``--kafka-version`` picks. False: it runs its
+    #: own releases, named as ``NAME:VERSION`` and chosen by :meth:`choose_version`.
+    runs_kafka: ClassVar[bool] = True
     #: How the release a backend runs is chosen: Apache Kafka's, unless a backend says otherwise.
     choose_version = staticmethod(choose_version)
+
+    @classmethod
+    def create(
+        cls,
+        version: str | None,
+        brokers: int,
+        broker_config_overrides: Mapping[str, object] | None,
+        work_dir: Path | None,
+        image: str | None = None,
+        network_faults: bool = False,
+    ) -> Self:
+        """An unstarted cluster; ``image`` is for backends that run images (others ignore it)."""
+        return cls(
+            version, brokers, broker_config_overrides, work_dir, network_faults=network_faults
+        )
 
     def __init__(
         self,
@@ -139,6 +159,11 @@ class NodeCluster(Cluster):
         self.log_dir: Path | None = None
 
     # --- what a backend provides ----------------------------------------------------------
+
+    @classmethod
+    def fetch(cls, version: str) -> None:
+        """Fetch what starting ``version`` needs, once, so a release that cannot be had fails
+        before any run (raises :class:`~.errors.ArtifactResolutionError`)."""
 
     def _prepare(self) -> None:
         """Slow one-time work before the lease is taken (resolving jars, finding an image)."""

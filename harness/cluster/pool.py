@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,8 +49,9 @@ class ClusterSpec:
 
     def describe(self) -> str:
         config = ", ".join(f"{k}={v}" for k, v in self.broker_config)
-        product = "Tansu" if backend_name(self.backend) == "tansu" else "Kafka"
-        where = f"{product} {self.version} ({self.backend}), {self.brokers} broker(s)"
+        cls = backend_class(self.backend)
+        release = f"Kafka {self.version}" if cls.runs_kafka else backend_name(self.backend)
+        where = f"{release} ({self.backend}), {self.brokers} broker(s)"
         proxied = ", behind proxies" if self.network_faults else ""
         return where + proxied + (f", {config}" if config else "")
 
@@ -128,6 +129,19 @@ class ClusterPool:
             self._live[spec] = cluster
         self._live.move_to_end(spec)
         return cluster
+
+    def cluster_for(
+        self, version: str | None, backend: str | None
+    ) -> Callable[[Mapping[str, object], int, bool], Cluster]:
+        """``cluster_for(broker_config, brokers, network_faults)``: a run's cluster, of this
+        release and backend; broker settings the backend cannot take are left out (optional)."""
+        default = ClusterSpec.of(version, backend=backend)
+
+        def get(broker_config: Mapping[str, object], brokers: int, network_faults: bool) -> Cluster:
+            spec = ClusterSpec.of(version, brokers, broker_config, backend, network_faults)
+            return self.get(spec, default=default, optional=True)
+
+        return get
 
     def close(self) -> None:
         for spec in list(self._live):

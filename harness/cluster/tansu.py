@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from . import broker_config
+from .backends import register_backend
 from .built_tools import built_once
 from .embedded import BrokerNode
 from .errors import ClusterError
@@ -89,24 +90,24 @@ def _build(version: str, binary: Path) -> None:
         shutil.move(str(Path(scratch) / "bin" / "tansu"), binary)
 
 
+@register_backend
 class TansuCluster(NodeCluster):
     """One Tansu broker with in-memory storage; a context manager, or start/stop."""
 
     backend = "tansu"
+    about = "Tansu, another vendor's Kafka-compatible broker, built from crates.io"
+    runs_kafka = False
     choose_version = staticmethod(choose_tansu_version)
     takes_broker_settings = False
     has_offsets_topic = False
     lists_group_members = False
     _binary: Path | None = None
-    steps_not_supported: ClassVar[Mapping[str, str]] = {
-        "add_partitions": "Tansu has no CreatePartitions API: a topic keeps its partitions",
-        "abort_transactions": "Tansu has no DescribeProducers or WriteTxnMarkers API: a hanging "
+    lacks: ClassVar[Mapping[str, str]] = {
+        "create_partitions": "Tansu has no CreatePartitions API: a topic keeps its partitions",
+        "transaction_admin": "Tansu has no DescribeProducers or WriteTxnMarkers API: a hanging "
         "transaction cannot be found or aborted from outside",
-        **{
-            kind: "Tansu keeps its data in the memory of its one process: a restarted broker "
-            "would come back empty"
-            for kind in ("kill_broker", "restart_broker", "rolling_restart")
-        },
+        "restart_brokers": "Tansu keeps its data in the memory of its one process: a restarted "
+        "broker would come back empty",
     }
 
     @classmethod

@@ -49,7 +49,7 @@ def node_cluster(cluster: Cluster) -> NodeCluster:
     """The cluster as one whose nodes the harness runs; refuses others, saying why."""
     if not isinstance(cluster, NodeCluster):
         raise BrokerFaultError(
-            f"broker faults need brokers the harness runs (embedded or container backend); "
+            f"broker faults need brokers the harness runs (a --kafka-backend); "
             f"{type(cluster).__name__} at {cluster.bootstrap_servers} is not one of them"
         )
     return cluster

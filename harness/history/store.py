@@ -18,6 +18,13 @@ from typing import Any
 EVENTS = "events"
 LOGS = "logs"
 META = "run.json"
+#: The files beside ``events/`` that a finished run's check leaves (see docs/history.md).
+CHECK = "check.json"
+SIDE_EFFECTS_CHECK = "check-side-effects.json"
+DELIVERIES = "deliveries.jsonl"
+OUTCOME = "outcome.json"
+#: An instrumented app instance's stream: ``app-<instance>``.
+APP_PREFIX = "app-"
 
 
 class EventStream:
@@ -59,11 +66,18 @@ def read_stream(path: Path) -> list[dict[str, Any]]:
 class RunHistory:
     """One directory per run holding everything a checker and a human need."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, create: bool = True) -> None:
         self.root = Path(root)
-        (self.root / EVENTS).mkdir(parents=True, exist_ok=True)
-        (self.root / LOGS).mkdir(parents=True, exist_ok=True)
+        if create:
+            (self.root / EVENTS).mkdir(parents=True, exist_ok=True)
+            (self.root / LOGS).mkdir(parents=True, exist_ok=True)
         self._streams: dict[str, EventStream] = {}
+
+    @classmethod
+    def existing(cls, root: Path) -> RunHistory:
+        """A finished run's history, to read: nothing is created in its directory (a report
+        read back may sit where it must not change)."""
+        return cls(root, create=False)
 
     @classmethod
     def new_run(cls, root: Path) -> RunHistory:
@@ -102,6 +116,23 @@ class RunHistory:
 
     def stream_names(self) -> list[str]:
         return sorted(p.stem for p in (self.root / EVENTS).glob("*.jsonl"))
+
+    def app_stream_names(self) -> list[str]:
+        """The instrumented app instances' streams (``app-<instance>``)."""
+        return [name for name in self.stream_names() if name.startswith(APP_PREFIX)]
+
+    def read_json(self, name: str) -> dict[str, Any] | None:
+        """A JSON file of the run directory (``check.json``, say); None when absent or
+        unreadable, as a run that broke before writing it leaves it."""
+        try:
+            return dict(json.loads((self.root / name).read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def read_lines(self, name: str) -> list[dict[str, Any]] | None:
+        """A JSON-lines file of the run directory (``deliveries.jsonl``); None when absent."""
+        path = self.root / name
+        return read_stream(path) if path.exists() else None
 
     def write_meta(self, **fields: Any) -> None:
         """Merge ``fields`` into ``run.json`` (what ran, where, with which settings)."""

@@ -92,3 +92,12 @@ def select(incidents: dict[str, Incident], names: Sequence[str]) -> list[Inciden
             f"no incident named {', '.join(unknown)}; known incidents: {', '.join(incidents)}"
         )
     return [incidents[n] for n in names] if names else list(incidents.values())
+
+
+def at_scale(incidents: Sequence[Incident], scale: int) -> list[Incident]:
+    """The incidents read again with ``scale`` times their records (``--scale``)."""
+    if scale == 1:
+        return list(incidents)
+    from .definition import load_incident
+
+    return [load_incident(incident.source, scale) for incident in incidents]

@@ -32,6 +32,8 @@ class Judgement:
     reproduced: bool | None  # None when no symptom of the signature could be measured
     result: str  # e.g. "reproduced", "cured", "vulnerable", "guarantee broken"
     reasons: list[str] = field(default_factory=list)
+    #: Why the declared guarantee could not be judged (the checker said unknown), else None.
+    not_judged: str | None = None
 
 
 def reproduced(signature: Sequence[Condition], symptoms: Mapping[str, Any]) -> bool | None:
@@ -90,6 +92,7 @@ def judge(
     seen = [c for c in signature if c.holds(symptoms.get(c.symptom)) is True]
     missing = [c for c in signature if c.holds(symptoms.get(c.symptom)) is not True]
     broken = [] if held else [guarantee_reason(guarantee, check, verdict, counts)]
+    not_judged = broken[0] if check == "unknown" else None
 
     if not users_app and profile == "vulnerable":
         reasons += [
@@ -97,14 +100,14 @@ def judge(
             for c in missing
         ]
         passed = shown is True and conditions_met
-        return Judgement(passed, shown, "reproduced" if passed else "not reproduced", reasons)
+        result = "reproduced" if passed else "not reproduced"
+        return Judgement(passed, shown, result, reasons, not_judged)
     if not users_app:
         reasons += broken
         reasons += [f"symptom appeared: {c} (measured {symptoms[c.symptom]})" for c in seen]
         passed = held and not seen and conditions_met
-        return Judgement(
-            passed, shown, "cured" if passed else _failure(check, "not cured"), reasons
-        )
+        result = "cured" if passed else _failure(check, "not cured")
+        return Judgement(passed, shown, result, reasons, not_judged)
     if profile == "vulnerable" and shown:
         evidence = "; ".join(f"{c.symptom} = {_shown(symptoms[c.symptom])}" for c in seen)
         reasons.append(f"your app is vulnerable to this incident: {evidence}")
@@ -117,7 +120,7 @@ def judge(
         result = "vulnerable"
     else:
         result = _failure(check, "conditions not met")
-    return Judgement(passed, shown, result, reasons)
+    return Judgement(passed, shown, result, reasons, not_judged)
 
 
 def _failure(check: str, otherwise: str) -> str:

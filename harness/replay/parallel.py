@@ -26,8 +26,7 @@ from pathlib import Path
 from harness.cluster.paths import cache_root
 from harness.cluster.process import spawn
 from harness.cluster.reaper import Lease
-
-from .runner import Outcome
+from harness.report.outcome import Outcome
 
 POLL_S = 0.2
 STOP_GRACE_S = 60.0
@@ -96,10 +95,6 @@ class Child:
             self.process.wait()
 
 
-def _outcome(run: dict[str, object]) -> Outcome:
-    return Outcome(**{k: v for k, v in run.items() if k != "gate"})  # type: ignore[arg-type]
-
-
 class Worker(Child):
     """A process that replays and reports on its own (one side of ``kafka-replay compare``)."""
 
@@ -117,7 +112,7 @@ class Worker(Child):
         """What it reported, or an error naming its exit and last output when it reported none."""
         report = self.report_dir / "report.json"
         if report.exists():
-            return [_outcome(run) for run in json.loads(report.read_text())["runs"]]
+            return [Outcome.from_json(run) for run in json.loads(report.read_text())["runs"]]
         raise self.failed(self.name)
 
 
@@ -150,7 +145,7 @@ class Lane(Child):
         assert self.outcome_path is not None and self.process is not None
         if self.outcome_path.exists():
             self.run = None
-            return _outcome(json.loads(self.outcome_path.read_text()))
+            return Outcome.from_json(json.loads(self.outcome_path.read_text()))
         if self.process.poll() is None:
             return None
         raise self.failed(name(self.run))

@@ -15,7 +15,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,17 +33,19 @@ from harness.checker import CheckResult, KafkaOutput, check_run
 from harness.cluster import Cluster
 from harness.cluster.errors import NotApplicable
 from harness.faults import holders
-from harness.history import LagSampler, OffsetsRecorder, RunHistory, read_stream
+from harness.history import LagSampler, OffsetsRecorder, RunHistory
 from harness.history.broker_log import group_events
 from harness.history.group import group_members, group_stable
 from harness.history.lag import commits_from_samples
+from harness.history.recorded import RecordedRun
 from harness.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
 from harness.interrupts import interrupted
+from harness.report.outcome import Outcome
 
 from .judge import judge
 from .model import Incident, Profile
-from .steps import Stage, StepFailed, run_steps, stop_background
-from .symptoms import Evidence, Value, measure
+from .steps import STEPS, Stage, StepFailed, run_steps, stop_background
+from .symptoms import Evidence, measure
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,6 +77,8 @@ class RunOptions:
     #: The longest to wait for open transactions before the check (default: as long as the
     #: app's transaction timeout lets one last; see ``settle_timeout_s``).
     settle_timeout_s: float | None = None
+    #: Every run setting as chosen (see :mod:`.settings`), recorded in ``run.json``.
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def apply(self, profile: Profile) -> Profile:
         """The profile with these settings over its own."""
@@ -85,65 +89,6 @@ class RunOptions:
             client={**profile.client, **self.client},
             broker={**profile.broker, **self.broker},
         )
-
-
-@dataclass
-class Outcome:
-    incident: str
-    profile: str
-    app: str
-    guarantee: str
-    verdict: str
-    passed: bool
-    reproduced: bool | None
-    anomalies: dict[str, int]
-    symptoms: dict[str, Value]
-    duration_s: float
-    run_dir: str
-    group_protocol: str = "classic"
-    check: str = "unknown"  # the checker's pass, fail or unknown for the guarantee
-    result: str = "not judged"  # reproduced, cured, vulnerable, guarantee broken, ...
-    reasons: list[str] = field(default_factory=list)
-    error: str | None = None
-    failed_stage: str | None = None  # start-up, steps, settling, checker, symptoms or judgement
-    #: For an instrumented app: the symptoms measured without its reports (they must agree).
-    symptoms_outside: dict[str, Value] | None = None
-    #: Seconds spent in each stage, in order: where a run's time went.
-    stage_s: dict[str, float] = field(default_factory=dict)
-    #: False when the cluster cannot give what the incident needs, or the incident does not
-    #: test a team's app's clients (``reasons`` says which).
-    applicable: bool = True
-    #: Broker settings the cluster could not take and the run went without, with their need.
-    settings_not_applied: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def gate(self) -> str:
-        """``pass``, ``FAIL``, or ``n/a`` for a run that does not apply to the cluster."""
-        if not self.applicable:
-            return "n/a"
-        return "pass" if self.passed else "FAIL"
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "gate": self.gate}
-
-    def explain(self) -> str:
-        said = {"n/a": "NOT APPLICABLE", "pass": "PASSED"}.get(self.gate, "FAILED")
-        lines = [
-            f"{self.incident} [{self.profile}] app {self.app}: "
-            f"{said} ({self.result}) in {self.duration_s:.0f}s",
-            f"  verdict {self.verdict} against declared {self.guarantee}: {self.check}",
-            f"  reproduced: {self.reproduced}",
-            "  symptoms: " + ", ".join(f"{k}={v}" for k, v in self.symptoms.items()),
-        ]
-        lines += [f"  - {reason}" for reason in self.reasons]
-        lines += [
-            f"  - went without broker setting {key} ({need})"
-            for key, need in self.settings_not_applied.items()
-        ]
-        if self.error:
-            lines.append(f"  error in {self.failed_stage}: {self.error}")
-        lines.append(f"  run directory: {self.run_dir}")
-        return "\n".join(lines)
 
 
 def client_config(profile: Profile, group_protocol: str | None) -> dict[str, Any]:
@@ -215,8 +160,9 @@ def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dic
     """
     where = cluster.label
     for step in incident.steps:
-        if step.do in cluster.steps_not_supported:
-            raise NotApplicable(f"step {step.do}: {cluster.steps_not_supported[step.do]}")
+        needs = STEPS[step.do].needs
+        if needs in cluster.lacks:
+            raise NotApplicable(f"step {step.do}: {cluster.lacks[needs]}")
     if cluster.takes_broker_settings:
         return {}
     needs = {key: incident.need(key) for key in profile.broker}
@@ -294,6 +240,8 @@ class _Run:
         self.topics: dict[str, str] = {}
         self.check_result: CheckResult | None = None
         self.side_effects: CheckResult | None = None
+        if options.settings:
+            history.write_meta(settings=dict(options.settings))
         self.outcome = Outcome(
             incident=incident.name,
             profile=profile_name,
@@ -417,9 +365,7 @@ class _Run:
         assert self.check_result is not None
         assert self.cluster is not None
         self._enter("symptoms")
-        evidence = _evidence(
-            self.history, self.cluster, self.topics, self.check_result, self.side_effects
-        )
+        evidence = _evidence(self.history, self.cluster, self.check_result, self.side_effects)
         symptoms = measure(evidence, self.incident.symptoms)
         self.outcome.symptoms = symptoms
         if evidence.app:  # what the same run shows without the app's own reports
@@ -442,6 +388,7 @@ class _Run:
         self.outcome.reproduced = judgement.reproduced
         self.outcome.result = judgement.result
         self.outcome.reasons += judgement.reasons
+        self.outcome.not_judged = judgement.not_judged
 
     def finish(self) -> None:
         """Keep the broker logs and the outcome, drop the run's topics; never raises."""
@@ -547,37 +494,15 @@ def _check(
 def _evidence(
     history: RunHistory,
     cluster: Cluster,
-    topics: dict[str, str],
     check: CheckResult,
     side_effects: CheckResult | None,
 ) -> Evidence:
-    """Everything the symptoms look at; the brokers' group events are kept as a stream too."""
+    """Everything the symptoms look at, read by the one reader of a run's history; the
+    brokers' group events are kept as a stream too."""
     logs = cluster.coordinator_logs()
     group = group_events(logs, history.meta()["group"]) if logs else None
     stream = history.stream("group")
     for event in group or []:
         stream.append(event)
-    return Evidence(
-        produce=history.read("produce"),
-        lifecycle=history.read("lifecycle"),
-        app=sorted(
-            (
-                e
-                for name in history.stream_names()
-                if name.startswith("app-")
-                for e in read_stream(history.stream_path(name))
-            ),
-            key=lambda e: e["ts"],
-        ),
-        offsets=history.read("offsets"),
-        lag=history.read("lag"),
-        steps=history.read("steps"),
-        check=check,
-        side_effects=side_effects,
-        input_topic=topics["input"],
-        client_config=history.meta().get("client_config", {}),
-        group=group,
-        deliveries=check.deliveries,
-        stable=history.read("stable"),
-        transactions=history.read("transactions"),
-    )
+    recorded = RecordedRun.read(history.root, outputs=False)  # the check's are in memory
+    return Evidence.of(recorded, check, side_effects, group)

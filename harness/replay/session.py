@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.checker.spark import check_master
-from harness.cluster import Cluster
-from harness.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool, ClusterSpec
+from harness.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool
+from harness.report.outcome import Outcome
 
 from .model import Incident
-from .runner import Outcome, RunOptions, run_incident
+from .runner import RunOptions, run_incident
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,6 +39,8 @@ class CatalogSession:
             work_dir / "kafka", bootstrap_servers, max_live=max_live_clusters, image=image
         )
         self._spark: SparkSession | None = None
+        #: The cluster of each run: one per distinct broker config (and brokers, proxies).
+        self.cluster_for = self.pool.cluster_for(kafka_version, backend)
 
     @property
     def spark(self) -> SparkSession:
@@ -48,16 +50,6 @@ class CatalogSession:
             self._spark = spark_session(self._spark_master, small_runs=True)
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
-
-    def cluster_for(
-        self, broker_config: Mapping[str, Any], brokers: int = 1, network_faults: bool = False
-    ) -> Cluster:
-        """The pool's cluster of ``brokers`` nodes with this broker config (and proxies)."""
-        spec = ClusterSpec.of(
-            self.kafka_version, brokers, broker_config, self.backend, network_faults
-        )
-        default = ClusterSpec.of(self.kafka_version, backend=self.backend)
-        return self.pool.get(spec, default=default, optional=True)
 
     def run(
         self,

@@ -23,6 +23,7 @@ from confluent_kafka import KafkaException
 
 from harness.apps import Supervisor
 from harness.cluster import Cluster
+from harness.cluster.capabilities import CAPABILITIES
 from harness.faults import (
     DIRECTIONS,
     FAULTS,
@@ -179,6 +180,8 @@ class StepKind:
     play: Play
     summary: str
     validate: Validator | None = None
+    #: What the cluster must be able to do (a name of :mod:`harness.cluster.capabilities`).
+    needs: str | None = None
 
 
 #: Every step a definition may use, by name, in the order they were registered.
@@ -186,13 +189,19 @@ STEPS: dict[str, StepKind] = {}
 
 
 def step_kind(
-    name: str, validate: Validator | None = None, **fields: Field
+    name: str, validate: Validator | None = None, needs: str | None = None, **fields: Field
 ) -> Callable[[Play], Play]:
-    """Register a step; its docstring's first line is its summary in the docs."""
+    """Register a step; its docstring's first line is its summary in the docs.
+
+    ``needs``: the capability a backend must have for the step (a backend that lacks it makes
+    the run not applicable, with the backend's reason).
+    """
+    if needs is not None and needs not in CAPABILITIES:
+        raise ValueError(f"step {name} needs {needs!r}, not one of {', '.join(CAPABILITIES)}")
 
     def register(play: Play) -> Play:
         summary = (play.__doc__ or "").strip().splitlines()[0]
-        STEPS[name] = StepKind(name, fields, play, summary, validate)
+        STEPS[name] = StepKind(name, fields, play, summary, validate, needs)
         return play
 
     return register
@@ -372,7 +381,12 @@ def _kill_at_random(stage: Stage, step: Step) -> dict[str, Any]:
     return {"sent": kill()}
 
 
-@step_kind("add_partitions", topic=Field(str, "input", TOPIC_ROLES), count=Field(int))
+@step_kind(
+    "add_partitions",
+    needs="create_partitions",
+    topic=Field(str, "input", TOPIC_ROLES),
+    count=Field(int),
+)
 def _add_partitions(stage: Stage, step: Step) -> dict[str, Any]:
     """Raise the topic's partition count."""
     add_partitions(stage.cluster, stage.topics[step["topic"]], step["count"])
@@ -454,6 +468,7 @@ def _spared(stage: Stage, step: Step) -> set[int]:
 @step_kind(
     "kill_broker",
     _sparing_target,
+    needs="restart_brokers",
     **BROKER_TARGET,
     **SPARING,
     timeout_s=Field((int, float), 60.0),
@@ -469,6 +484,7 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
 @step_kind(
     "restart_broker",
     _restart_target,
+    needs="restart_brokers",
     node=Field(int, None),
     timeout_s=Field((int, float), 120.0),
 )
@@ -481,6 +497,7 @@ def _restart_broker(stage: Stage, step: Step) -> dict[str, Any]:
 @step_kind(
     "pause_broker",
     _pause_target,
+    needs="pause_brokers",
     **BROKER_TARGET,
     **SPARING,
     seconds=Field((int, float)),
@@ -518,6 +535,7 @@ def _pause_broker(stage: Stage, step: Step) -> dict[str, Any]:
 @step_kind(
     "rolling_restart",
     _rolling,
+    needs="restart_brokers",
     between_s=Field((int, float), 0.0),
     timeout_s=Field((int, float), 120.0),
 )
@@ -609,6 +627,7 @@ def _network(stage: Stage, step: Step) -> dict[str, Any]:
 
 @step_kind(
     "abort_transactions",
+    needs="transaction_admin",
     topic=Field(str, "output", TOPIC_ROLES),
     idle_s=Field((int, float), 5.0),
     timeout_s=Field((int, float), 30.0),

@@ -19,13 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.history import derived
 from harness.history.broker_log import POLL_TIMEOUT
+from harness.history.recorded import RecordedRun
 from harness.history.stable_offsets import lso_stalls
+from harness.report.outcome import Value
 
 if TYPE_CHECKING:
     from harness.checker import CheckResult
-
-Value = float | int | bool | None
 PRODUCER_ID_ERRORS = frozenset(
     {"INVALID_PRODUCER_ID_MAPPING", "UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_EPOCH"}
 )
@@ -58,6 +59,37 @@ class Evidence:
     #: What the run found of open transactions before the check (the ``settled`` event).
     transactions: list[dict[str, Any]] = field(default_factory=list)
 
+    @classmethod
+    def of(
+        cls,
+        recorded: RecordedRun,
+        check: CheckResult,
+        side_effects: CheckResult | None = None,
+        group: list[dict[str, Any]] | None = None,
+    ) -> Evidence:
+        """The evidence of a run read by :class:`RecordedRun`, beside the checker's results
+        (held in memory) and the group's events (None: no broker logs to read them from)."""
+
+        def stream(name: str) -> list[dict[str, Any]]:
+            return recorded.stream(name) or []
+
+        return cls(
+            produce=stream("produce"),
+            lifecycle=stream("lifecycle"),
+            app=recorded.app or [],
+            offsets=stream("offsets"),
+            lag=stream("lag"),
+            steps=stream("steps"),
+            check=check,
+            side_effects=side_effects,
+            input_topic=recorded.input_topic or "",
+            client_config=recorded.meta.get("client_config", {}),
+            group=group,
+            deliveries=check.deliveries,
+            stable=stream("stable"),
+            transactions=stream("transactions"),
+        )
+
     def without_reports(self) -> Evidence:
         """The same run as an app that reports nothing would leave it."""
         return dataclasses.replace(self, app=[])
@@ -79,28 +111,19 @@ class Evidence:
     def consumed_spans(self) -> list[tuple[float, dict[str, Any]]]:
         """(time, span) for each batch the app took from an input partition.
 
-        From the app's ``consumed`` reports where it sends them; otherwise from the output: a
-        run of results of one input partition, consecutive in output time, is one span.
+        From the app's ``consumed`` reports where it sends them; otherwise from the output
+        (see :func:`harness.history.derived.consumed_spans`).
         """
-        if self.app:
-            return [
-                (e["ts"], span)
-                for e in self.app_events("consumed")
-                for span in e["partitions"]
-                if span["topic"] == self.input_topic
-            ]
-        return _spans_from_output(self.deliveries)
+        return derived.consumed_spans(self.app, self.deliveries, self.input_topic)
 
 
 Symptom = Callable[[Evidence], Value]
 SYMPTOMS: dict[str, Symptom] = {}
-DESCRIPTIONS: dict[str, str] = {}
 
 
 def symptom(function: Symptom) -> Symptom:
     """Register ``function`` under its name; its docstring's first line describes it."""
     SYMPTOMS[function.__name__] = function
-    DESCRIPTIONS[function.__name__] = (function.__doc__ or "").strip().splitlines()[0]
     return function
 
 
@@ -110,35 +133,6 @@ def measure(evidence: Evidence, names: tuple[str, ...]) -> dict[str, Value]:
 
 def _reported(evidence: Evidence) -> bool:
     return bool(evidence.app)
-
-
-#: Output results further apart than this (seconds) belong to different deliveries.
-ARRIVAL_GAP_S = 0.25
-
-
-def _spans_from_output(deliveries: list[dict[str, Any]]) -> list[tuple[float, dict[str, Any]]]:
-    """Batches as the output shows them, per input partition: results close in time form one
-    span; a result of an input delivered before, below where the span reached, or a long gap,
-    starts another. Results out of order within one millisecond are not mistaken for a jump.
-    """
-    spans: list[tuple[float, dict[str, Any]]] = []
-    open_spans: dict[int, tuple[float, dict[str, Any]]] = {}
-    seen: set[tuple[int, int]] = set()
-    for row in deliveries:
-        moment, partition, offset = row["out_ts_ms"] / 1000, row["in_partition"], row["in_offset"]
-        repeat = (partition, offset) in seen
-        seen.add((partition, offset))
-        current = open_spans.get(partition)
-        if current is not None and moment - current[0] <= ARRIVAL_GAP_S:
-            span = current[1]
-            if not (repeat and offset <= span["last"]):
-                span["first"], span["last"] = min(span["first"], offset), max(span["last"], offset)
-                open_spans[partition] = (moment, span)
-                continue
-        span = {"topic": "", "partition": partition, "first": offset, "last": offset}
-        spans.append((moment, span))
-        open_spans[partition] = (moment, span)
-    return spans
 
 
 def _unexplained_leaves(evidence: Evidence) -> list[dict[str, Any]]:

@@ -53,10 +53,6 @@ class ProduceStats:
     def records_per_s(self) -> float:
         return self.acked / self.seconds if self.seconds else 0.0
 
-    @property
-    def mb_per_s(self) -> float:
-        return self.bytes / 1e6 / self.seconds if self.seconds else 0.0
-
 
 class WorkloadProducer:
     """Sends a workload's records at its rate, honouring its pauses, and reports every ack."""

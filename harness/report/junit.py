@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from .runner import Outcome
+from .outcome import Outcome
 
 SUITE = "kafka-replay"
 

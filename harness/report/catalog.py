@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
-from .runner import Outcome
+from .outcome import Outcome, delivered, meaning, result_label
 
 
 def comparisons(outcomes: Sequence[Outcome]) -> dict[str, dict[str, float]]:
@@ -40,44 +40,6 @@ def report_json(outcomes: Sequence[Outcome], context: dict[str, Any]) -> dict[st
         "runs": [o.to_json() for o in outcomes],
         "remediated_over_vulnerable": comparisons(outcomes),
     }
-
-
-#: What each result says, for the lines under the summary table.
-MEANINGS = {
-    "reproduced (vulnerable)": "the reference app under the post's conditions showed every "
-    "symptom of the signature: the incident replays",
-    "cured (remediated)": "with the fix, the declared guarantee held and no symptom appeared",
-    "not reproduced": "a symptom of the post's failure did not appear: the incident did not replay",
-    "not cured": "with the fix, a symptom of the post's failure still appeared",
-    "vulnerable": "your app showed the incident's symptoms under its conditions",
-    "not vulnerable": "your app kept its guarantee and showed none of the incident's symptoms",
-    "guarantee held": "your app kept its declared guarantee under the fixed conditions",
-    "guarantee broken": "records were lost, or delivered more often than the app declares",
-    "guarantee not judged": "acknowledged records were still unprocessed, or their output "
-    "behind a transaction still open, when the run ended",
-    "conditions not met": "the run did not create the conditions the incident needs",
-    "not applicable": "the cluster cannot give what the incident needs, or the incident does "
-    "not test your app's clients (the reason says which); "
-    "neither a pass nor a failure",
-}
-
-
-def result_label(outcome: Outcome) -> str:
-    """The result as a person reads it: a reproduced item says it was the vulnerable setup."""
-    if outcome.result in ("reproduced", "cured"):
-        return f"{outcome.result} ({outcome.profile})"
-    return outcome.result
-
-
-def meaning(label: str) -> str:
-    if label.endswith(" failed"):
-        return "the run broke before it could be judged (see the error)"
-    return MEANINGS.get(label, "")
-
-
-def delivered(outcome: Outcome) -> str:
-    """What the checker measured (the app declares ``guarantee``)."""
-    return "not judged" if outcome.verdict == "unknown" else outcome.verdict
 
 
 def _symptoms_text(outcome: Outcome) -> str:
@@ -151,7 +113,8 @@ def write_report(directory: Path, outcomes: Sequence[Outcome], context: dict[str
     return path
 
 
-def summary_table(outcomes: Sequence[Outcome], title: str) -> Table:
+def summary_rich_table(outcomes: Sequence[Outcome], title: str) -> Table:
+    """The summary as a rich table, for the terminal."""
     table = Table(title=title)
     for column in SUMMARY_COLUMNS:
         table.add_column(column)

@@ -6,26 +6,29 @@ is on hover. Each run gets one figure of stacked panels on a shared clock (secon
 started): the incident's steps, lag and committed offset per partition, records per second,
 the records each output partition holds behind its last stable offset (its stalls shaded),
 what the app and the group did, and the hot partition's arrivals where there is one. The
-checker's examples are marked at the moment they happened and listed under the figure.
-Streams are read tolerantly: a panel whose stream was not recorded says so.
+checker's examples, and the commits it found going back, are marked at the moment they
+happened; the examples are listed under the figure. A run is read by
+:class:`~harness.history.recorded.RecordedRun`, tolerantly: a panel whose stream was not
+recorded says so. Panels are registered with ``@panel`` (:data:`PANELS`), so a new evidence
+stream adds one panel function.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history import read_stream
+from harness.history.derived import per_second, repeats
+from harness.history.recorded import RecordedRun
 from harness.history.stable_offsets import lso_stalls
 
-from .report import delivered, result_label
+from .outcome import Outcome, delivered, result_label
 
 REPORT_FILE = "report.html"
 #: Faint fills for the steps' bands, in turn, so that neighbouring steps stay apart.
@@ -39,88 +42,15 @@ STALL_FILL = "rgba(214,39,40,0.16)"  # a transaction left open: red, faint, so t
 Event = dict[str, Any]
 
 
-# --- what a run left behind -------------------------------------------------------------
-
-
-@dataclass
-class Recorded:
-    """One run's history as read from its directory; ``None`` means "not recorded"."""
-
-    run_dir: Path
-    meta: dict[str, Any]
-    streams: dict[str, list[Event] | None]
-    app: list[Event] | None  # every instance's reports, in time order
-    check: dict[str, Any] | None
-    deliveries: list[Event] | None
-    start: float
-    side_effects: dict[str, Any] | None = None  # the check of an app's side-effect topic
-
-    def checks(self) -> list[tuple[str, dict[str, Any], list[Event] | None]]:
-        """Each of the checker's results: (prefix of its names, result, the outputs it matched)."""
-        found = [("", self.check, self.deliveries), ("side effects: ", self.side_effects, None)]
-        return [(prefix, check, outputs) for prefix, check, outputs in found if check]
-
-    def stream(self, name: str) -> list[Event] | None:
-        return self.streams.get(name)
-
-    @property
-    def input_topic(self) -> str | None:
-        return (self.meta.get("topics") or {}).get("input")
-
-    def t(self, ts: float) -> float:
-        """Seconds since the run started: the clock every panel shares."""
-        return round(ts - self.start, 3)
-
-
-STREAMS = ("produce", "lifecycle", "offsets", "lag", "steps", "group", "stable", "transactions")
-
-
-def _jsonl(path: Path) -> list[Event] | None:
-    return read_stream(path) if path.exists() else None
-
-
-def _json(path: Path) -> dict[str, Any] | None:
-    try:
-        return dict(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def load(run_dir: Path) -> Recorded:
-    """Read every stream a run may have left; a missing file reads as not recorded."""
-    streams = {name: _jsonl(run_dir / "events" / f"{name}.jsonl") for name in STREAMS}
-    app_files = sorted((run_dir / "events").glob("app-*.jsonl"))
-    app = sorted((e for f in app_files for e in read_stream(f)), key=lambda e: e.get("ts", 0))
-    meta = _json(run_dir / "run.json") or {}
-    return Recorded(
-        run_dir, meta, streams, app if app_files else None, _json(run_dir / "check.json"),
-        _jsonl(run_dir / "deliveries.jsonl"), float(meta.get("started") or _first_ts(streams)),
-        _json(run_dir / "check-side-effects.json"),
-    )  # fmt: skip
-
-
-def _first_ts(streams: dict[str, list[Event] | None]) -> float:
-    """The run's start when run.json lacks it: its earliest event."""
-    times = [e["ts"] for events in streams.values() for e in events or [] if "ts" in e]
-    return min(times, default=0.0)
-
-
 # --- what the streams say (pure, tested on their own) --------------------------------------
 
 
-def regressions(commits: Iterable[Event]) -> list[Event]:
-    """Commits whose offset is below the partition's previous commit (offsets going back)."""
-    last: dict[int, int] = {}
-    found = []
-    for commit in commits:
-        partition, offset = commit["partition"], commit.get("offset")
-        if offset is None:
-            last.pop(partition, None)  # a tombstone: the next commit starts afresh
-            continue
-        if partition in last and offset < last[partition]:
-            found.append(commit)
-        last[partition] = offset
-    return found
+def offset_regressions(recorded: RecordedRun) -> list[Event]:
+    """The commits the checker found below their partition's previous one: every one, from
+    ``check.json`` (a check from before it carried them all: its examples)."""
+    anomalies = (recorded.check or {}).get("anomalies") or {}
+    found = anomalies.get("committed_offset_regression") or {}
+    return list(found.get("every", found.get("examples", [])))
 
 
 def tombstone_levels(entries: Iterable[Event]) -> list[tuple[Event, int]]:
@@ -136,52 +66,8 @@ def tombstone_levels(entries: Iterable[Event]) -> list[tuple[Event, int]]:
     return found
 
 
-def per_second(times: Iterable[float]) -> tuple[list[float], list[int]]:
-    """Counts per whole second, with the empty seconds between them."""
-    counts = Counter(int(t // 1) for t in times)
-    if not counts:
-        return [], []
-    seconds = list(range(min(counts), max(counts) + 1))
-    return [float(s) for s in seconds], [counts.get(s, 0) for s in seconds]
-
-
-def repeats(deliveries: Iterable[Event]) -> list[Event]:
-    """Every delivery of an input that had already been delivered (a duplicate's moment)."""
-    seen: set[str] = set()
-    found = []
-    for delivery in deliveries:
-        if delivery["event_id"] in seen:
-            found.append(delivery)
-        seen.add(delivery["event_id"])
-    return found
-
-
-def arrivals(recorded: Recorded, partition: int) -> list[tuple[float, int, int]]:
-    """(time, first, last offset) of each batch of ``partition`` the app took.
-
-    From the app's own ``consumed`` reports where it sent them, else from the output: results
-    of the partition close together in output time are one batch (as the symptoms read it).
-    """
-    consumed = [e for e in recorded.app or [] if e.get("kind") == "consumed"]
-    if consumed:
-        return [
-            (e["ts"], span["first"], span["last"])
-            for e in consumed
-            for span in e.get("partitions", [])
-            if span["partition"] == partition
-            and span.get("topic") in (None, "", recorded.input_topic)
-        ]
-    from .symptoms import _spans_from_output
-
-    return [
-        (ts, span["first"], span["last"])
-        for ts, span in _spans_from_output(recorded.deliveries or [])
-        if span["partition"] == partition
-    ]
-
-
 def input_times(
-    recorded: Recorded, partition: int, offset: int, outputs: list[Event] | None
+    recorded: RecordedRun, partition: int, offset: int, outputs: list[Event] | None
 ) -> list[float]:
     """When input ``partition@offset`` went through: from ``outputs``, else the app's reports."""
     if outputs:
@@ -190,7 +76,7 @@ def input_times(
             for d in outputs
             if d["in_partition"] == partition and d["in_offset"] == offset
         ]
-    return [ts for ts, first, last in arrivals(recorded, partition) if first <= offset <= last]
+    return [ts for ts, first, last in recorded.arrivals(partition) if first <= offset <= last]
 
 
 #: Where each kind of checker example is marked: the panel it belongs to.
@@ -202,7 +88,7 @@ EXAMPLE_PANEL = {
 
 
 def example_moments(
-    recorded: Recorded, kind: str, example: Event, outputs: list[Event] | None = None
+    recorded: RecordedRun, kind: str, example: Event, outputs: list[Event] | None = None
 ) -> list[float]:
     """When a checker example happened (Unix seconds); empty when the history cannot tell.
 
@@ -228,7 +114,7 @@ def example_moments(
     return []
 
 
-def _ack(recorded: Recorded, event_id: str | None) -> Event | None:
+def _ack(recorded: RecordedRun, event_id: str | None) -> Event | None:
     """The producer's acknowledgement of ``event_id``: where and when its input was written."""
     if event_id is None:
         return None
@@ -256,6 +142,22 @@ class Panel:
     note: str | None = None
     height: int = 170
     yaxis: dict[str, Any] = field(default_factory=dict)
+
+
+#: A run's entry in ``report.json``: its outcome as written.
+Run = dict[str, Any]
+#: A panel of a run's figure, from the run's history and its outcome (for a panel that depends
+#: on what was measured: the hot partition); None when the run holds nothing it shows, and
+#: the figure is drawn as it was before the panel existed.
+PanelFunction = Callable[[RecordedRun, Run], "Panel | None"]
+#: The figure's panels, top to bottom: a new evidence stream adds one ``@panel`` function.
+PANELS: list[PanelFunction] = []
+
+
+def panel(function: PanelFunction) -> PanelFunction:
+    """Register ``function`` as the figure's next panel (in the order this module defines)."""
+    PANELS.append(function)
+    return function
 
 
 def _hover(event: Event, skip: tuple[str, ...] = ("ts", "command", "kind")) -> str:
@@ -287,7 +189,8 @@ def _colour(partition: int) -> str:
     return PARTITION_COLOURS[partition % len(PARTITION_COLOURS)]
 
 
-def steps_panel(recorded: Recorded) -> Panel:
+@panel
+def steps_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     """The incident's steps as bars on the clock, named on the left, details on hover."""
     import plotly.graph_objects as go
 
@@ -310,7 +213,8 @@ def steps_panel(recorded: Recorded) -> Panel:
     return Panel("steps", [bar], height=40 + 17 * len(steps), yaxis=yaxis)
 
 
-def lag_panel(recorded: Recorded) -> Panel:
+@panel
+def lag_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     """Lag per partition, as an outside monitor sampled it."""
     import plotly.graph_objects as go
 
@@ -331,7 +235,8 @@ def lag_panel(recorded: Recorded) -> Panel:
     return Panel("lag per partition", traces)
 
 
-def offsets_panel(recorded: Recorded) -> Panel:
+@panel
+def offsets_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     """The group's committed offset per partition; commits that went back, and tombstones."""
     import plotly.graph_objects as go
 
@@ -353,10 +258,12 @@ def offsets_panel(recorded: Recorded) -> Panel:
         )
         for partition, points in sorted(commits.items())
     ]  # fmt: skip
-    back = regressions(e for e in entries if e.get("kind") in ("commit", "tombstone"))
+    back = [c for c in offset_regressions(recorded) if c.get("commit_ts_ms") is not None
+            and (topic is None or c.get("topic") in (None, topic))]  # fmt: skip
     if back:
-        points = [(recorded.t(c["ts"]), c["offset"], f"p{c['partition']}: committed "
-                   f"{c['offset']}, below the commit before it") for c in back]  # fmt: skip
+        points = [(recorded.t(c["commit_ts_ms"] / 1000), c["offset"], f"p{c['partition']}: "
+                   f"committed {c['offset']}, below the commit before it")
+                  for c in back]  # fmt: skip
         traces.append(_markers("offset went back", points, "x", "crimson", 12))
     tombstones = tombstone_levels(entries)
     if tombstones:
@@ -367,7 +274,8 @@ def offsets_panel(recorded: Recorded) -> Panel:
     return Panel("committed offset", traces, note)
 
 
-def records_panel(recorded: Recorded) -> Panel:
+@panel
+def records_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     """Inputs acknowledged and outputs delivered per second; duplicates and losses marked."""
     import plotly.graph_objects as go
 
@@ -405,7 +313,8 @@ def records_panel(recorded: Recorded) -> Panel:
 STABLE_TITLE = "output: records held behind the last stable offset"
 
 
-def stable_panel(recorded: Recorded) -> Panel | None:
+@panel
+def stable_panel(recorded: RecordedRun, run: Run | None = None) -> Panel | None:
     """Records each output partition holds past its last stable offset (``hw - lso``), each
     stall a band: a transaction left open stops read_committed readers (the checker) there.
 
@@ -439,7 +348,7 @@ def stable_panel(recorded: Recorded) -> Panel | None:
     return Panel(STABLE_TITLE, traces, yaxis={"rangemode": "tozero"})
 
 
-def _stall_band(recorded: Recorded, stall: Event, label: str, first: bool) -> Any:
+def _stall_band(recorded: RecordedRun, stall: Event, label: str, first: bool) -> Any:
     """A stall as a shaded rectangle, as high as the records it held; its hover says which
     partition, how long and how many (one legend entry for all of them)."""
     import plotly.graph_objects as go
@@ -457,7 +366,7 @@ def _stall_band(recorded: Recorded, stall: Event, label: str, first: bool) -> An
     )  # fmt: skip
 
 
-def held_at_check(recorded: Recorded) -> str | None:
+def held_at_check(recorded: RecordedRun) -> str | None:
     """The output partitions an open transaction still held when the checker read the output:
     the outputs behind it were neither delivered nor lost, so they were not judged."""
     settled = [e for e in recorded.stream("transactions") or [] if e.get("kind") == "settled"]
@@ -505,7 +414,8 @@ def app_kind(event: Event) -> str | None:
     return kind if kind in APP_STYLES else None
 
 
-def app_panel(recorded: Recorded) -> Panel:
+@panel
+def app_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     """The app's starts, exits, signals, restarts and crash loops, and what it reported."""
     lifecycle, reports = recorded.stream("lifecycle"), recorded.app or []
     if lifecycle is None:
@@ -540,7 +450,8 @@ GROUP_STYLES = {
 }
 
 
-def group_panel(recorded: Recorded) -> Panel:
+@panel
+def group_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     """Joins, leaves, removals (with their reason) and rebalances, from the broker logs."""
     events = recorded.stream("group")
     if events is None:
@@ -557,10 +468,17 @@ def group_panel(recorded: Recorded) -> Panel:
                  yaxis={"categoryorder": "array", "categoryarray": lines[::-1]})  # fmt: skip
 
 
-def hot_panel(recorded: Recorded, partition: int) -> Panel:
-    """The hot partition: how far it was produced, and each batch the app took from it."""
+@panel
+def hot_panel(recorded: RecordedRun, run: Run | None = None) -> Panel | None:
+    """The hot partition: how far it was produced, and each batch the app took from it.
+
+    None for a run whose symptoms name no hot partition.
+    """
     import plotly.graph_objects as go
 
+    partition = ((run or {}).get("symptoms") or {}).get("hot_partition")
+    if not isinstance(partition, int) or isinstance(partition, bool):
+        return None
     title = f"hot partition p{partition}"
     acks = [a for a in recorded.stream("produce") or [] if a.get("kind") == "ack"
             and a["partition"] == partition]  # fmt: skip
@@ -574,7 +492,7 @@ def hot_panel(recorded: Recorded, partition: int) -> Panel:
             x=[recorded.t(a["ts"]) for a in acks], y=ends, mode="lines", line={"shape": "hv",
             "color": "#7f7f7f"}, name="produced up to (end offset)",
         ))  # fmt: skip
-    batches = arrivals(recorded, partition)
+    batches = recorded.arrivals(partition)
     if batches:
         points = [(recorded.t(ts), last + 1, f"took offsets {first}-{last} "
                    f"({last - first + 1} records)") for ts, first, last in batches]  # fmt: skip
@@ -583,7 +501,7 @@ def hot_panel(recorded: Recorded, partition: int) -> Panel:
     return Panel(title, traces, note)
 
 
-def example_lines(recorded: Recorded) -> list[tuple[str, float | None, str]]:
+def example_lines(recorded: RecordedRun) -> list[tuple[str, float | None, str]]:
     """The checker's examples: (anomaly, moment in seconds or None, one line of text)."""
     found = []
     for prefix, check, outputs in recorded.checks():
@@ -598,7 +516,7 @@ def example_lines(recorded: Recorded) -> list[tuple[str, float | None, str]]:
     return found
 
 
-def _example_traces(recorded: Recorded, rows: dict[str, int]) -> list[tuple[int, Any]]:
+def _example_traces(recorded: RecordedRun, rows: dict[str, int]) -> list[tuple[int, Any]]:
     """A star per checker example, on the panel its kind belongs to, at its moment."""
     by_row: dict[tuple[int, str], list[tuple[float, Any, str]]] = defaultdict(list)
     for prefix, check, outputs in recorded.checks():
@@ -625,17 +543,12 @@ def _example_traces(recorded: Recorded, rows: dict[str, int]) -> list[tuple[int,
 # --- one run's figure ------------------------------------------------------------------
 
 
-def figure(recorded: Recorded, outcome: dict[str, Any]) -> Any:
+def figure(recorded: RecordedRun, outcome: dict[str, Any]) -> Any:
     """Every panel of a run stacked on one time axis, each with its legend on its right."""
     from plotly.subplots import make_subplots
 
-    found = [steps_panel(recorded), lag_panel(recorded), offsets_panel(recorded),
-             records_panel(recorded), stable_panel(recorded), app_panel(recorded),
-             group_panel(recorded)]  # fmt: skip
-    panels = [panel for panel in found if panel is not None]  # older runs: no stable offsets
-    hot = (outcome.get("symptoms") or {}).get("hot_partition")
-    if isinstance(hot, int) and not isinstance(hot, bool):
-        panels.append(hot_panel(recorded, hot))
+    found = (draw(recorded, outcome) for draw in PANELS)
+    panels = [panel for panel in found if panel is not None]  # e.g. older runs: no stable offsets
     rows = {panel.title: i for i, panel in enumerate(panels, start=1)}
     extra = _example_traces(recorded, rows)
     legend_rows = Counter(row for row, _ in extra)
@@ -698,7 +611,7 @@ def _legends(fig: Any, rows: int) -> None:
             trace.legend = name
 
 
-def _bands(fig: Any, recorded: Recorded) -> None:
+def _bands(fig: Any, recorded: RecordedRun) -> None:
     """The incident's steps as faint bands through every panel."""
     for i, step in enumerate(recorded.stream("steps") or []):
         begin, end = recorded.t(step["started"]), recorded.t(step["ended"])
@@ -711,14 +624,6 @@ def _bands(fig: Any, recorded: Recorded) -> None:
 # --- the page ----------------------------------------------------------------------------
 
 
-def _outcome(run: dict[str, Any]) -> Any:
-    """The run as an Outcome, ignoring keys this version does not know."""
-    from .runner import Outcome
-
-    known = {f.name for f in dataclasses.fields(Outcome)}
-    return Outcome(**{k: v for k, v in run.items() if k in known})
-
-
 def locate(report_dir: Path, run: dict[str, Any]) -> Path | None:
     """A run's directory: where report.json says, or under ``runs/`` when DIR was moved."""
     recorded = Path(run.get("run_dir") or "")
@@ -729,20 +634,21 @@ def locate(report_dir: Path, run: dict[str, Any]) -> Path | None:
 
 
 def _setup(report: dict[str, Any], run: dict[str, Any]) -> str:
-    """Kafka version, backend (reports before it was recorded lack it) and group protocol."""
+    """Kafka version (unless the backend runs another broker), backend and group protocol."""
     backend = report.get("backend") or ""
-    product = [] if backend.startswith("tansu") else [f"Kafka {report.get('kafka_version', '?')}"]
+    runs_kafka = report.get("runs_kafka", True)
+    product = [f"Kafka {report.get('kafka_version', '?')}"] if runs_kafka else []
     parts = [*product, backend, run.get("group_protocol", "classic")]
     return " · ".join(p for p in parts if p)
 
 
-def summary_table(report: dict[str, Any]) -> str:
+def summary_html_table(report: dict[str, Any]) -> str:
     """The summary: one row per run, each linking to the run's section."""
     head = ("incident", "profile", "Kafka · backend · protocol", "app",
             "verdict (declared)", "result", "reproduced", "gate", "duration")  # fmt: skip
     rows = []
     for i, run in enumerate(report.get("runs", [])):
-        outcome = _outcome(run)
+        outcome = Outcome.from_json(run)
         gate = outcome.gate
         reproduced = {True: "yes", False: "no"}.get(outcome.reproduced, "-")
         cells = [
@@ -765,7 +671,7 @@ def _css_class(gate: str) -> str:
 
 def _facts(run: dict[str, Any]) -> str:
     """A run's result, reasons, error and symptoms, above its timeline."""
-    outcome = _outcome(run)
+    outcome = Outcome.from_json(run)
     items = [f"<li>result: <b>{html.escape(result_label(outcome))}</b>; delivered "
              f"{html.escape(delivered(outcome))}, declared {html.escape(outcome.guarantee)}; "
              f"{outcome.gate}</li>"]  # fmt: skip
@@ -795,7 +701,7 @@ def _examples_html(lines: list[tuple[str, float | None, str]]) -> str:
 
 def run_section(report_dir: Path, index: int, run: dict[str, Any]) -> str:
     """One run: what it found, then its timeline and the checker's examples."""
-    outcome = _outcome(run)
+    outcome = Outcome.from_json(run)
     title = f"{outcome.incident} [{outcome.profile}]: {result_label(outcome)}"
     parts = [f'<section id="run-{index}"><h2>{html.escape(title)} <a class="top" '
              f'href="#top">top</a></h2>', _facts(run)]  # fmt: skip
@@ -806,7 +712,7 @@ def run_section(report_dir: Path, index: int, run: dict[str, Any]) -> str:
         return "".join(parts) + "</section>"
     parts.append(f"<p>history: <code>{html.escape(str(run_dir))}</code></p>")
     try:
-        recorded = load(run_dir)
+        recorded = RecordedRun.read(run_dir)
         held = held_at_check(recorded)
         if held:
             parts.append(f'<p class="na">{html.escape(held)}</p>')
@@ -849,7 +755,7 @@ def render(report_dir: Path) -> str:
         f"<script>{get_plotlyjs()}</script></head>\n"  # plotly.js once, for every figure
         f'<body><h1 id="top">Incident replay</h1><p>Generated '
         f"{html.escape(str(report.get('generated', '')))}. {verdict} Hover a marker for what "
-        f"it is; drag to zoom, double-click to zoom out.</p>\n{summary_table(report)}\n"
+        f"it is; drag to zoom, double-click to zoom out.</p>\n{summary_html_table(report)}\n"
         f"{sections}\n</body></html>\n"
     )
 

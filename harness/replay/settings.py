@@ -1,0 +1,274 @@
+"""Run settings: every option a run takes, declared once for every face of the harness.
+
+``kafka-replay run``, ``kafka-replay compare`` and the pytest plugin add their options from
+:data:`OPTIONS`; :class:`RunSettings` holds what was chosen, checks it, records it in every run
+directory, and turns back into ``kafka-replay run`` options for a child process (a lane of
+``--jobs``, one side of a comparison). So a lane, a compare side and a pytest item get the same
+settings by construction, and an option added with :func:`add_run_option` (by a plugin, say)
+appears in all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.apps.supervisor import RESTART_MODES, parse_restart
+from harness.checker.verdict import GUARANTEES
+from harness.cluster.backends import backend_argument, backends_help
+from harness.cluster.versions import DEFAULT_KAFKA_VERSION
+from harness.plugins import load_plugins
+
+from .model import GROUP_PROTOCOLS, PROFILES
+from .overrides import client_settings, parse_settings
+
+if TYPE_CHECKING:
+    import pytest
+
+    from .runner import RunOptions
+
+#: The faces an option may be offered on.
+RUN, COMPARE, PYTEST = "run", "compare", "pytest"
+EVERY_FACE = frozenset({RUN, COMPARE, PYTEST})
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run setting: its name (``kafka_version`` is ``--kafka-version``), help and checks."""
+
+    name: str
+    help: str | Callable[[], str]
+    type: Callable[[str], Any] = str
+    default: Any = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    #: Repeatable: its value is the list of every one given.
+    repeat: bool = False
+    #: Where it is offered: ``run``, ``compare``, ``pytest``.
+    faces: frozenset[str] = EVERY_FACE
+    #: Passed on to a child ``kafka-replay run`` (a lane, a compare side).
+    child: bool = True
+    #: Raises ValueError, naming the option and what is wrong, for a value that cannot be used.
+    check: Callable[[Any], None] | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def empty(self) -> Any:
+        return [] if self.repeat else self.default
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        """The keywords of ``add_argument`` (pytest's ``addoption`` takes the same)."""
+        kwargs: dict[str, Any] = {
+            "default": [] if self.repeat else self.default,
+            "help": self.help() if callable(self.help) else self.help,
+            "dest": self.name,
+        }
+        if self.repeat:
+            kwargs["action"] = "append"
+        if self.type is not str:
+            kwargs["type"] = self.type
+        for key in ("metavar", "choices"):
+            if getattr(self, key) is not None:
+                kwargs[key] = getattr(self, key)
+        return kwargs
+
+
+def _at_least(flag: str, least: float, unit: str = "") -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if value is not None and value < least:
+            raise ValueError(f"{flag} must be {least:g} or more{unit}, got {value}")
+
+    return check
+
+
+def _broker_settings(items: Sequence[str]) -> None:
+    from harness.cluster.broker_config import validate_overrides
+
+    validate_overrides(parse_settings(items, "--broker-config"))
+
+
+OPTIONS: dict[str, Option] = {}
+
+
+def add_run_option(option: Option) -> Option:
+    """Add a run setting to every face it names; a name taken already is refused."""
+    if option.name in OPTIONS:
+        raise ValueError(f"run option {option.flag} is declared twice")
+    OPTIONS[option.name] = option
+    return option
+
+
+for _option in (
+    Option("incidents", "a directory of your own incident definitions, beside the catalog and "
+           "those of [tool.kafka-replay] in pyproject.toml; repeatable", metavar="DIR",
+           repeat=True),
+    Option("profile", "only this profile (default: both)", choices=PROFILES,
+           faces=frozenset({RUN, COMPARE})),
+    Option("app", "your app instead of the reference app: a command line (placeholders like "
+           "{bootstrap} allowed) or module:function; the profile picks the conditions it runs "
+           "under"),
+    Option("output_id", "how to find the input's event_id in your app's output records: "
+           "module:function(record) -> event_id", metavar="MODULE:FUNCTION"),
+    Option("guarantee", "the delivery guarantee your app declares (default: each incident's)",
+           choices=GUARANTEES),
+    Option("group_protocol", "consumer group protocol the apps are told to use (default: "
+           "classic)", choices=GROUP_PROTOCOLS),
+    Option("restart", f"what happens when the app exits: {', '.join(RESTART_MODES)} (default: "
+           "each incident's, usually always)", metavar="POLICY", check=parse_restart),
+    Option("scale", "N times each incident's records (and their rates and waits) for a bigger "
+           "check", type=int, default=1, metavar="N", check=_at_least("--scale", 1)),
+    Option("client_library", "the client release the apps run with: confluent-kafka==VERSION "
+           "(Python apps; installed from PyPI once, cached; the harness keeps its own) or "
+           "kafka-clients==VERSION (the JVM reference apps)",
+           metavar="confluent-kafka==VERSION"),
+    Option("client_config", "a client setting (Apache Kafka's name) over every profile's "
+           "[client]; repeatable", metavar="KEY=VALUE", repeat=True, check=client_settings),
+    Option("broker_config", "a server.properties setting over every profile's [broker]; "
+           "repeatable", metavar="KEY=VALUE", repeat=True, check=_broker_settings),
+    Option("settle_timeout", "wait at most this long for open transactions on the output to "
+           "end before the check (default: the transaction.timeout.ms the incident gives the "
+           "app, 60 s if none, plus 15 s)", type=float, metavar="SECONDS",
+           check=_at_least("--settle-timeout", 0, " seconds")),
+    Option("kafka_version", "Apache Kafka release (default: $KAFKA_REPLAY_VERSION, else "
+           f"{DEFAULT_KAFKA_VERSION})", metavar="VERSION"),
+    Option("kafka_backend", backends_help, type=backend_argument, metavar="NAME"),
+    Option("kafka_image", "image for the container backend (default: a local "
+           "kafka-replay/kafka:<version>, else apache/kafka:<version>, else one built on this "
+           "machine)", metavar="IMAGE"),
+    Option("kafka_bootstrap", "an existing cluster instead of brokers the harness starts (an "
+           "incident that needs an essential broker setting, or more brokers, does not apply "
+           "there); only uniquely prefixed topics are created and deleted (under pytest, "
+           "default: $KAFKA_REPLAY_BOOTSTRAP)",
+           metavar="HOST:PORT"),
+    Option("spark_master", "where the checker's Spark runs (default: local[2])",
+           metavar="MASTER"),
+    Option("jobs", "replay up to N runs side by side in N lanes, processes that each replay "
+           "one run after another (default 1)", type=int, default=1, metavar="N",
+           faces=frozenset({RUN, COMPARE}), check=_at_least("--jobs", 1)),
+    Option("report", "write report.json, report.md, report.html and every run's history "
+           "here", type=Path, metavar="DIR", faces=frozenset({RUN}), child=False),
+    Option("junit", "write a JUnit XML file: one test case per incident and profile",
+           type=Path, metavar="FILE", faces=frozenset({RUN}), child=False),
+    Option("setup", "replay every incident item on this setup too, e.g. 'kafka=3.9.2' or "
+           "'protocol=consumer,client.max.poll.records=500' (keys as for kafka-replay compare, "
+           "but bootstrap); repeatable: one item per setup, its id naming it",
+           metavar="SETUP", repeat=True, faces=frozenset({PYTEST}), child=False),
+):  # fmt: skip
+    add_run_option(_option)
+
+
+def options(face: str | None = None) -> list[Option]:
+    """Every run option (a plugin's too), or those offered on ``face``."""
+    load_plugins()
+    return [o for o in OPTIONS.values() if face is None or face in o.faces]
+
+
+def add_to_parser(parser: argparse.ArgumentParser, face: str, only: Iterable[str] = ()) -> None:
+    """Add the options of ``face`` (or just those named in ``only``) to an argparse parser."""
+    wanted = set(only)
+    for option in options(face):
+        if not wanted or option.name in wanted:
+            parser.add_argument(option.flag, **option.argparse_kwargs())
+
+
+def add_to_pytest(group: pytest.OptionGroup) -> None:
+    for option in options(PYTEST):
+        group.addoption(option.flag, **option.argparse_kwargs())
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the person running the harness chose, by option name; checked when made."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, value in self.values.items():
+            option = OPTIONS.get(name)
+            if option is None:
+                raise ValueError(f"no run option {name!r}")
+            if option.check is not None and value not in (None, []):
+                option.check(value)  # its message names the option
+
+    def __getattr__(self, name: str) -> Any:
+        if name in OPTIONS:
+            return self.values.get(name, OPTIONS[name].empty)
+        raise AttributeError(name)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, face: str = RUN) -> RunSettings:
+        """From the arguments of ``face`` (options it does not offer keep their defaults)."""
+        return cls({o.name: getattr(args, o.name) for o in options(face)})
+
+    @classmethod
+    def from_pytest(cls, config: pytest.Config) -> RunSettings:
+        import pytest
+
+        try:
+            return cls({o.name: config.getoption(o.name) for o in options(PYTEST)})
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def replace(self, **values: Any) -> RunSettings:
+        return RunSettings({**self.values, **values})
+
+    def with_argv(self, argv: Sequence[str]) -> RunSettings:
+        """These settings with ``kafka-replay run`` options over them (a setup of ``compare``):
+        a repeatable option adds its items, any other replaces the value."""
+        parser = argparse.ArgumentParser(prog="setup", add_help=False, exit_on_error=False)
+        add_to_parser(parser, RUN)
+        try:
+            given = vars(parser.parse_args(list(argv)))
+        except argparse.ArgumentError as exc:
+            raise ValueError(str(exc)) from None
+        values = dict(self.values)
+        for option in options(RUN):
+            value = given[option.name]
+            if value == option.empty:
+                continue
+            values[option.name] = [*getattr(self, option.name), *value] if option.repeat else value
+        return RunSettings(values)
+
+    def argv(self) -> list[str]:
+        """The options a child ``kafka-replay run`` is given to get these settings."""
+        argv: list[str] = []
+        for option in options(RUN):
+            value = getattr(self, option.name)
+            if not option.child or value in (None, []) or value == option.default:
+                continue
+            for item in value if option.repeat else [value]:
+                argv += [option.flag, str(item)]
+        return argv
+
+    def to_json(self) -> dict[str, Any]:
+        """Every setting with its value, as recorded in each run's ``run.json``."""
+        return {o.name: _plain(getattr(self, o.name)) for o in options()}
+
+    def run_options(self) -> RunOptions:
+        """What one run of the engine takes from these settings."""
+        from .runner import RunOptions
+
+        return RunOptions(
+            app=self.app,
+            output_id=self.output_id,
+            guarantee=self.guarantee,
+            group_protocol=self.group_protocol,
+            restart=self.restart,
+            client_library=self.client_library,
+            client=client_settings(self.client_config),
+            broker=parse_settings(self.broker_config, "--broker-config"),
+            settle_timeout_s=self.settle_timeout,
+            settings=self.to_json(),
+        )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)

@@ -1,0 +1,11 @@
+"""The report side: the run record and everything that shows it, apart from the engine.
+
+- :mod:`.outcome`: the run record (:class:`~.outcome.Outcome`) and what it means in words;
+- :mod:`.catalog`: ``report.json``, ``report.md``, the terminal summary, GitHub's job summary;
+- :mod:`.html_report`: ``report.html``, every run's history on one time axis;
+- :mod:`.junit`: JUnit XML for CI; :mod:`.browser`: headless Chromium for ``report --png``.
+
+It reads runs through :mod:`harness.history` and imports nothing of the replay engine
+(``harness.replay``), so a report is written, or read back, without it. Nothing is imported
+here, so the record stays cheap to load.
+"""

@@ -1,0 +1,77 @@
+"""Run settings: declared once, parsed, checked, and handed to a child unchanged. Pure."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from harness.replay.settings import COMPARE, PYTEST, RUN, RunSettings, add_to_parser, options
+
+
+def parsed(argv: list[str], face: str = RUN) -> RunSettings:
+    parser = argparse.ArgumentParser()
+    add_to_parser(parser, face)
+    return RunSettings.from_args(parser.parse_args(argv), face)
+
+
+GIVEN = [
+    "--app", "python -m myapp", "--guarantee", "exactly-once", "--group-protocol", "consumer",
+    "--restart", "every:5", "--client-config", "max.poll.records=10", "--client-config",
+    "enable.auto.commit=false", "--broker-config", "group.initial.rebalance.delay.ms=0",
+    "--scale", "2", "--settle-timeout", "30", "--kafka-version", "3.9.2",
+    "--kafka-backend", "tansu", "--incidents", "team/incidents", "--jobs", "2",
+]  # fmt: skip
+
+
+def test_a_childs_argv_gives_the_child_the_same_settings() -> None:
+    settings = parsed(GIVEN)
+    assert settings.kafka_backend.startswith("tansu:")  # the release is chosen once, here
+    again = parsed(settings.argv())
+    assert again.to_json() == settings.to_json()
+
+
+def test_a_setup_adds_to_repeatable_settings_and_replaces_the_others() -> None:
+    settings = parsed(GIVEN).with_argv(
+        ["--kafka-version", "4.0.2", "--client-config", "max.poll.records=500"]
+    )
+    assert settings.kafka_version == "4.0.2"
+    assert settings.client_config[-1] == "max.poll.records=500"
+    assert settings.run_options().client["max.poll.records"] == 500
+    assert settings.app == "python -m myapp"
+
+
+def test_the_engines_options_come_from_the_settings() -> None:
+    run = parsed(GIVEN).run_options()
+    assert (run.app, run.guarantee, run.group_protocol, run.restart) == (
+        "python -m myapp", "exactly-once", "consumer", "every:5"
+    )  # fmt: skip
+    assert run.client == {"max.poll.records": 10, "enable.auto.commit": False}
+    assert run.broker == {"group.initial.rebalance.delay.ms": 0}
+    assert run.settle_timeout_s == 30.0
+    assert run.settings["scale"] == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scale", "0"], "--scale must be 1 or more, got 0"),
+        (["--settle-timeout", "-1"], "--settle-timeout must be 0 or more seconds, got -1.0"),
+        (["--jobs", "0"], "--jobs must be 1 or more, got 0"),
+        (["--restart", "sometimes"], "sometimes"),
+        (["--client-config", "max.poll.records"], "--client-config expects KEY=VALUE"),
+        (["--broker-config", "process.roles=controller"], "process.roles"),
+    ],
+)
+def test_a_bad_setting_is_refused_saying_why(argv: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parsed(argv)
+
+
+def test_each_face_offers_its_options() -> None:
+    names = {face: {o.name for o in options(face)} for face in (RUN, COMPARE, PYTEST)}
+    shared = {"app", "guarantee", "kafka_backend", "client_config", "settle_timeout"}
+    assert all(shared <= offered for offered in names.values())
+    assert "report" in names[RUN] and "report" not in names[COMPARE]
+    assert "setup" in names[PYTEST] and "setup" not in names[RUN]
+    assert "profile" not in names[PYTEST]  # pytest selects with -k

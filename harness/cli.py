@@ -28,8 +28,7 @@ from rich.logging import RichHandler
 from rich.markup import escape
 from rich.status import Status
 
-from harness.checker.formats import OUTPUT_FORMATS
-from harness.checker.verdict import GUARANTEES
+from harness.checker import GUARANTEES, OUTPUT_FORMATS
 from harness.cli_compare import add_compare_command
 from harness.cluster import ClusterError, choose_version
 from harness.cluster.backends import backend_class, backend_version, choose_backend, make_cluster

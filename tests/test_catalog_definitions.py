@@ -148,6 +148,18 @@ def test_your_app_sets_step_fields_and_the_signature_for_a_teams_app(tmp_path: P
     assert "inputs_lost" in incident.symptoms  # measured for every app
 
 
+def test_your_app_leaves_the_apps_producer_settings_to_the_app(tmp_path: Path) -> None:
+    text = VALID.replace(
+        'description = "v"\n', 'description = "v"\nclient = { "acks" = "1", "linger.ms" = 5 }\n'
+    )
+    text += YOUR_APP + 'without_client = ["acks"]\nproducer = { "acks" = "all" }\n'
+    incident = load_incident(write(tmp_path, text))
+    vulnerable = incident.for_your_app().profiles["vulnerable"]
+    assert vulnerable.client == {"linger.ms": 5}
+    assert vulnerable.producer["acks"] == "all"
+    assert incident.profiles["vulnerable"].client["acks"] == "1"  # the reference app's stay
+
+
 @pytest.mark.parametrize(
     ("extra", "field", "says"),
     [

@@ -40,3 +40,14 @@ def test_a_profiles_own_workloads_are_scaled_too() -> None:
     assert scaled["profiles"]["vulnerable"] == {}
     assert data["workloads"]["a"]["count"] == 20  # the original is left alone
     assert scale_definition(data, 1) is data
+
+
+def test_the_steps_a_teams_app_gets_are_scaled_like_the_others() -> None:
+    one = load_incident(Path("incidents/leader-loss-acks-one.toml")).for_your_app()
+    two = load_incident(Path("incidents/leader-loss-acks-one.toml"), scale=2).for_your_app()
+    drains = [
+        (a.options["budget_s"], b.options["budget_s"])
+        for a, b in zip(one.steps, two.steps, strict=True)
+        if a.do == "drain"
+    ]
+    assert drains and all(after == 2 * before for before, after in drains)

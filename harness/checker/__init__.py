@@ -3,8 +3,8 @@
 It depends only on the run history's format (docs/history.md) and on Kafka, read through
 Spark's own Kafka source.
 
-Names are imported on first use, so a light part of this package (its constants) never
-pays for the heavy ones (Spark, testcontainers).
+Names are imported on first use, so the light part of this package (the constants a command
+line needs: ``GUARANTEES``, ``OUTPUT_FORMATS``) never pays for the heavy ones (Spark).
 """
 
 from __future__ import annotations
@@ -12,8 +12,12 @@ from __future__ import annotations
 from harness.lazy import lazy_exports
 
 # Light, and named like their module: imported now, so the submodule cannot shadow them.
+from .verdict import GUARANTEES as GUARANTEES
 from .verdict import judge as judge
 from .verdict import verdict as verdict
+
+#: The file formats an app's output may be checked in (``FileOutput``).
+OUTPUT_FORMATS = ("json", "parquet")
 
 _EXPORTS = {
     "ANOMALIES": ".analysis",
@@ -27,6 +31,6 @@ _EXPORTS = {
     "check_run": ".check",
     "spark_session": ".spark",
 }
-__all__ = sorted([*_EXPORTS, "judge", "verdict"])
+__all__ = sorted([*_EXPORTS, "GUARANTEES", "OUTPUT_FORMATS", "judge", "verdict"])
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -34,7 +34,7 @@ class FileOutput:
     """Output the app wrote as files with an ``event_id`` column (JSON lines or Parquet)."""
 
     path: str
-    file_format: str = "json"  # one of formats.OUTPUT_FORMATS
+    file_format: str = "json"  # one of harness.checker.OUTPUT_FORMATS
 
 
 @dataclass(frozen=True)

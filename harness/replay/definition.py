@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.apps.client_config import check_client_config
 from harness.apps.supervisor import RESTART_MODES, parse_restart
-from harness.checker.verdict import GUARANTEES
+from harness.checker import GUARANTEES
 from harness.workload import GENERATORS, Workload
 
 from .model import (

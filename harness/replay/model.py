@@ -179,15 +179,26 @@ class Incident:
         return self.broker_needs.get(setting, UNEXPLAINED)
 
     def for_your_app(self) -> Incident:
-        """The incident as it tests a team's app: ``[your_app]``'s steps and signature."""
+        """The incident as it tests a team's app (``--app``): ``[your_app]``'s steps, signature
+        and brokers; its profiles without the client settings the app's own producer decides,
+        and with the workload producer's own settings."""
         mine = self.your_app
         if mine is None:
             return self
+        profiles = {
+            name: replace(
+                profile,
+                client={k: v for k, v in profile.client.items() if k not in mine.without_client},
+                producer={**profile.producer, **mine.producer},
+            )
+            for name, profile in self.profiles.items()
+        }
         return replace(
             self,
             steps=mine.steps or self.steps,
             signature=mine.signature or self.signature,
             brokers=mine.brokers or self.brokers,
+            profiles=profiles,
         )
 
     @property

@@ -106,19 +106,6 @@ def client_config(profile: Profile, group_protocol: str | None) -> dict[str, Any
     return config
 
 
-def for_app(incident: Incident, profile: Profile, options: RunOptions) -> Profile:
-    """The profile as a team's app (``--app``) meets it: ``[your_app]`` leaves out the client
-    settings the app's own producer decides, and may set the workload producer's own."""
-    mine = incident.your_app
-    if not options.app or mine is None:
-        return profile
-    return replace(
-        profile,
-        client={k: v for k, v in profile.client.items() if k not in mine.without_client},
-        producer={**profile.producer, **mine.producer},
-    )
-
-
 def app_command(
     incident: Incident, profile: Profile, options: RunOptions, topics: Mapping[str, str]
 ) -> AppSpec:
@@ -231,7 +218,7 @@ class _Run:
     ) -> None:
         self.options, self.history = options, history
         self.incident = incident.for_your_app() if options.app else incident
-        self.profile = options.apply(for_app(incident, incident.profiles[profile_name], options))
+        self.profile = options.apply(self.incident.profiles[profile_name])
         self.progress = progress
         self.guarantee = options.guarantee or incident.guarantee
         self.started = self.stage_started = time.monotonic()

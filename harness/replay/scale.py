@@ -2,8 +2,8 @@
 
 Scaling works on the definition's own tables before they are checked: every workload's record
 counts and rate (so the stream lasts as long as before), and the steps that wait for records
-(``count``, ``timeout_s``, ``budget_s``), are multiplied; faults, idle periods and the broker
-and client settings stay as they are.
+(``count``, ``timeout_s``, ``budget_s``, also where ``[your_app.steps]`` sets them anew), are
+multiplied; faults, idle periods and the broker and client settings stay as they are.
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ def scale_definition(data: dict[str, Any], factor: int) -> dict[str, Any]:
         return data
     scaled = dict(data)
     scaled["workloads"] = _scaled_workloads(data.get("workloads"), factor)
-    scaled["steps"] = [
-        {k: _times(v, factor) if k in STEP_KEYS else v for k, v in step.items()}
-        if isinstance(step, dict)
-        else step
-        for step in data.get("steps", [])
-    ]
+    scaled["steps"] = [_scaled_step(step, factor) for step in data.get("steps", [])]
+    mine = data.get("your_app")
+    if isinstance(mine, dict) and isinstance(mine.get("steps"), dict):
+        steps = {do: _scaled_step(fields, factor) for do, fields in mine["steps"].items()}
+        scaled["your_app"] = {**mine, "steps": steps}
     profiles = data.get("profiles")
     if isinstance(profiles, dict):
         scaled["profiles"] = {
@@ -39,6 +38,14 @@ def scale_definition(data: dict[str, Any], factor: int) -> dict[str, Any]:
     if scaled["workloads"] is None:
         del scaled["workloads"]
     return scaled
+
+
+def _scaled_step(step: Any, factor: int) -> Any:
+    """A step's table (or ``[your_app.steps]``' fields for one) with its waits for records
+    multiplied."""
+    if not isinstance(step, dict):
+        return step
+    return {k: _times(v, factor) if k in STEP_KEYS else v for k, v in step.items()}
 
 
 def _scaled_workloads(workloads: Any, factor: int) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.apps.supervisor import RESTART_MODES, parse_restart
-from harness.checker.verdict import GUARANTEES
+from harness.checker import GUARANTEES
 from harness.cluster.backends import backend_argument, backends_help
 from harness.cluster.versions import DEFAULT_KAFKA_VERSION
 from harness.plugins import load_plugins

@@ -215,7 +215,7 @@ def test_the_same_service_with_a_weak_producer_of_its_own_is_found_vulnerable(
     assert outcome.symptoms[symptom] >= 1
 
 
-def test_an_incident_that_tests_none_of_an_apps_clients_does_not_apply_to_it(
+def test_a_replay_that_tests_none_of_an_apps_clients_does_not_apply_to_it(
     tmp_path: Path,
 ) -> None:
     from harness.replay.catalog import catalog_dir

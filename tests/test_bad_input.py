@@ -93,7 +93,7 @@ ROWS = {
         ["profiles.vulnerable.workloads.w.generator: unknown generator",
          "known: student_onboarding, quiet_events"],
     ),
-    "unknown-incident": (None, ["run", "no-such-incident"], ["no incident named"]),
+    "unknown-name": (None, ["run", "no-such-incident"], ["no incident named"]),
     "unknown-kafka-version": (
         None, ["run", "zombie-commit", "--kafka-version", "9.9.9"],
         ["Kafka 9.9.9 could not be fetched from Maven Central", "--kafka-version",

@@ -331,7 +331,7 @@ def test_a_definition_asks_for_a_cluster_size(tmp_path: Path) -> None:
         (
             'do = "pause_broker"\ntopic = "side_effects"\nseconds = 2',
             "steps[3].topic",
-            "the incident has no side_effects topic; allowed: input, output",
+            "has no side_effects topic; allowed: input, output",
         ),
         ('do = "pause_broker"\nseconds = 0', "steps[3].seconds", "must be more than 0, got 0"),
         (

@@ -191,7 +191,7 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
-def test_incidents_side_by_side_report_like_one_after_the_other(tmp_path: Path) -> None:
+def test_runs_side_by_side_report_like_one_after_the_other(tmp_path: Path) -> None:
     result = subprocess.run(
         kafka_replay(
             "run", "zombie-commit", "deal-flood", "--profile", "remediated", "--jobs", "2",
@@ -220,7 +220,7 @@ def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:
         run_side_by_side(["no-such-incident", "nor-this-one"], [], ["vulnerable"], 2, tmp_path)
 
 
-def test_the_longest_incidents_start_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_longest_runs_start_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.replay.parallel import longest_first, remember_durations
     from harness.report.outcome import Outcome
 

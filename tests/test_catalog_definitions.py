@@ -219,7 +219,7 @@ def test_broker_needs_say_why_each_setting_is_there(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("needs", "field", "says"),
     [
-        ('"c.d" = "time: x"', "broker_needs.c.d", "is not a broker setting of this incident"),
+        ('"c.d" = "time: x"', "broker_needs.c.d", "is not a broker setting of this"),
         ('"x.y" = "vital: x"', "broker_needs.x.y", "KIND one of essential, time, limit"),
         ('"x.y" = "limit:"', "broker_needs.x.y", "'KIND: why"),
         ('"x.y" = 3', "broker_needs.x.y", "'KIND: why"),

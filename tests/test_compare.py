@@ -70,7 +70,7 @@ def test_the_reverse_is_an_improvement() -> None:
     assert set(kinds(before, run())) == {"improvement"}
 
 
-def test_a_reference_incident_that_stops_replaying_is_an_improvement_not_a_failure() -> None:
+def test_a_reference_replay_that_stops_reproducing_is_an_improvement_not_a_failure() -> None:
     before = run("vulnerable", reproduced=True, result="reproduced")
     after = run("vulnerable", reproduced=False, passed=False, result="not reproduced")
     assert kinds(before, after) == ["improvement"]

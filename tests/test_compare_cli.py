@@ -84,7 +84,7 @@ def pytest_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_setups_multiply_the_incident_items_and_name_them(tmp_path: Path) -> None:
+def test_setups_multiply_the_catalog_items_and_name_them(tmp_path: Path) -> None:
     result = pytest_in(
         tmp_path, "--collect-only", "-q", "--setup", "kafka=3.9.2",
         "--setup", "kafka=4.4.0 protocol=consumer", "-k", "incident and 3.9.2",

@@ -26,7 +26,7 @@ Replay = Callable[..., Outcome]
         ("crash-restart-eos", "remediated", "cured"),
     ],
 )
-def test_a_jvm_reference_app_replays_its_incident(
+def test_a_jvm_reference_app_replays_its_post(
     replay_incident: Replay, incident: str, profile: str, result: str
 ) -> None:
     outcome = replay_incident(incident, profile, client_library=CLIENT)

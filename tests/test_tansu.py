@@ -148,7 +148,7 @@ def replay_on_tansu(
         ("leader-loss-acks-one", "3 brokers"),
     ],
 )
-def test_an_incident_tansu_cannot_give_does_not_apply(
+def test_a_replay_tansu_cannot_host_does_not_apply(
     tansu_pool: ClusterPool, tmp_path: Path, name: str, why: str
 ) -> None:
     outcome = replay_on_tansu(tansu_pool, None, name, "vulnerable", tmp_path)

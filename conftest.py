@@ -4,4 +4,4 @@ When it is installed, the ``pytest11`` entry point has already registered the pl
 the same name and this line is a no-op.
 """
 
-pytest_plugins = ["harness.pytest_plugin"]
+pytest_plugins = ["kafka_replay.pytest_plugin"]

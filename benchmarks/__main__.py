@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
-    for noisy in ("harness.librdkafka", "harness.workload"):  # routine client retries
+    for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries
         logging.getLogger(noisy).setLevel(logging.ERROR)
     names, args.incidents = list(args.names), []
     if "stability" in names:  # the names after it are incidents

@@ -19,12 +19,11 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import Producer
-
-from harness.cluster import BrokerNode, EmbeddedCluster, choose_version
-from harness.cluster.artifacts import kafka_classpath
-from harness.cluster.backends import make_cluster
-from harness.cluster.broker_config import NodeAddress, node_properties
-from harness.cluster.images import (
+from kafka_replay.cluster import BrokerNode, EmbeddedCluster, choose_version
+from kafka_replay.cluster.artifacts import kafka_classpath
+from kafka_replay.cluster.backends import make_cluster
+from kafka_replay.cluster.broker_config import NodeAddress, node_properties
+from kafka_replay.cluster.images import (
     DEBIAN_IMAGE,
     JAVA_IMAGE,
     DockerUnavailable,
@@ -33,9 +32,9 @@ from harness.cluster.images import (
     image_exists,
     local_image,
 )
-from harness.cluster.nodes import NodeCluster
-from harness.cluster.paths import cache_root
-from harness.cluster.storage_template import template_key
+from kafka_replay.cluster.nodes import NodeCluster
+from kafka_replay.cluster.paths import cache_root
+from kafka_replay.cluster.storage_template import template_key
 
 
 def peak_rss_mib(pid: int) -> float:

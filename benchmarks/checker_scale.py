@@ -131,9 +131,9 @@ def generate(spark, root: Path, inputs: int) -> dict[str, int]:
 
 
 def spark_check(spark, root: Path) -> dict[str, int]:
-    from harness.checker import analyse
-    from harness.checker.check import history_inputs
-    from harness.checker.sources import LOG_SCHEMA, OUTPUT_SCHEMA
+    from kafka_replay.checker import analyse
+    from kafka_replay.checker.check import history_inputs
+    from kafka_replay.checker.sources import LOG_SCHEMA, OUTPUT_SCHEMA
 
     committed = spark.read.schema(OUTPUT_SCHEMA).json(str(root / "output"))
     log = spark.read.schema(LOG_SCHEMA).json(str(root / "log"))
@@ -271,7 +271,7 @@ def _python_peak_mib() -> float:
 
 
 def run(args: argparse.Namespace) -> None:
-    from harness.checker import spark_session  # here: the single-process child needs no Spark
+    from kafka_replay.checker import spark_session  # here: the single-process child needs no Spark
 
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(SIZES)
     spark = spark_session()

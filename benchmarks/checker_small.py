@@ -3,7 +3,7 @@
 An incident's run holds a few thousand records, and every query of the checker has a fixed
 cost before it reads any: Spark generates Java code for it and compiles it. Below
 ``SMALL_HISTORY_BYTES`` of history the checker runs interpreted instead
-(:func:`harness.checker.spark.fit_to_history`). This generates runs of 1,200 and 6,000 inputs
+(:func:`kafka_replay.checker.spark.fit_to_history`). This generates runs of 1,200 and 6,000 inputs
 (the sizes of the catalog's runs) the way ``checker-scale`` does, then checks each one
 ``--runs`` times in one Spark session, the two modes taking turns after one unmeasured check
 each, and reports the median wall and CPU seconds of each mode and their ratio.
@@ -24,8 +24,8 @@ SIZES = (1_200, 6_000)
 
 
 def run(args: argparse.Namespace) -> None:
-    from harness.checker import spark_session
-    from harness.checker.spark import SMALL_HISTORY_BYTES, fit_to_history
+    from kafka_replay.checker import spark_session
+    from kafka_replay.checker.spark import SMALL_HISTORY_BYTES, fit_to_history
 
     modes = {"interpreted": 0, "compiled": SMALL_HISTORY_BYTES + 1}  # history bytes to fit to
     spark = spark_session()

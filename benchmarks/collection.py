@@ -8,7 +8,7 @@ this interpreter (the venv the package is installed in) runs
     python -m pytest --collect-only -q -p no:cacheprovider
 
 with the plugin (it loads through its ``pytest11`` entry point) and with
-``-p no:harness.pytest_plugin``, alternately, after one warm-up run of each. Reported: the
+``-p no:kafka_replay.pytest_plugin``, alternately, after one warm-up run of each. Reported: the
 median wall time of each, their ratio, and whether importing the plugin imports ``pyspark``.
 """
 
@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 COMMAND = ("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider")
-WITHOUT_PLUGIN = ("-p", "no:harness.pytest_plugin")
-PYSPARK_CHECK = "import harness.pytest_plugin, sys; print('pyspark' in sys.modules)"
+WITHOUT_PLUGIN = ("-p", "no:kafka_replay.pytest_plugin")
+PYSPARK_CHECK = "import kafka_replay.pytest_plugin, sys; print('pyspark' in sys.modules)"
 
 
 def make_project(root: Path) -> Path:
@@ -97,4 +97,4 @@ def run(args: argparse.Namespace) -> None:
         f"  with / without, median: {with_plugin / without:.2f}"
         f" (+{(with_plugin - without) * 1000:.0f} ms)"
     )
-    print(f"  importing harness.pytest_plugin imports pyspark: {'yes' if pyspark else 'no'}")
+    print(f"  importing kafka_replay.pytest_plugin imports pyspark: {'yes' if pyspark else 'no'}")

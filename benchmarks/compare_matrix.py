@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> None:
         root = Path(scratch)
         (root / "matrix.toml").write_text(MATRIX)
         command = [
-            sys.executable, "-m", "harness.cli", "compare", "--matrix", str(root / "matrix.toml"),
+            sys.executable, "-m", "kafka_replay.cli", "compare",
+            "--matrix", str(root / "matrix.toml"),
             "--jobs", str(args.jobs), "--report", str(root / "out"),
         ]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)

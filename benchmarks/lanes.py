@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.replay.parallel import RUNS_PER_LANE_ENV
+from kafka_replay.replay.parallel import RUNS_PER_LANE_ENV
 
 MODES = {"a process per run": "1", "a lane per job": ""}
 TIMEOUT_S = 3600
@@ -30,7 +30,7 @@ def catalog(jobs: int, runs_per_lane: str) -> dict[str, float]:
     """One ``kafka-replay run --all --jobs J``: its wall time and what its report says."""
     with tempfile.TemporaryDirectory(prefix="bench-lanes-") as scratch:
         report = Path(scratch) / "out"
-        command = [sys.executable, "-m", "harness.cli", "run", "--all", "--jobs", str(jobs),
+        command = [sys.executable, "-m", "kafka_replay.cli", "run", "--all", "--jobs", str(jobs),
                    "--report", str(report)]  # fmt: skip
         env = {**os.environ, RUNS_PER_LANE_ENV: runs_per_lane}
         started = time.monotonic()

@@ -29,17 +29,17 @@ from pathlib import Path
 import psutil
 
 TRIALS = {
-    "kafka-replay run": ["-m", "harness.cli", "run", "zombie-commit"],
+    "kafka-replay run": ["-m", "kafka_replay.cli", "run", "zombie-commit"],
     "kafka-replay run --jobs 2": [
-        "-m", "harness.cli", "run", "zombie-commit", "deal-flood", "--jobs", "2",
+        "-m", "kafka_replay.cli", "run", "zombie-commit", "deal-flood", "--jobs", "2",
     ],
     "pytest": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "zombie-commit", "incidents"],
 }  # fmt: skip
 KINDS = {
     "broker": ("kafka.Kafka", "kafka-server-start", "org.apache.kafka"),
     "spark": ("org.apache.spark",),
-    "app": ("incidents.apps", "tests.apps"),
-    "worker": ("harness.cli",),
+    "app": ("kafka_replay_incidents.apps", "tests.apps"),
+    "worker": ("kafka_replay.cli",),
 }
 DELAY_S = (2.0, 75.0)  # up to the checker stage of the runs
 SETTLE_S = 5.0
@@ -110,7 +110,8 @@ def trial(
     time.sleep(SETTLE_S)  # what dies with its parent has died by now
     at_kill = _left(seen, ports, tmp, registry)
     subprocess.run(
-        [sys.executable, "-c", "from harness.cluster.reaper import reap_orphans; reap_orphans()"],
+        [sys.executable, "-c",
+         "from kafka_replay.cluster.reaper import reap_orphans; reap_orphans()"],
         env=env, check=True,
     )  # fmt: skip
     time.sleep(SETTLE_S)

@@ -22,11 +22,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.cluster import EmbeddedCluster, choose_version
-from harness.cluster.artifacts import LOG4J_VERSION, Artifact, resolve_classpath
-from harness.cluster.jvm import find_java
-from harness.history import RunHistory
-from harness.workload import WorkloadProducer, deal_flood, quiet_events
+from kafka_replay.cluster import EmbeddedCluster, choose_version
+from kafka_replay.cluster.artifacts import LOG4J_VERSION, Artifact, resolve_classpath
+from kafka_replay.cluster.jvm import find_java
+from kafka_replay.history import RunHistory
+from kafka_replay.workload import WorkloadProducer, deal_flood, quiet_events
 
 CASES = {  # name: (record bytes, records per run)
     "1KB": (1_000, 50_000),

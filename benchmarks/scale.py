@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> None:
 
 def scaled_incident(report_dir: Path) -> None:
     command = [
-        sys.executable, "-m", "harness.cli", "run", INCIDENT, "--scale", str(FACTOR),
+        sys.executable, "-m", "kafka_replay.cli", "run", INCIDENT, "--scale", str(FACTOR),
         "--report", str(report_dir),
     ]  # fmt: skip
     started = time.monotonic()
@@ -79,7 +79,7 @@ def _problems(case: ET.Element) -> int:
 def catalog_under_pytest(junit: Path) -> None:
     command = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
-        "--pyargs", "incidents", "-k", "incident", f"--junitxml={junit}",
+        "--pyargs", "kafka_replay_incidents", "-k", "incident", f"--junitxml={junit}",
     ]  # fmt: skip
     started = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)

@@ -23,8 +23,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.replay.catalog import incident_directories, load_incidents
-from harness.replay.model import Condition
+from kafka_replay.replay.catalog import incident_directories, load_incidents
+from kafka_replay.replay.model import Condition
 
 
 def margin(condition: Condition, values: list[Any], must_hold: bool) -> str:
@@ -43,7 +43,7 @@ def _round(names: list[str], jobs: int, report: Path) -> tuple[list[dict[str, An
     target = names or ["--all"]
     started = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", *target, "--jobs", str(jobs),
+        [sys.executable, "-m", "kafka_replay.cli", "run", *target, "--jobs", str(jobs),
          "--report", str(report)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -23,26 +23,30 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from kafka_replay.checker import GUARANTEES, OUTPUT_FORMATS
+from kafka_replay.cli_compare import add_compare_command
+from kafka_replay.cluster import ClusterError, choose_version
+from kafka_replay.cluster.backends import (
+    backend_class,
+    backend_version,
+    choose_backend,
+    make_cluster,
+)
+from kafka_replay.cluster.images import build_kafka_image
+from kafka_replay.cluster.nodes import NodeCluster
+from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
+from kafka_replay.history.store import EventStream
+from kafka_replay.interrupts import interrupted
+from kafka_replay.replay.model import PROFILES
+from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 from rich.status import Status
 
-from harness.checker import GUARANTEES, OUTPUT_FORMATS
-from harness.cli_compare import add_compare_command
-from harness.cluster import ClusterError, choose_version
-from harness.cluster.backends import backend_class, backend_version, choose_backend, make_cluster
-from harness.cluster.images import build_kafka_image
-from harness.cluster.nodes import NodeCluster
-from harness.cluster.versions import DEFAULT_KAFKA_VERSION
-from harness.history.store import EventStream
-from harness.interrupts import interrupted
-from harness.replay.model import PROFILES
-from harness.replay.settings import RUN, RunSettings, add_to_parser
-
 if TYPE_CHECKING:
-    from harness.replay.model import Incident
-    from harness.report.outcome import Outcome
+    from kafka_replay.replay.model import Incident
+    from kafka_replay.report.outcome import Outcome
 
 console = Console(stderr=True)
 #: Clusters a lane of ``--jobs`` keeps: one (a run with another broker config starts its own in
@@ -131,10 +135,10 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from harness.apps.correlation import load_extractor
-    from harness.checker import FileOutput, JdbcOutput, KafkaOutput, check_run, spark_session
-    from harness.checker.check import history_bytes
-    from harness.checker.spark import SMALL_HISTORY_BYTES, jdbc_driver_class, maven_jars
+    from kafka_replay.apps.correlation import load_extractor
+    from kafka_replay.checker import FileOutput, JdbcOutput, KafkaOutput, check_run, spark_session
+    from kafka_replay.checker.check import history_bytes
+    from kafka_replay.checker.spark import SMALL_HISTORY_BYTES, jdbc_driver_class, maven_jars
 
     if args.output_topic:
         if not args.kafka_bootstrap:
@@ -246,14 +250,14 @@ def _add_incidents_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _incidents(args: argparse.Namespace) -> dict[str, Incident]:
-    from harness.replay.catalog import incident_directories, load_incidents
+    from kafka_replay.replay.catalog import incident_directories, load_incidents
 
     return load_incidents(tuple(incident_directories(args.incidents)))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report.browser import BrowserMissing, screenshot
-    from harness.report.html_report import write_html
+    from kafka_replay.report.browser import BrowserMissing, screenshot
+    from kafka_replay.report.html_report import write_html
 
     if not (args.directory / "report.json").exists():
         raise ValueError(
@@ -308,11 +312,11 @@ def _progress(title: str, status: Status) -> Callable[[str], None]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.cluster.reaper import leased_temp_dir
-    from harness.replay.catalog import select
-    from harness.replay.definition import load_incident
-    from harness.replay.parallel import remember_durations
-    from harness.report.catalog import (
+    from kafka_replay.cluster.reaper import leased_temp_dir
+    from kafka_replay.replay.catalog import select
+    from kafka_replay.replay.definition import load_incident
+    from kafka_replay.replay.parallel import remember_durations
+    from kafka_replay.report.catalog import (
         comparisons,
         summary_lines,
         summary_rich_table,
@@ -320,7 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_report,
         write_step_summary,
     )
-    from harness.report.junit import write_junit
+    from kafka_replay.report.junit import write_junit
 
     if args.events is not None:
         _Events.stream = EventStream(args.events)
@@ -389,9 +393,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _fetch_client_library(spec: str, app: str | None) -> None:
     """The client release the apps run with, fetched now (once) so a bad one fails at once."""
-    from harness.apps.client_libraries import JVM_CLIENT, parse_client, python_client_path
-    from harness.apps.jvm_apps import kafka_clients_classpath
-    from harness.cluster import ArtifactResolutionError
+    from kafka_replay.apps.client_libraries import JVM_CLIENT, parse_client, python_client_path
+    from kafka_replay.apps.jvm_apps import kafka_clients_classpath
+    from kafka_replay.cluster import ArtifactResolutionError
 
     name, version = parse_client(spec)
     if name == JVM_CLIENT and app:
@@ -417,9 +421,9 @@ def _check_before_starting(settings: RunSettings) -> None:
     import importlib.util
     import shutil
 
-    from harness.apps.contract import AppSpec
-    from harness.cluster import ArtifactResolutionError
-    from harness.cluster.versions import TESTED_KAFKA_VERSIONS
+    from kafka_replay.apps.contract import AppSpec
+    from kafka_replay.cluster import ArtifactResolutionError
+    from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
 
     if settings.app:
         spec = AppSpec.parse(settings.app)
@@ -476,7 +480,7 @@ def _show_outcome(outcome: Outcome) -> None:
 
 def _session(settings: RunSettings, work_dir: Path, runs_dir: Path | None, **kw: int) -> Any:
     """Brokers and Spark for runs one after the other, as the settings ask."""
-    from harness.replay.session import CatalogSession
+    from kafka_replay.replay.session import CatalogSession
 
     return CatalogSession(
         work_dir, settings.kafka_version, settings.kafka_backend,
@@ -533,7 +537,7 @@ def _run_side_by_side(
     scratch: Path,
 ) -> list[Outcome]:
     """``--jobs`` lanes, each a process replaying one run after another (longest first)."""
-    from harness.replay.parallel import WorkerFailed, run_side_by_side
+    from kafka_replay.replay.parallel import WorkerFailed, run_side_by_side
 
     running: list[str] = []
     with console.status(f"{settings.jobs} at a time") as status:
@@ -564,7 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handlers=[RichHandler(console=console, show_path=False)],
     )
     if not args.verbose:  # librdkafka warns about routine retries while a broker warms up
-        logging.getLogger("harness.librdkafka").setLevel(logging.ERROR)
+        logging.getLogger("kafka_replay.librdkafka").setLevel(logging.ERROR)
     try:
         return args.run(args)
     except (ClusterError, ValueError) as exc:

@@ -3,7 +3,7 @@
 Each side is replayed by ``kafka-replay run`` in its own process (one setup's brokers, Kafka
 release and settings never leak into the other's), one after the other so they do not compete
 for the machine; their reports are kept under ``--report`` and compared by
-:mod:`harness.replay.compare`.
+:mod:`kafka_replay.replay.compare`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kafka_replay.history.store import read_stream
+from kafka_replay.replay.settings import COMPARE, RunSettings, add_to_parser
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from harness.history.store import read_stream
-from harness.replay.settings import COMPARE, RunSettings, add_to_parser
 
 POLL_S = 0.5
 KIND_STYLES = {"regression": "red", "improvement": "green", "drift": "yellow", "same": "dim",
@@ -65,8 +64,8 @@ def add_compare_command(commands: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from harness.replay.catalog import incident_directories, load_incidents, select
-    from harness.replay.compare import (
+    from kafka_replay.replay.catalog import incident_directories, load_incidents, select
+    from kafka_replay.replay.compare import (
         Comparison,
         compare_reports,
         comparison_json,
@@ -120,7 +119,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _matrix(args: argparse.Namespace) -> Any:
     """The setups to replay: ``--matrix FILE``, or ``--baseline`` and ``--candidate``."""
-    from harness.replay.compare import Matrix, load_matrix, parse_setup
+    from kafka_replay.replay.compare import Matrix, load_matrix, parse_setup
 
     given = args.baseline is not None or args.candidate is not None
     if args.matrix is not None:
@@ -140,11 +139,11 @@ def _run_options(args: argparse.Namespace, names: list[str], profile: str | None
 
 def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
     """Run ``kafka-replay run`` for one side, showing its progress; its ``report.json``."""
-    from harness.cluster.reaper import Lease
-    from harness.replay.parallel import Worker, WorkerFailed
+    from kafka_replay.cluster.reaper import Lease
+    from kafka_replay.replay.parallel import Worker, WorkerFailed
 
     events = report_dir.parent / f"{side}.events.jsonl"
-    argv = [sys.executable, "-m", "harness.cli", "run", *options, "--events", str(events)]
+    argv = [sys.executable, "-m", "kafka_replay.cli", "run", *options, "--events", str(events)]
     log_path = report_dir.parent / f"{side}.log"
     report_dir.parent.mkdir(parents=True, exist_ok=True)
     (report_dir / "report.json").unlink(missing_ok=True)  # never compare a stale report

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.file_lock import file_lock
+from kafka_replay.file_lock import file_lock
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,11 @@ with the reason: it does not apply there.
 Incidents: every incident definition (``*.toml``) in an incident directory is collected as
 one pytest item per profile, ``<file>::incident[<name>-<profile>]`` (marked ``incident``), so
 ``pytest -k incident`` runs them. Incident directories: the catalog (collected where the
-``incidents`` package is, e.g. ``pytest --pyargs incidents``), ``--incidents DIR`` (repeatable;
-collected wherever pytest runs) and ``incidents = [...]`` under ``[tool.kafka-replay]`` in the
-project's ``pyproject.toml``. ``--app``, ``--output-id``, ``--guarantee``, ``--group-protocol``
-and ``--restart`` put the user's own app under the incidents' conditions. ``--setup SETUP``
+``kafka_replay_incidents`` package is, e.g. ``pytest --pyargs kafka_replay_incidents``),
+``--incidents DIR`` (repeatable; collected wherever pytest runs) and ``incidents = [...]``
+under ``[tool.kafka-replay]`` in the project's ``pyproject.toml``. ``--app``, ``--output-id``,
+``--guarantee``, ``--group-protocol`` and ``--restart`` put the user's own app under the
+incidents' conditions. ``--setup SETUP``
 (repeatable; the syntax of ``kafka-replay compare``) multiplies every incident item by setup,
 its id naming it: ``incident[<name>-<profile>-kafka=3.9.2]``.
 ``replay_incident(name, profile)`` replays one incident for a test of your own; ``replay_spark``
@@ -43,24 +44,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-
-from harness.cluster.backends import choose_backend
-from harness.cluster.errors import NotApplicable
-from harness.cluster.versions import choose_version
-from harness.replay.catalog import incident_directories
-from harness.replay.model import PROFILES, DefinitionError
-from harness.replay.settings import RunSettings, add_to_pytest
+from kafka_replay.cluster.backends import choose_backend
+from kafka_replay.cluster.errors import NotApplicable
+from kafka_replay.cluster.versions import choose_version
+from kafka_replay.replay.catalog import incident_directories
+from kafka_replay.replay.model import PROFILES, DefinitionError
+from kafka_replay.replay.settings import RunSettings, add_to_pytest
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
+    from kafka_replay.cluster import Cluster
+    from kafka_replay.cluster.nodes import NodeCluster
+    from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+    from kafka_replay.replay.compare import Setup
+    from kafka_replay.replay.model import Incident
+    from kafka_replay.report.outcome import Outcome
     from pyspark.sql import SparkSession
-
-    from harness.cluster import Cluster
-    from harness.cluster.nodes import NodeCluster
-    from harness.cluster.pool import ClusterPool, ClusterSpec
-    from harness.replay.compare import Setup
-    from harness.replay.model import Incident
-    from harness.report.outcome import Outcome
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
 CLUSTERS_KEY = pytest.StashKey[list["Cluster"]]()
@@ -71,7 +70,7 @@ LOG_TAIL_LINES = 60
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The run settings offered to pytest (see :mod:`harness.replay.settings`)."""
+    """The run settings offered to pytest (see :mod:`kafka_replay.replay.settings`)."""
     add_to_pytest(parser.getgroup("kafka-replay", "Kafka incident replay"))
 
 
@@ -92,7 +91,7 @@ def _setups(texts: list[str]) -> list[Setup | None]:
     """``--setup`` items checked at once; ``[None]`` (the command line's setup) when none."""
     if not texts:
         return [None]
-    from harness.replay.compare import parse_setup
+    from kafka_replay.replay.compare import parse_setup
 
     setups = []
     for text in texts:
@@ -131,7 +130,7 @@ class IncidentFile(pytest.File):
     """One definition: an item per profile, each replaying it on real Kafka."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from harness.replay.catalog import load_incidents
+        from kafka_replay.replay.catalog import load_incidents
 
         incidents = load_incidents(tuple(self.config.stash[DIRECTORIES_KEY]))
         (incident,) = [i for i in incidents.values() if i.source.resolve() == self.path.resolve()]
@@ -189,7 +188,7 @@ def kafka_cluster_pool(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ClusterPool]:
     """Every cluster of the session; each is stopped when the session ends."""
-    from harness.cluster.pool import ClusterPool
+    from kafka_replay.cluster.pool import ClusterPool
 
     settings = request.config.stash[SETTINGS_KEY]
     bootstrap = settings.kafka_bootstrap or os.environ.get(BOOTSTRAP_ENV)
@@ -219,7 +218,7 @@ def kafka_backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def _docker_problem(request: pytest.FixtureRequest) -> str | None:
     """Why the container backend cannot run here, or None when it can."""
-    from harness.cluster.images import DockerUnavailable, docker_client
+    from kafka_replay.cluster.images import DockerUnavailable, docker_client
 
     if request.config.stash[SETTINGS_KEY].kafka_bootstrap or os.environ.get(BOOTSTRAP_ENV):
         return None
@@ -246,7 +245,7 @@ def kafka_cluster(
             f"{request.node.nodeid}: @pytest.mark.kafka takes brokers= and broker_config= "
             f"keywords only, got {sorted(unknown) or marker.args}"
         )
-    from harness.cluster.pool import ClusterSpec
+    from kafka_replay.cluster.pool import ClusterSpec
 
     if kafka_backend == "container":
         skip_without_docker(request)
@@ -262,7 +261,7 @@ def _pooled_cluster(
     A test the cluster cannot serve (an external one, or Tansu, asked for broker settings or
     more brokers) is skipped with the reason; ``optional`` broker settings are left out instead.
     """
-    from harness.cluster.pool import ClusterSpec
+    from kafka_replay.cluster.pool import ClusterSpec
 
     settings = request.config.stash[SETTINGS_KEY]
     default = ClusterSpec.of(settings.kafka_version, backend=settings.kafka_backend)
@@ -290,7 +289,7 @@ def kafka_cluster_factory(
     ``kafka_cluster_factory(brokers=1, broker_config=None, network_faults=False)`` uses the
     test's version and backend; ``network_faults`` puts a Toxiproxy proxy before each broker.
     """
-    from harness.cluster.backends import make_cluster
+    from kafka_replay.cluster.backends import make_cluster
 
     if kafka_backend == "container":
         skip_without_docker(request)
@@ -341,7 +340,7 @@ def kafka_topic(kafka_cluster: Cluster) -> Iterator[Callable[..., str]]:
 @pytest.fixture(scope="session")
 def replay_spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
     """One Spark session per test process (``--spark-master``, else ``local[2]`` on 127.0.0.1)."""
-    from harness.checker import spark_session
+    from kafka_replay.checker import spark_session
 
     session = spark_session(request.config.stash[SETTINGS_KEY].spark_master, small_runs=True)
     session.sparkContext.setLogLevel("ERROR")
@@ -356,15 +355,15 @@ def replay_incident(
     """``replay_incident(name, profile, setup=None, **options) -> Outcome``: one incident.
 
     The run takes the command line's settings (``--app``, ``--guarantee``, ``--client-config``,
-    ...; see ``pytest --help``); ``setup`` (a :class:`harness.replay.compare.Setup`) puts one
+    ...; see ``pytest --help``); ``setup`` (a :class:`kafka_replay.replay.compare.Setup`) puts one
     side of a comparison over them (Kafka release, backend, group protocol, settings), and
-    keywords named like :class:`harness.replay.runner.RunOptions`' fields override both
+    keywords named like :class:`kafka_replay.replay.runner.RunOptions`' fields override both
     (``client`` / ``broker`` put settings over the profile's).
     """
     import dataclasses
 
-    from harness.replay.catalog import at_scale, load_incidents, select
-    from harness.replay.runner import run_incident
+    from kafka_replay.replay.catalog import at_scale, load_incidents, select
+    from kafka_replay.replay.runner import run_incident
 
     config = request.config
     runs = iter(range(1, 1000))

@@ -2,5 +2,6 @@
 
 ``<name>.toml`` beside this file defines one incident, and each is a pytest item under both
 profiles (the harness's pytest plugin collects them). The reference apps live in
-:mod:`incidents.apps`. The engine that reads and replays them is :mod:`harness.replay`.
+:mod:`kafka_replay_incidents.apps`. The engine that reads and replays them is
+:mod:`kafka_replay.replay`.
 """

@@ -7,13 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kafka_replay.cluster import Cluster
+from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+from kafka_replay.replay.definition import load_incident
+from kafka_replay.replay.runner import RunOptions, run_incident
+from kafka_replay.report.outcome import Outcome
 from pyspark.sql import SparkSession
-
-from harness.cluster import Cluster
-from harness.cluster.pool import ClusterPool, ClusterSpec
-from harness.replay.definition import load_incident
-from harness.replay.runner import RunOptions, run_incident
-from harness.report.outcome import Outcome
 
 INCIDENT = """\
 name = "{name}"
@@ -32,7 +31,7 @@ output = 2
 "min.insync.replicas" = 2
 
 [app]
-command = "{{python}} -m incidents.apps.batch_forwarder"
+command = "{{python}} -m kafka_replay_incidents.apps.batch_forwarder"
 
 [workloads.stream]
 generator = "student_onboarding"

@@ -15,9 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from harness.cluster.artifacts import kafka_classpath
-from harness.report.outcome import Outcome
+from kafka_replay.cluster.artifacts import kafka_classpath
+from kafka_replay.report.outcome import Outcome
 
 JAVA_SOURCE = Path(__file__).parent / "apps" / "java" / "PlainApp.java"
 PLAIN_PYTHON = Path(__file__).parent / "apps" / "plain.py"
@@ -28,7 +27,7 @@ Replay = Callable[..., Outcome]
 @pytest.fixture(scope="session")
 def java_app(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> str:
     """``java -cp ... PlainApp``, compiled once against the kafka-clients of the broker in use."""
-    from harness.cluster import choose_version
+    from kafka_replay.cluster import choose_version
 
     jars = kafka_classpath(choose_version(request.config.getoption("--kafka-version")))
     classpath = ":".join(str(jar) for jar in jars)
@@ -171,7 +170,13 @@ def test_a_java_exactly_once_app_that_idles_loses_its_producer_id(
 
 def test_a_silent_zombie_committer_is_caught_from_the_offsets_log(replay_incident: Replay) -> None:
     """The reference app's bug with its reporting switched off: judged from outside."""
-    app = [sys.executable, "-m", "incidents.apps.periodic_committer", "--commit-every-s", "1"]
+    app = [
+        sys.executable,
+        "-m",
+        "kafka_replay_incidents.apps.periodic_committer",
+        "--commit-every-s",
+        "1",
+    ]
     silent = shlex.join(["env", "-u", "REPLAY_REPORT_FILE", *app, "--work-ms", "50"])
     outcome = replay_incident("zombie-commit", "vulnerable", app=silent)
     print(outcome.explain())
@@ -218,9 +223,9 @@ def test_the_same_service_with_a_weak_producer_of_its_own_is_found_vulnerable(
 def test_a_replay_that_tests_none_of_an_apps_clients_does_not_apply_to_it(
     tmp_path: Path,
 ) -> None:
-    from harness.replay.catalog import catalog_dir
-    from harness.replay.definition import load_incident
-    from harness.replay.runner import RunOptions, run_incident
+    from kafka_replay.replay.catalog import catalog_dir
+    from kafka_replay.replay.definition import load_incident
+    from kafka_replay.replay.runner import RunOptions, run_incident
 
     source = (catalog_dir() / "producer-retry-duplicates.toml").read_text()
     before, _, after = source.partition("\n[your_app]")

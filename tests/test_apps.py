@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-from harness.apps import (
+from kafka_replay.apps import (
     AppContext,
     AppSpec,
     AppStartError,
@@ -21,10 +20,11 @@ from harness.apps import (
     Supervisor,
     default_event_id,
 )
-from harness.cluster import Cluster
-from harness.history import RunHistory
-from harness.history.group import group_members
-from harness.workload import WorkloadProducer, student_onboarding
+from kafka_replay.cluster import Cluster
+from kafka_replay.history import RunHistory
+from kafka_replay.history.group import group_members
+from kafka_replay.workload import WorkloadProducer, student_onboarding
+
 from tests.kafka_helpers import consume_until, new_consumer
 
 PY = shlex.quote(sys.executable)
@@ -298,7 +298,7 @@ def test_an_instance_can_be_frozen_and_thawed(kafka_cluster: Cluster, history: R
 
 
 def test_a_user_function_correlates_transformed_output(tmp_path, monkeypatch) -> None:
-    from harness.apps import load_extractor
+    from kafka_replay.apps import load_extractor
 
     (tmp_path / "my_ids.py").write_text(
         "def event_id(record):\n    return record.value.decode().split('|')[0]\n"
@@ -331,7 +331,7 @@ def test_kills_at_random_end_when_the_app_keeps_dying_on_its_own() -> None:
     import random
     import threading
 
-    from harness.faults.actions import kill_at_random
+    from kafka_replay.faults.actions import kill_at_random
 
     sent = kill_at_random(
         _DyingApp(),  # type: ignore[arg-type]

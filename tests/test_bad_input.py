@@ -37,9 +37,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from kafka_replay.cluster import EmbeddedCluster
+from kafka_replay.cluster.ports import accepts_connections, free_ports
 
-from harness.cluster import EmbeddedCluster
-from harness.cluster.ports import accepts_connections, free_ports
 from tests.test_catalog_definitions import VALID, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,7 +181,7 @@ def kafka_replay(
     """``kafka-replay ARGV`` with its temporary files in ``scratch``; asserts it left nothing."""
     marker = uuid.uuid4().hex
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *argv],
+        [sys.executable, "-m", "kafka_replay.cli", *argv],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, "TMPDIR": str(scratch), "SPARK_LOCAL_DIRS": str(scratch),
              "COLUMNS": "400", ROW_ENV: marker, **env},
@@ -338,7 +338,7 @@ def test_a_port_taken_before_the_broker_binds_it_is_picked_again(
 ) -> None:
     """Ports are picked free on 127.0.0.1 each start and cannot be forced (``listeners`` is the
     harness's own key); one taken between the pick and the bind is picked again."""
-    import harness.cluster.nodes as nodes
+    import kafka_replay.cluster.nodes as nodes
 
     picks: list[list[int]] = []
 

@@ -19,14 +19,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
-from pyspark.sql import SparkSession
-
-from harness.cluster import Cluster
-from harness.cluster.artifacts import kafka_classpath
-from harness.cluster.embedded import java_command
-from harness.cluster.pool import ClusterPool, ClusterSpec
-from harness.cluster.process import thread_states
-from harness.faults.brokers import (
+from kafka_replay.cluster import Cluster
+from kafka_replay.cluster.artifacts import kafka_classpath
+from kafka_replay.cluster.embedded import java_command
+from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+from kafka_replay.cluster.process import thread_states
+from kafka_replay.faults.brokers import (
     BrokerFaultError,
     BrokerFaults,
     active_controller,
@@ -36,9 +34,11 @@ from harness.faults.brokers import (
     group_offsets_holders,
     partition_leaders,
 )
-from harness.history import coordinator_partition, read_stream
-from harness.replay.definition import load_incident
-from harness.replay.model import DefinitionError
+from kafka_replay.history import coordinator_partition, read_stream
+from kafka_replay.replay.definition import load_incident
+from kafka_replay.replay.model import DefinitionError
+from pyspark.sql import SparkSession
+
 from tests.fault_incidents import replay_on_pool, write_incident
 from tests.kafka_helpers import new_consumer, produce_acked
 

@@ -21,7 +21,7 @@ REPORT_FIELDS = {
 
 
 def kafka_replay(*args: str) -> list[str]:
-    return [sys.executable, "-m", "harness.cli", *args]
+    return [sys.executable, "-m", "kafka_replay.cli", *args]
 
 
 def test_your_app_is_gated_on_its_declared_guarantee(tmp_path: Path) -> None:
@@ -163,7 +163,7 @@ def _wait_for_the_app(child: subprocess.Popen[str]) -> list[psutil.Process]:
     deadline = time.monotonic() + 180
     while True:
         descendants = _descendants(child.pid)
-        if any("incidents.apps" in _command(p) for p in descendants):
+        if any("kafka_replay_incidents.apps" in _command(p) for p in descendants):
             return descendants
         assert child.poll() is None, child.stdout.read() if child.stdout else ""
         assert time.monotonic() < deadline, "the reference app never started"
@@ -212,7 +212,7 @@ def test_runs_side_by_side_report_like_one_after_the_other(tmp_path: Path) -> No
 
 
 def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:
-    from harness.replay.parallel import WorkerFailed, run_side_by_side
+    from kafka_replay.replay.parallel import WorkerFailed, run_side_by_side
 
     with pytest.raises(
         WorkerFailed, match=r"replaying no-such-incident \(vulnerable\) exited with code 2"
@@ -221,8 +221,8 @@ def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:
 
 
 def test_the_longest_runs_start_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.replay.parallel import longest_first, remember_durations
-    from harness.report.outcome import Outcome
+    from kafka_replay.replay.parallel import longest_first, remember_durations
+    from kafka_replay.report.outcome import Outcome
 
     monkeypatch.setenv("KAFKA_REPLAY_CACHE", str(tmp_path))
     runs = [("short", "vulnerable"), ("long", "vulnerable"), ("long", "remediated"),

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from harness.replay.catalog import catalog_dir, load_incidents
-from harness.replay.definition import load_incident
-from harness.replay.model import PROFILES, DefinitionError, SettingNeed
+from kafka_replay.replay.catalog import catalog_dir, load_incidents
+from kafka_replay.replay.definition import load_incident
+from kafka_replay.replay.model import PROFILES, DefinitionError, SettingNeed
 
 
 def catalog():
@@ -36,7 +35,7 @@ input = 3
 output = 3
 
 [app]
-command = "{{python}} -m incidents.apps.batch_forwarder"
+command = "{{python}} -m kafka_replay_incidents.apps.batch_forwarder"
 
 [workloads.w]
 generator = "student_onboarding"
@@ -188,7 +187,10 @@ def test_the_name_must_match_the_file(tmp_path: Path) -> None:
 
 def test_kafka_replay_list_shows_the_catalog() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "list"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "kafka_replay.cli", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     for name in catalog():
@@ -197,7 +199,7 @@ def test_kafka_replay_list_shows_the_catalog() -> None:
 
 def test_kafka_replay_run_refuses_an_unknown_name() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "no-such-incident"],
+        [sys.executable, "-m", "kafka_replay.cli", "run", "no-such-incident"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.checker import analyse, judge, sources, verdict
-from harness.checker.analysis import Analysis
-from harness.checker.check import history_inputs
-from harness.checker.spark import INTERPRETED, SMALL_HISTORY_BYTES, fit_to_history
-from harness.history import RunHistory
+from kafka_replay.checker import analyse, judge, sources, verdict
+from kafka_replay.checker.analysis import Analysis
+from kafka_replay.checker.check import history_inputs
+from kafka_replay.checker.spark import INTERPRETED, SMALL_HISTORY_BYTES, fit_to_history
+from kafka_replay.history import RunHistory
 
 T = "students"
 

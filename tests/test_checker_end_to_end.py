@@ -9,21 +9,20 @@ import sys
 import time
 
 import pytest
-
-from harness.apps import AppContext, AppSpec, Supervisor
-from harness.checker import KafkaOutput, check_run
-from harness.cluster import Cluster
-from harness.history import OffsetsRecorder, RunHistory
-from harness.history.consumer_offsets import group_reader
-from harness.history.lag import sample_lag
-from harness.workload import WorkloadProducer, student_onboarding
+from kafka_replay.apps import AppContext, AppSpec, Supervisor
+from kafka_replay.checker import KafkaOutput, check_run
+from kafka_replay.cluster import Cluster
+from kafka_replay.history import OffsetsRecorder, RunHistory
+from kafka_replay.history.consumer_offsets import group_reader
+from kafka_replay.history.lag import sample_lag
+from kafka_replay.workload import WorkloadProducer, student_onboarding
 
 #: The app behind each mode: two that break a guarantee on purpose, and the reference
 #: exactly-once app of the catalog.
 APPS = {
     "duplicate": "-m tests.apps.faulty duplicate",
     "lose": "-m tests.apps.faulty lose",
-    "transactional": "-m incidents.apps.eos_processor",
+    "transactional": "-m kafka_replay_incidents.apps.eos_processor",
 }
 
 
@@ -69,7 +68,7 @@ def run_check_command(
     command = [
         sys.executable,
         "-m",
-        "harness.cli",
+        "kafka_replay.cli",
         "check",
         str(history.root),
         "--kafka-bootstrap",
@@ -154,7 +153,7 @@ def test_the_checker_runs_on_a_spark_standalone_cluster(
 ) -> None:
     import json
 
-    from harness.checker.standalone import StandaloneSpark
+    from kafka_replay.checker.standalone import StandaloneSpark
 
     history, _, sink = run_app(kafka_cluster, kafka_topic, tmp_path, "transactional")
     with StandaloneSpark(worker_cores=1, worker_memory="1g") as cluster:

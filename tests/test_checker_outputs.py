@@ -12,12 +12,12 @@ import sys
 
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
+from kafka_replay.apps.correlation import OutputRecord
+from kafka_replay.checker import FileOutput, KafkaOutput, check_run
+from kafka_replay.checker.sources import OutputIdError, kafka_log
+from kafka_replay.cluster import Cluster
+from kafka_replay.workload.records import Stamper
 
-from harness.apps.correlation import OutputRecord
-from harness.checker import FileOutput, KafkaOutput, check_run
-from harness.checker.sources import OutputIdError, kafka_log
-from harness.cluster import Cluster
-from harness.workload.records import Stamper
 from tests.test_checker import commit, write_run
 
 ACKS = [(f"e{i}", "k", i, 0, i) for i in range(5)]
@@ -250,7 +250,7 @@ def test_a_database_table_is_checked_through_jdbc(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "kafka_replay.cli",
             "check",
             str(run),
             "--guarantee",

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from kafka_replay.cluster import EmbeddedCluster, ExternalCluster, reap_orphans
+from kafka_replay.cluster.backends import backend_names
+from kafka_replay.cluster.container import LEASE_LABEL, reap_containers
+from kafka_replay.cluster.images import DockerUnavailable, docker_client
+from kafka_replay.cluster.paths import REGISTRY_ENV
+from kafka_replay.cluster.reaper import LEASE_ENV
+from kafka_replay.pytest_plugin import skip_without_docker
 
-from harness.cluster import EmbeddedCluster, ExternalCluster, reap_orphans
-from harness.cluster.backends import backend_names
-from harness.cluster.container import LEASE_LABEL, reap_containers
-from harness.cluster.images import DockerUnavailable, docker_client
-from harness.cluster.paths import REGISTRY_ENV
-from harness.cluster.reaper import LEASE_ENV
-from harness.pytest_plugin import skip_without_docker
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
 
@@ -180,7 +180,7 @@ def test_reaper_kills_a_broker_whose_owner_was_killed(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import json, os, threading
-        from harness.cluster import EmbeddedCluster
+        from kafka_replay.cluster import EmbeddedCluster
         cluster = EmbeddedCluster(die_with_owner=False).start()
         state = {{"pids": [n.process.pid for n in cluster.nodes],
                  "data_dir": str(cluster.data_dir)}}
@@ -227,7 +227,7 @@ def test_reaper_leaves_live_owners_alone(tmp_path: Path) -> None:
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_kafka_replay_up_serves_until_stopped(tmp_path: Path, stop_signal: int) -> None:
     up = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "up", "--log-dir", str(tmp_path)],
+        [sys.executable, "-m", "kafka_replay.cli", "up", "--log-dir", str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -11,8 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from harness.apps.client_config import (
+from kafka_replay.apps.client_config import (
     KNOWN,
     batch_size,
     check_client_config,
@@ -21,8 +20,8 @@ from harness.apps.client_config import (
     librdkafka_config,
     unknown_keys,
 )
-from harness.apps.contract import AppContext, AppSpec
-from harness.replay.catalog import catalog_dir, load_incidents
+from kafka_replay.apps.contract import AppContext, AppSpec
+from kafka_replay.replay.catalog import catalog_dir, load_incidents
 
 DOCS = Path(__file__).parent.parent / "docs" / "incidents.md"
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from harness.cluster import broker_config
-from harness.cluster.pool import ClusterSpec
-from harness.cluster.versions import (
+from kafka_replay.cluster import broker_config
+from kafka_replay.cluster.pool import ClusterSpec
+from kafka_replay.cluster.versions import (
     DEFAULT_KAFKA_VERSION,
     VERSION_ENV,
     choose_version,

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.replay.catalog import catalog_dir, load_incidents
-from harness.replay.model import PROFILES
+from kafka_replay.replay.catalog import catalog_dir, load_incidents
+from kafka_replay.replay.model import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from harness.replay.compare import (
+from kafka_replay.replay.compare import (
     Comparison,
     compare_reports,
     comparison_json,
@@ -15,8 +14,8 @@ from harness.replay.compare import (
     load_matrix,
     parse_setup,
 )
-from harness.replay.definition import load_incident
-from harness.replay.model import DefinitionError
+from kafka_replay.replay.definition import load_incident
+from kafka_replay.replay.model import DefinitionError
 
 
 def run(profile: str = "remediated", **fields: Any) -> dict[str, Any]:

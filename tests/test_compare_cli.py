@@ -17,7 +17,7 @@ def compare(
     comparison's report.json, and its one item."""
     report = tmp_path / "compare"
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "compare", incident, "--profile", "remediated",
+        [sys.executable, "-m", "kafka_replay.cli", "compare", incident, "--profile", "remediated",
          "--baseline", baseline, "--candidate", candidate, "--report", str(report)],
         capture_output=True, text=True, timeout=COMPARE_TIMEOUT_S,
     )  # fmt: skip
@@ -67,7 +67,7 @@ def test_a_candidate_that_brings_back_the_posts_setting_is_a_regression(tmp_path
 
 def test_a_bad_setup_is_refused_before_anything_starts(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "compare", "zombie-commit",
+        [sys.executable, "-m", "kafka_replay.cli", "compare", "zombie-commit",
          "--baseline", "kafka=4.4.0", "--candidate", "protocol=kip848",
          "--report", str(tmp_path / "compare")],
         capture_output=True, text=True, timeout=60,
@@ -79,7 +79,8 @@ def test_a_bad_setup_is_refused_before_anything_starts(tmp_path: Path) -> None:
 
 def pytest_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "incidents", *args],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+         "--pyargs", "kafka_replay_incidents", *args],
         cwd=cwd, capture_output=True, text=True, timeout=COMPARE_TIMEOUT_S,
     )  # fmt: skip
 

@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from harness.cluster import Cluster
+from kafka_replay.cluster import Cluster
 
 
 def test_pytest_against_an_existing_cluster_touches_only_its_own_topics(

@@ -7,17 +7,17 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-
-from harness.cluster import Cluster
-from harness.history import OffsetsRecorder, RunHistory, coordinator_partition, sample_lag
-from harness.history.consumer_offsets import (
+from kafka_replay.cluster import Cluster
+from kafka_replay.history import OffsetsRecorder, RunHistory, coordinator_partition, sample_lag
+from kafka_replay.history.consumer_offsets import (
     decode_key,
     decode_value,
     group_reader,
     java_string_hash,
 )
-from harness.history.derived import consumed_spans
-from harness.history.recorded import RecordedRun
+from kafka_replay.history.derived import consumed_spans
+from kafka_replay.history.recorded import RecordedRun
+
 from tests.kafka_helpers import produce_acked
 
 EXPIRING = {"offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}

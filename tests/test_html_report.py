@@ -10,12 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
-
-from harness.history.derived import per_second, repeats
-from harness.history.recorded import RecordedRun
-from harness.report.browser import CANDIDATES, dom, screenshot
-from harness.report.html_report import (
+from kafka_replay.history.derived import per_second, repeats
+from kafka_replay.history.recorded import RecordedRun
+from kafka_replay.report.browser import CANDIDATES, dom, screenshot
+from kafka_replay.report.html_report import (
     PANELS,
     STABLE_TITLE,
     example_moments,
@@ -23,6 +21,7 @@ from harness.report.html_report import (
     render,
     tombstone_levels,
 )
+from PIL import Image
 
 needs_chromium = pytest.mark.skipif(
     not any(shutil.which(name) for name in CANDIDATES),
@@ -31,7 +30,7 @@ needs_chromium = pytest.mark.skipif(
 
 
 def kafka_replay(*args: str) -> list[str]:
-    return [sys.executable, "-m", "harness.cli", *args]
+    return [sys.executable, "-m", "kafka_replay.cli", *args]
 
 
 @needs_chromium

@@ -12,10 +12,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = "harness"
+PACKAGE = "kafka_replay"
+#: Where its source lives in the repository (the wheel installs it as ``kafka_replay``).
+SOURCE = ROOT / "harness"
 #: The report side, and what it must not import, directly or through anything it imports.
-REPORT_SIDE = ("harness.report", "harness.history")
-ENGINE = ("harness.replay", "harness.cli", "harness.cli_compare", "harness.pytest_plugin")
+REPORT_SIDE = ("kafka_replay.report", "kafka_replay.history")
+ENGINE = (
+    "kafka_replay.replay",
+    "kafka_replay.cli",
+    "kafka_replay.cli_compare",
+    "kafka_replay.pytest_plugin",
+)
 
 Graph = dict[str, set[str]]
 
@@ -23,8 +30,8 @@ Graph = dict[str, set[str]]
 def module_files() -> dict[str, Path]:
     """Every module of the package by its dotted name (a package by its own name)."""
     found = {}
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for path in sorted(SOURCE.rglob("*.py")):
+        parts = [PACKAGE, *path.relative_to(SOURCE).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts.pop()
         found[".".join(parts)] = path
@@ -122,11 +129,19 @@ def _under(module: str, packages: tuple[str, ...]) -> bool:
 
 def test_the_graph_is_read_from_every_kind_of_import() -> None:
     graph = import_graph()
-    assert "harness.report.outcome" in graph["harness.replay.runner"]  # at module level
-    assert "harness.report.html_report" in graph["harness.report.catalog"]  # in a function
-    assert "harness.report.outcome" in graph["harness.pytest_plugin"]  # under TYPE_CHECKING
-    assert "harness.history.derived" in graph["harness.history.recorded"]  # from . import x
-    assert "harness.history.derived" in graph["harness.replay.symptoms"]  # from pkg import x
+    assert "kafka_replay.report.outcome" in graph["kafka_replay.replay.runner"]  # at module level
+    assert (
+        "kafka_replay.report.html_report" in graph["kafka_replay.report.catalog"]
+    )  # in a function
+    assert (
+        "kafka_replay.report.outcome" in graph["kafka_replay.pytest_plugin"]
+    )  # under TYPE_CHECKING
+    assert (
+        "kafka_replay.history.derived" in graph["kafka_replay.history.recorded"]
+    )  # from . import x
+    assert (
+        "kafka_replay.history.derived" in graph["kafka_replay.replay.symptoms"]
+    )  # from pkg import x
 
 
 def test_the_cycle_finder_finds_one() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.interrupts import interrupted
+from kafka_replay.interrupts import interrupted
 
 
 def _wrapped(*, cause: bool) -> Exception:

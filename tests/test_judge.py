@@ -9,9 +9,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from harness.replay.judge import judge, reproduced
-from harness.replay.model import Condition
+from kafka_replay.replay.judge import judge, reproduced
+from kafka_replay.replay.model import Condition
 
 SIGNATURE = (Condition("rejected_commits", ">=", 1), Condition("backlog_drained", "==", False))
 CONDITIONS = (Condition("kills", ">=", 5),)

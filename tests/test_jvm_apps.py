@@ -10,9 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from harness.apps.jvm_apps import JvmAppError, compiled_apps, java_command, kafka_clients_classpath
-from harness.report.outcome import Outcome
+from kafka_replay.apps.jvm_apps import (
+    JvmAppError,
+    compiled_apps,
+    java_command,
+    kafka_clients_classpath,
+)
+from kafka_replay.report.outcome import Outcome
 
 CLIENT = "kafka-clients==3.9.1"
 Replay = Callable[..., Outcome]
@@ -60,8 +64,8 @@ def test_no_sources_is_named(tmp_path: Path) -> None:
 
 
 def test_a_jvm_command_must_start_with_java(tmp_path: Path) -> None:
-    from harness.replay.definition import load_incident
-    from harness.replay.model import DefinitionError
+    from kafka_replay.replay.definition import load_incident
+    from kafka_replay.replay.model import DefinitionError
 
     source = Path("incidents/zombie-commit.toml").read_text()
     path = tmp_path / "zombie-commit.toml"

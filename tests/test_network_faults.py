@@ -21,16 +21,16 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
+from kafka_replay.cluster import Cluster
+from kafka_replay.cluster.nodes import NodeCluster
+from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+from kafka_replay.faults import NetworkFaults, toxic_attributes
+from kafka_replay.faults.brokers import BrokerFaultError, partition_leaders
+from kafka_replay.history import read_stream
+from kafka_replay.replay.definition import load_incident
+from kafka_replay.replay.model import DefinitionError
 from pyspark.sql import SparkSession
 
-from harness.cluster import Cluster
-from harness.cluster.nodes import NodeCluster
-from harness.cluster.pool import ClusterPool, ClusterSpec
-from harness.faults import NetworkFaults, toxic_attributes
-from harness.faults.brokers import BrokerFaultError, partition_leaders
-from harness.history import read_stream
-from harness.replay.definition import load_incident
-from harness.replay.model import DefinitionError
 from tests.fault_incidents import replay_on_pool, write_incident
 
 SPEC = ClusterSpec.of(brokers=3, broker_config={"min.insync.replicas": 2}, network_faults=True)

@@ -8,12 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import junitparser
-
-from harness.history.lag import commits_from_samples
-from harness.replay.compare import compare_reports
-from harness.report.catalog import report_json, summary_lines, summary_markdown
-from harness.report.junit import write_junit
-from harness.report.outcome import Outcome
+from kafka_replay.history.lag import commits_from_samples
+from kafka_replay.replay.compare import compare_reports
+from kafka_replay.report.catalog import report_json, summary_lines, summary_markdown
+from kafka_replay.report.junit import write_junit
+from kafka_replay.report.outcome import Outcome
 
 REASON = "not applicable here: it needs broker setting offsets.retention.minutes=1 (essential: x)"
 

@@ -17,14 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from kafka_replay.cluster import Cluster
+from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+from kafka_replay.history import read_stream
+from kafka_replay.replay.definition import load_incident
+from kafka_replay.replay.runner import RunOptions, run_incident
+from kafka_replay.report.outcome import Outcome
 from pyspark.sql import SparkSession
-
-from harness.cluster import Cluster
-from harness.cluster.pool import ClusterPool, ClusterSpec
-from harness.history import read_stream
-from harness.replay.definition import load_incident
-from harness.replay.runner import RunOptions, run_incident
-from harness.report.outcome import Outcome
 
 KILLED_MID_TRANSACTION = """\
 name = "killed-mid-transaction"
@@ -48,7 +47,7 @@ output = 3
 "transaction.timeout.ms" = {timeout_ms}
 
 [app]
-command = "{{python}} -m incidents.apps.eos_processor --transactional-id-per-start --work-ms 20"
+command = "{{python}} -m {eos} --transactional-id-per-start --work-ms 20"
 
 [workloads.first]
 generator = "student_onboarding"
@@ -100,7 +99,8 @@ description = "the app as it is"
 [profiles.remediated]
 description = "the app as it is"
 """
-APP = "{python} -m incidents.apps.eos_processor --transactional-id-per-start --work-ms 20"
+EOS = "kafka_replay_incidents.apps.eos_processor"
+APP = f"{{python}} -m {EOS} --transactional-id-per-start --work-ms 20"
 
 
 def _replay(
@@ -112,7 +112,7 @@ def _replay(
     settle_timeout_s: float | None,
 ) -> Outcome:
     definition = tmp_path / "killed-mid-transaction.toml"
-    definition.write_text(KILLED_MID_TRANSACTION.format(seed=seed, timeout_ms=timeout_ms))
+    definition.write_text(KILLED_MID_TRANSACTION.format(seed=seed, timeout_ms=timeout_ms, eos=EOS))
 
     def cluster_for(broker_config: object, brokers: int, network_faults: bool) -> Cluster:
         return pool.get(ClusterSpec.of(None, brokers, broker_config, None, network_faults))

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 PLUGIN = """
-from harness.cluster.backends import register_backend
-from harness.cluster.embedded import EmbeddedCluster
-from harness.replay.settings import Option, add_run_option
+from kafka_replay.cluster.backends import register_backend
+from kafka_replay.cluster.embedded import EmbeddedCluster
+from kafka_replay.replay.settings import Option, add_run_option
 
 add_run_option(Option("team_marker", "a setting only this plugin knows", metavar="TEXT"))
 
@@ -60,7 +60,7 @@ def recorded_settings(report_dir: Path) -> list[dict[str, object]]:
 
 
 def test_the_option_and_the_backend_are_offered_everywhere(plugin_env: dict[str, str]) -> None:
-    for argv in (["harness.cli", "run", "--help"], ["harness.cli", "compare", "--help"]):
+    for argv in (["kafka_replay.cli", "run", "--help"], ["kafka_replay.cli", "compare", "--help"]):
         shown = harness(plugin_env, *argv)
         assert shown.returncode == 0, shown.stderr
         assert "--team-marker TEXT" in shown.stdout
@@ -75,7 +75,7 @@ def test_a_lane_runs_on_the_plugins_backend_with_its_setting(
 ) -> None:
     report = tmp_path / "report"
     result = harness(
-        plugin_env, "harness.cli", "run", "zombie-commit", "deal-flood", "--profile",
+        plugin_env, "kafka_replay.cli", "run", "zombie-commit", "deal-flood", "--profile",
         "remediated", "--jobs", "2", "--kafka-backend", "embedded-lite", "--team-marker",
         "from-the-lanes", "--report", str(report),
     )  # fmt: skip
@@ -96,7 +96,7 @@ def test_a_compare_side_gets_the_setting_and_its_setup(
 ) -> None:
     report = tmp_path / "compare"
     result = harness(
-        plugin_env, "harness.cli", "compare", "zombie-commit", "--profile", "remediated",
+        plugin_env, "kafka_replay.cli", "compare", "zombie-commit", "--profile", "remediated",
         "--baseline", "backend=embedded", "--candidate", "backend=embedded-lite",
         "--team-marker", "from-compare", "--report", str(report),
     )  # fmt: skip

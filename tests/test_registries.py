@@ -2,7 +2,7 @@
 
 ``docs/incidents.md`` lists every step kind with its fields, every symptom and every workload
 generator with its parameters; the registries (``STEPS``, ``SYMPTOMS``, ``GENERATORS``) are what
-the engine runs, and ``harness.replay.definition`` is what reads a definition. A name added to
+the engine runs, and ``kafka_replay.replay.definition`` is what reads a definition. A name added to
 one and not the others fails here. Pure: no Kafka, no Spark session.
 """
 
@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from harness.replay.definition import load_incident
-from harness.replay.model import DefinitionError
-from harness.replay.steps import REQUIRED, STEPS, Field
-from harness.replay.symptoms import SYMPTOMS
-from harness.workload.generators import GENERATORS
+from kafka_replay.replay.definition import load_incident
+from kafka_replay.replay.model import DefinitionError
+from kafka_replay.replay.steps import REQUIRED, STEPS, Field
+from kafka_replay.replay.symptoms import SYMPTOMS
+from kafka_replay.workload.generators import GENERATORS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 NAME = re.compile(r"`(\w+)`")
@@ -38,7 +37,7 @@ output = 3
 side_effects = 3
 
 [app]
-command = "{{python}} -m incidents.apps.batch_forwarder"
+command = "{{python}} -m kafka_replay_incidents.apps.batch_forwarder"
 
 [workloads.w]
 {workload}
@@ -225,7 +224,7 @@ def test_every_checker_anomaly_is_documented() -> None:
     doc = DOCS / "checker.md"
     if not doc.is_file():
         pytest.skip("docs/checker.md does not exist yet")
-    from harness.checker.analysis import ANOMALIES
+    from kafka_replay.checker.analysis import ANOMALIES
 
     text = doc.read_text()
     missing = [name for name in ANOMALIES if not re.search(rf"\b{re.escape(name)}\b", text)]
@@ -235,8 +234,8 @@ def test_every_checker_anomaly_is_documented() -> None:
 def test_the_docs_list_every_backend_and_capability() -> None:
     """The README's backend table names every built-in backend; extending.md every capability
     and which steps need it, as the step registry says."""
-    from harness.cluster.backends import backends
-    from harness.cluster.capabilities import CAPABILITIES
+    from kafka_replay.cluster.backends import backends
+    from kafka_replay.cluster.capabilities import CAPABILITIES
 
     readme = (DOCS.parent / "README.md").read_text()
     for name in backends():

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-
-from harness.replay.settings import COMPARE, PYTEST, RUN, RunSettings, add_to_parser, options
+from kafka_replay.replay.settings import COMPARE, PYTEST, RUN, RunSettings, add_to_parser, options
 
 
 def parsed(argv: list[str], face: str = RUN) -> RunSettings:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.history.broker_log import group_events
-from harness.history.stable_offsets import held, lso_stalls, settle_timeout_s
+from kafka_replay.history.broker_log import group_events
+from kafka_replay.history.stable_offsets import held, lso_stalls, settle_timeout_s
 
 
 def sample(ts: float, lso: int, hw: int, partition: int = 0) -> dict:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.checker import ANOMALIES, CheckResult
-from harness.checker.analysis import Finding
-from harness.replay.symptoms import Evidence, measure
+from kafka_replay.checker import ANOMALIES, CheckResult
+from kafka_replay.checker.analysis import Finding
+from kafka_replay.replay.symptoms import Evidence, measure
 
 TOPIC = "input"
 

@@ -17,21 +17,21 @@ from pathlib import Path
 import psutil
 import pytest
 from confluent_kafka import Consumer, Producer
+from kafka_replay.checker.log_end import ending_offsets, listed_and_fetched_ends
+from kafka_replay.checker.sources import kafka_log, kafka_topic
+from kafka_replay.cluster import Cluster
+from kafka_replay.cluster.backends import backend_name, choose_backend, make_cluster
+from kafka_replay.cluster.errors import NotApplicable
+from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+from kafka_replay.cluster.tansu import TANSU_NODE_ID
+from kafka_replay.cluster.versions import DEFAULT_TANSU_VERSION
+from kafka_replay.faults.brokers import BrokerFaults
+from kafka_replay.history.group import group_members, group_stable
+from kafka_replay.replay.catalog import catalog_dir, load_incidents, select
+from kafka_replay.replay.runner import run_incident
+from kafka_replay.report.outcome import Outcome
 from pyspark.sql import SparkSession
 
-from harness.checker.log_end import ending_offsets, listed_and_fetched_ends
-from harness.checker.sources import kafka_log, kafka_topic
-from harness.cluster import Cluster
-from harness.cluster.backends import backend_name, choose_backend, make_cluster
-from harness.cluster.errors import NotApplicable
-from harness.cluster.pool import ClusterPool, ClusterSpec
-from harness.cluster.tansu import TANSU_NODE_ID
-from harness.cluster.versions import DEFAULT_TANSU_VERSION
-from harness.faults.brokers import BrokerFaults
-from harness.history.group import group_members, group_stable
-from harness.replay.catalog import catalog_dir, load_incidents, select
-from harness.replay.runner import run_incident
-from harness.report.outcome import Outcome
 from tests.fault_incidents import write_incident
 
 pytestmark = pytest.mark.timeout(600)
@@ -191,7 +191,7 @@ def test_the_catalog_on_tansu_ends_each_run_in_a_pass_a_finding_or_not_applicabl
 ) -> None:
     """Every run on Tansu is judged (a pass, or a failure whose reasons are the finding) or
     does not apply, with its reason; none breaks. What each shows is in docs/vendors.md."""
-    command = [sys.executable, "-m", "harness.cli", "run", "--all", "--kafka-backend", "tansu",
+    command = [sys.executable, "-m", "kafka_replay.cli", "run", "--all", "--kafka-backend", "tansu",
                "--jobs", "2", "--report", str(tmp_path)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     runs = json.loads((tmp_path / "report.json").read_text())["runs"]

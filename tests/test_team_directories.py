@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from harness.replay.catalog import catalog_dir, incident_directories, load_incidents
-from harness.replay.model import DefinitionError
+from kafka_replay.replay.catalog import catalog_dir, incident_directories, load_incidents
+from kafka_replay.replay.model import DefinitionError
 
 TEAM_INCIDENT = """
 name = "{name}"
@@ -35,7 +34,7 @@ output = 2
 "heartbeat.interval.ms" = 500
 
 [app]
-command = "{{python}} -m incidents.apps.eos_processor --outside-transaction --work-ms 20"
+command = "{{python}} -m {eos} --outside-transaction --work-ms 20"
 
 [workloads.stream]
 generator = "student_onboarding"
@@ -72,14 +71,15 @@ description = "output written outside the transaction"
 
 [profiles.remediated]
 description = "output and offsets in one transaction"
-app.command = "{{python}} -m incidents.apps.eos_processor --work-ms 20"
+app.command = "{{python}} -m kafka_replay_incidents.apps.eos_processor --work-ms 20"
 """
 
 
 def write_incident(directory: Path, name: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.toml"
-    path.write_text(TEAM_INCIDENT.format(name=name))
+    eos = "kafka_replay_incidents.apps.eos_processor"
+    path.write_text(TEAM_INCIDENT.format(name=name, eos=eos))
     return path
 
 
@@ -88,7 +88,7 @@ def test_a_teams_definition_runs_with_the_cli(tmp_path: Path) -> None:
     work = tmp_path / "elsewhere"
     work.mkdir()
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--incidents", str(tmp_path / "ops" /
+        [sys.executable, "-m", "kafka_replay.cli", "run", "--incidents", str(tmp_path / "ops" /
          "incidents"), "double-kill", "--profile", "vulnerable", "--report",
          str(tmp_path / "report")],
         cwd=work, capture_output=True, text=True, timeout=600,
@@ -121,7 +121,7 @@ def test_pyproject_names_the_teams_directories(tmp_path: Path) -> None:
     directories = incident_directories(start=tmp_path / "src")
     assert directories == [catalog_dir(), (tmp_path / "ops" / "incidents").resolve()]
     listing = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "list"],
+        [sys.executable, "-m", "kafka_replay.cli", "list"],
         cwd=tmp_path / "src", capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert listing.returncode == 0, listing.stderr
@@ -133,7 +133,7 @@ def test_a_name_clash_with_the_catalog_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(DefinitionError, match=r"'deal-flood' is already defined in .*rename one"):
         load_incidents((catalog_dir(), tmp_path))
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "list", "--incidents", str(tmp_path)],
+        [sys.executable, "-m", "kafka_replay.cli", "list", "--incidents", str(tmp_path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 2

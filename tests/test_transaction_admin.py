@@ -17,9 +17,8 @@ import time
 import pytest
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-
-from harness.cluster import Cluster
-from harness.faults.transactions import (
+from kafka_replay.cluster import Cluster
+from kafka_replay.faults.transactions import (
     TransactionAdminError,
     abort_transactions,
     describe_transactions,

@@ -9,10 +9,9 @@ from datetime import date, datetime
 from itertools import groupby, pairwise
 
 import pytest
-
-from harness.cluster import Cluster
-from harness.history import RunHistory
-from harness.workload import (
+from kafka_replay.cluster import Cluster
+from kafka_replay.history import RunHistory
+from kafka_replay.workload import (
     Pause,
     WorkloadProducer,
     deal_flood,
@@ -22,7 +21,7 @@ from harness.workload import (
     quiet_then_wake,
     student_onboarding,
 )
-from harness.workload.records import Stamper
+from kafka_replay.workload.records import Stamper
 
 WORKLOADS = {
     "students": lambda seed: student_onboarding(count=200, students=20, skew=1.2, seed=seed),

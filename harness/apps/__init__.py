@@ -5,7 +5,7 @@ Names are imported on first use, so the contract's constants never pay for Kafka
 
 from __future__ import annotations
 
-from harness.lazy import lazy_exports
+from kafka_replay.lazy import lazy_exports
 
 _EXPORTS = {
     "AppContext": ".contract",

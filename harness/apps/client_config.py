@@ -2,7 +2,7 @@
 
 Definitions write ``[client]`` with the property names of Apache Kafka's own (Java) client:
 ``max.poll.records``, ``fetch.max.wait.ms``, ``metadata.max.age.ms``... An app in any
-language gets them in the dialect it can use (see :mod:`harness.apps.contract`):
+language gets them in the dialect it can use (see :mod:`kafka_replay.apps.contract`):
 
 - a Java (or any Apache Kafka client) app: a ``.properties`` file with the names as written
   (:func:`java_properties`);

@@ -16,11 +16,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.cluster.artifacts import file_lock
-from harness.cluster.paths import cache_root
+from kafka_replay.cluster.artifacts import file_lock
+from kafka_replay.cluster.paths import cache_root
 
 PYTHON_CLIENT = "confluent-kafka"
-JVM_CLIENT = "kafka-clients"  # the JVM reference apps run on it (see harness.apps.jvm_apps)
+JVM_CLIENT = "kafka-clients"  # the JVM reference apps run on it (see kafka_replay.apps.jvm_apps)
 _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)==(?P<version>[0-9][0-9A-Za-z.+-]*)$")
 INSTALL_TIMEOUT_S = 300
 #: Written last: a directory without it is an install that did not finish.

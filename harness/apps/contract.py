@@ -21,11 +21,11 @@ receives these environment variables (the names are a stable interface):
 
 ``REPLAY_CLIENT_PROPERTIES`` is set when the context has a ``properties_dir`` (the harness
 gives one); ``REPLAY_MAX_POLL_RECORDS`` only when the incident sets ``max.poll.records``.
-The translation between the two dialects is :mod:`harness.apps.client_config`.
+The translation between the two dialects is :mod:`kafka_replay.apps.client_config`.
 
 A command may use ``{bootstrap}``, ``{input_topic}``, ``{output_topic}``, ``{group_id}``,
 ``{transactional_id}``, ``{instance}`` and ``{client_properties}`` in its arguments.
-``REPLAY_REPORT_FILE`` is set too: where :mod:`harness.apps.instrument` writes what an
+``REPLAY_REPORT_FILE`` is set too: where :mod:`kafka_replay.apps.instrument` writes what an
 instrumented app reports.
 """
 
@@ -209,7 +209,7 @@ class AppSpec:
     def command(self, context: AppContext, python: str) -> list[str]:
         """The argv to run for one instance, placeholders filled in."""
         if self.target is not None:
-            return [python, "-m", "harness.apps.run_callable", self.target]
+            return [python, "-m", "kafka_replay.apps.run_callable", self.target]
         values = context.placeholders()
 
         def fill(match: re.Match[str]) -> str:

@@ -15,9 +15,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harness.cluster.artifacts import Artifact, file_lock, resolve_classpath
-from harness.cluster.jvm import find_java
-from harness.cluster.paths import cache_root
+from kafka_replay.cluster.artifacts import Artifact, file_lock, resolve_classpath
+from kafka_replay.cluster.jvm import find_java
+from kafka_replay.cluster.paths import cache_root
 
 JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 COMPILE_TIMEOUT_S = 180

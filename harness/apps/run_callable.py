@@ -1,6 +1,6 @@
 """Runs an app given as ``module:function`` in a process of its own.
 
-The function is called with the :class:`~harness.apps.contract.AppContext` when it takes an
+The function is called with the :class:`~kafka_replay.apps.contract.AppContext` when it takes an
 argument, and with none otherwise (it can then read the contract's environment variables).
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 import inspect
 import sys
 
-from harness.apps.contract import AppContext, load_callable
+from kafka_replay.apps.contract import AppContext, load_callable
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m harness.apps.run_callable module:function", file=sys.stderr)
+        print("usage: python -m kafka_replay.apps.run_callable module:function", file=sys.stderr)
         return 2
     sys.path.insert(0, "")  # the user's modules, relative to where the run started
     function = load_callable(argv[0])

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.process import spawn
-from harness.cluster.reaper import Lease
+from kafka_replay.cluster.process import spawn
+from kafka_replay.cluster.reaper import Lease
 
 from .contract import REPORT_FILE, AppContext, AppSpec
 

@@ -9,7 +9,7 @@ line needs: ``GUARANTEES``, ``OUTPUT_FORMATS``) never pays for the heavy ones (S
 
 from __future__ import annotations
 
-from harness.lazy import lazy_exports
+from kafka_replay.lazy import lazy_exports
 
 # Light, and named like their module: imported now, so the submodule cannot shadow them.
 from .verdict import GUARANTEES as GUARANTEES

@@ -325,7 +325,7 @@ def analyse(inputs: CheckInputs, examples: int = 5) -> dict[str, Finding]:
 
     The inputs are read once (into :func:`match`); a Kafka output is read a second time
     only for ``aborted_read``, so cache ``committed`` when it is costly to read, as
-    :func:`~harness.checker.check.check_run` does.
+    :func:`~kafka_replay.checker.check.check_run` does.
     """
     analysis = Analysis(inputs, examples)
     try:

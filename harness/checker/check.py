@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_replay.apps.correlation import OutputRecord
+from kafka_replay.history.stable_offsets import held_partitions
+from kafka_replay.history.store import read_stream
 from pyspark.sql import DataFrame, SparkSession
-
-from harness.apps.correlation import OutputRecord
-from harness.history.stable_offsets import held_partitions
-from harness.history.store import read_stream
 
 from . import sources
 from .analysis import ANOMALIES, Analysis, CheckInputs, Finding
@@ -34,7 +33,7 @@ class FileOutput:
     """Output the app wrote as files with an ``event_id`` column (JSON lines or Parquet)."""
 
     path: str
-    file_format: str = "json"  # one of harness.checker.OUTPUT_FORMATS
+    file_format: str = "json"  # one of kafka_replay.checker.OUTPUT_FORMATS
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class JdbcOutput:
     """Output the app wrote to a database table with an ``event_id`` column.
 
     The JDBC driver must be on the session's classpath (``spark_session(extra_jars=...)``);
-    ``driver`` names its class (see :func:`harness.checker.spark.jdbc_driver_class`).
+    ``driver`` names its class (see :func:`kafka_replay.checker.spark.jdbc_driver_class`).
     """
 
     url: str
@@ -168,7 +167,7 @@ def check_run(
     ack recorded is not ``unexpected`` either.
 
     An output record with no event_id (none found, or the user's function returned None)
-    counts as unexpected. :class:`~harness.checker.sources.OutputIdError` when the user's
+    counts as unexpected. :class:`~kafka_replay.checker.sources.OutputIdError` when the user's
     function (``KafkaOutput.event_id``) raises on a record.
     """
     fit_to_history(spark, history_bytes(run_dir))

@@ -1,13 +1,13 @@
 """The Spark driver's class-data archive: made once per PySpark version and Java.
 
 The checker's Spark session loads some 14,000 classes into the driver JVM before its first
-query; mapped from an archive (see :mod:`harness.jvm_archive`), the session starts and runs
+query; mapped from an archive (see :mod:`kafka_replay.jvm_archive`), the session starts and runs
 its first query in about half the time. The training run is a Python process of its own (the
 driver's JVM is its process's py4j gateway and cannot be started again with other options):
 it starts a session with the checker's settings, runs a query of the kinds the checker runs,
 and prints the JVM options and classpath the archive is dumped with: that is
-:mod:`harness.checker.spark_training`, which needs the checker's session (this module does
-not import :mod:`harness.checker.spark`, which imports it).
+:mod:`kafka_replay.checker.spark_training`, which needs the checker's session (this module does
+not import :mod:`kafka_replay.checker.spark`, which imports it).
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyspark
-
-from harness import jvm_archive
-from harness.cluster.paths import cache_root
+from kafka_replay import jvm_archive
+from kafka_replay.cluster.paths import cache_root
 
 TRAINING_TIMEOUT_S = 600
 #: Options of the training JVM that are not the program's own.
@@ -49,7 +48,7 @@ def spark_class_archive() -> Path | None:
 
 
 def _train(options: Sequence[str]) -> Sequence[str]:
-    command = [sys.executable, "-m", "harness.checker.spark_training", *options]
+    command = [sys.executable, "-m", "kafka_replay.checker.spark_training", *options]
     result = subprocess.run(
         command, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S, check=False
     )

@@ -15,11 +15,10 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from kafka_replay.apps.correlation import EVENT_ID, OutputRecord
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-
-from harness.apps.correlation import EVENT_ID, OutputRecord
 
 from .log_end import ending_offsets
 
@@ -122,7 +121,7 @@ def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
     """``event_id``, ``key``, ``seq``, ``in_topic``, ``in_partition``, ``in_offset``, ``ack_ts``.
 
     One row per ack: an ``event_id`` acknowledged twice appears twice, and the analysis
-    keeps one of them (:func:`harness.checker.analysis.match`) in the shuffle it makes
+    keeps one of them (:func:`kafka_replay.checker.analysis.match`) in the shuffle it makes
     anyway, so no shuffle of its own is spent here.
     """
     return (
@@ -143,7 +142,7 @@ def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
 def default_event_id() -> Column:
     """The ``event_id`` header, else the ``event_id`` field of a JSON object value, else null.
 
-    The same rule as :func:`harness.apps.correlation.default_event_id`: an empty header
+    The same rule as :func:`kafka_replay.apps.correlation.default_event_id`: an empty header
     counts as none and, of several ``event_id`` headers, the last wins. Only null-safe forms
     (``try_element_at``, ``get_json_object``): a record without headers, or whose value is
     null or not JSON, gets a null ``event_id`` under ANSI mode too.

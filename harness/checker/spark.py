@@ -2,7 +2,7 @@
 
 ``local[2]`` by default (this machine has two cores); any ``spark.master`` URL for a cluster.
 The Kafka connector matching the installed PySpark is resolved from Maven Central once and
-cached (see :mod:`harness.cluster.artifacts`), so later sessions never touch the network.
+cached (see :mod:`kafka_replay.cluster.artifacts`), so later sessions never touch the network.
 The driver binds 127.0.0.1 only.
 """
 
@@ -17,9 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyspark
+from kafka_replay.cluster.artifacts import Artifact, resolve_classpath
 from pyspark.sql import SparkSession
-
-from harness.cluster.artifacts import Artifact, resolve_classpath
 
 from .class_archive import spark_class_archive
 
@@ -167,7 +166,7 @@ def spark_session(
     """A session for the checker (reused if one is already running in this process).
 
     Its driver JVM maps Spark's classes from a class-data archive (made on first use, see
-    :mod:`harness.checker.class_archive`) unless ``class_sharing`` is off. ``small_runs`` is
+    :mod:`kafka_replay.checker.class_archive`) unless ``class_sharing`` is off. ``small_runs`` is
     for a session that checks incident-sized runs (:data:`SMALL_HISTORY_BYTES`): its driver
     JVM compiles with C1 only, whose quick code suits minutes of small checks (the first check
     of a new session on zombie-commit's run: 9.7 s instead of 13.9 s; later ones 5.2

@@ -1,7 +1,7 @@
 """The training run of the Spark driver's class-data archive, a Python process of its own.
 
-Run as ``python -m harness.checker.spark_training JVM_OPTION...`` by
-:func:`harness.checker.class_archive.spark_class_archive`: it starts a session with the
+Run as ``python -m kafka_replay.checker.spark_training JVM_OPTION...`` by
+:func:`kafka_replay.checker.class_archive.spark_class_archive`: it starts a session with the
 checker's settings, runs a query of the kinds the checker runs, and prints the JVM options and
 classpath the archive is dumped with. Apart from :mod:`.class_archive` because it needs the
 checker's session, whose module imports the archive's.
@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.checker.class_archive import TRAINING_ONLY
-from harness.checker.spark import spark_session
+from kafka_replay.checker.class_archive import TRAINING_ONLY
+from kafka_replay.checker.spark import spark_session
 
 
 def _training_run(options: Sequence[str]) -> None:

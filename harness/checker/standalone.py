@@ -16,11 +16,10 @@ from pathlib import Path
 from types import TracebackType
 
 import pyspark
-
-from harness.cluster.nodes import read_tail
-from harness.cluster.ports import free_ports
-from harness.cluster.process import spawn
-from harness.cluster.reaper import Lease, reap_orphans
+from kafka_replay.cluster.nodes import read_tail
+from kafka_replay.cluster.ports import free_ports
+from kafka_replay.cluster.process import spawn
+from kafka_replay.cluster.reaper import Lease, reap_orphans
 
 READY_TIMEOUT_S = 120.0
 

@@ -9,7 +9,7 @@ pays for the heavy ones (Spark, testcontainers).
 
 from __future__ import annotations
 
-from harness.lazy import lazy_exports
+from kafka_replay.lazy import lazy_exports
 
 _EXPORTS = {
     "ArtifactResolutionError": ".errors",

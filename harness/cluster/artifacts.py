@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from harness.file_lock import file_lock
+from kafka_replay.file_lock import file_lock
 
 from .errors import ArtifactResolutionError
 from .paths import cache_root

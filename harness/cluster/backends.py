@@ -5,7 +5,7 @@ name (``backend``), one line about it (``about``), how its release is chosen (``
 ``choose_version``), what it cannot do (``lacks``, see :mod:`.capabilities`) and how it starts.
 :func:`register_backend` adds one; the built-in ones are registered when the backends are first
 listed, and a team's own when its module is imported as a plugin (the ``kafka_replay.plugins``
-entry point group, see :mod:`harness.plugins`). Every ``--kafka-backend`` and setup string
+entry point group, see :mod:`kafka_replay.plugins`). Every ``--kafka-backend`` and setup string
 (``tansu:0.6.0``) is read here, by :func:`choose_backend`, and its help text comes from here.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from harness.plugins import load_plugins
+from kafka_replay.plugins import load_plugins
 
 from .capabilities import CAPABILITIES
 from .versions import choose_version
@@ -31,7 +31,11 @@ BACKEND_ENV = "KAFKA_REPLAY_BACKEND"
 IMAGE_ENV = "KAFKA_REPLAY_IMAGE"
 DEFAULT_BACKEND = "embedded"
 #: The modules of the built-in backends, each registering its class when imported.
-BUILT_IN = ("harness.cluster.embedded", "harness.cluster.container", "harness.cluster.tansu")
+BUILT_IN = (
+    "kafka_replay.cluster.embedded",
+    "kafka_replay.cluster.container",
+    "kafka_replay.cluster.tansu",
+)
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 _REGISTRY: dict[str, type[NodeCluster]] = {}

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 log = logging.getLogger(__name__)
 #: librdkafka's own log lines go here instead of raw stderr.
-client_log = logging.getLogger("harness.librdkafka")
+client_log = logging.getLogger("kafka_replay.librdkafka")
 
 TOPIC_READY_TIMEOUT_S = 30.0
 

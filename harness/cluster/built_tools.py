@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.file_lock import file_lock
+from kafka_replay.file_lock import file_lock
 
 from .errors import ClusterError
 

@@ -1,7 +1,7 @@
 """The brokers' class-data archive: made once per Kafka version, Java and classpath.
 
 A broker JVM spends most of its first seconds loading some 7,000 classes; mapped from an
-archive (see :mod:`harness.jvm_archive`), they cost a fraction of that. The training run is a
+archive (see :mod:`kafka_replay.jvm_archive`), they cost a fraction of that. The training run is a
 broker through what a replay does first: a topic, acknowledged produces, a consumer group's
 commit and a transaction.
 """
@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness import jvm_archive
+from kafka_replay import jvm_archive
 
 from .base import Cluster
 from .paths import cache_root

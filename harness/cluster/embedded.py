@@ -1,7 +1,7 @@
 """The default backend: real Apache Kafka brokers in KRaft mode, run as local JVM processes.
 
 Each node is a combined broker and controller bound to 127.0.0.1 on free ports. Kafka's own
-jars come from Maven Central through :mod:`harness.cluster.artifacts` and are cached, so a
+jars come from Maven Central through :mod:`kafka_replay.cluster.artifacts` and are cached, so a
 second start works offline.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
-from harness.jvm_archive import class_list
+from kafka_replay.jvm_archive import class_list
 
 from . import broker_config
 from .artifacts import kafka_classpath
@@ -265,7 +265,7 @@ def java_command(
     options: Sequence[str] = (),
 ) -> list[str]:
     """The command that runs a class of Kafka's, up to the class name."""
-    log4j = resources.files("harness.cluster") / "resources" / "log4j2.properties"
+    log4j = resources.files("kafka_replay.cluster") / "resources" / "log4j2.properties"
     return [
         find_java(),
         *([f"-XX:SharedArchiveFile={archive}"] if archive else []),

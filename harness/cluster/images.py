@@ -148,7 +148,7 @@ def build_kafka_image(version: str, progress: Progress = log.warning) -> str:
 
 def recipe() -> str:
     """What a local Kafka image is made of, as a short digest."""
-    bundled = resources.files("harness.cluster") / "resources" / "entrypoint.sh"
+    bundled = resources.files("kafka_replay.cluster") / "resources" / "entrypoint.sh"
     text = KAFKA_DOCKERFILE + bundled.read_text() + " ".join(JVM_OPTIONS)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -172,7 +172,7 @@ def _build_kafka_image(client: Any, version: str, tag: str, progress: Progress) 
         (root / "libs").mkdir()
         for jar in jars:
             shutil.copy2(jar, root / "libs" / jar.name)
-        bundled = resources.files("harness.cluster") / "resources"
+        bundled = resources.files("kafka_replay.cluster") / "resources"
         for name in ("log4j2.properties", "entrypoint.sh"):
             (root / name).write_bytes((bundled / name).read_bytes())
         (root / "entrypoint.sh").chmod(0o755)

@@ -12,7 +12,7 @@ reported as not applicable instead of failing for a reason that is not the incid
 - one listener: behind a proxy (network faults) it advertises the proxy, so the harness's
   observers, which reach it through metadata like any client, go through the proxy too;
 - no ``__consumer_offsets`` topic: the committed offsets are sampled (see
-  :func:`harness.history.lag.commits_from_samples`); no coordinator log the harness can read,
+  :func:`kafka_replay.history.lag.commits_from_samples`); no coordinator log the harness can read,
   so the symptoms measured from one cannot be measured here, and say so;
 - group descriptions name no members: an app counts as joined once its group is Stable.
 """

@@ -8,9 +8,8 @@ import threading
 import time
 
 from confluent_kafka.admin import NewPartitions
-
-from harness.apps import Supervisor
-from harness.cluster import Cluster
+from kafka_replay.apps import Supervisor
+from kafka_replay.cluster import Cluster
 
 RESTART_WAIT_S = 60.0
 #: Beyond its gap, how long each kill of a series may wait for the app to be running again.

@@ -1,7 +1,7 @@
 """Network faults between the clients (the app, the workload producer) and each broker.
 
 They act on the Toxiproxy proxy the cluster puts in front of every broker (see
-:mod:`harness.cluster.toxiproxy`): the brokers advertise their proxy's address, so clients
+:mod:`kafka_replay.cluster.toxiproxy`): the brokers advertise their proxy's address, so clients
 cannot go around it, while replication, the KRaft quorum and the harness's own observers use
 the brokers' direct listeners and see no fault. Which broker is hit is found as for broker
 faults (a partition's leader, the active controller, any) or ``all`` of them.
@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from harness.cluster.toxiproxy import ToxiproxyError
+from kafka_replay.cluster.toxiproxy import ToxiproxyError
 
 from .brokers import ROLES, BrokerFaultError, RunFaults, find_node
 

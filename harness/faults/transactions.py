@@ -19,9 +19,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from harness.apps.jvm_apps import JAVA_OPTIONS, compiled_apps, kafka_clients_classpath
-from harness.cluster.jvm import find_java
-from harness.cluster.versions import DEFAULT_KAFKA_VERSION
+from kafka_replay.apps.jvm_apps import JAVA_OPTIONS, compiled_apps, kafka_clients_classpath
+from kafka_replay.cluster.jvm import find_java
+from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
 
 SOURCES = Path(__file__).parent / "jvm"
 MAIN_CLASS = "TransactionAdmin"

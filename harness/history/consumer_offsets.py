@@ -23,7 +23,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 log = logging.getLogger(__name__)
 #: librdkafka's own lines, with every other Kafka client of the harness
-CLIENT_LOG = logging.getLogger("harness.librdkafka")
+CLIENT_LOG = logging.getLogger("kafka_replay.librdkafka")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_COMMIT_KEY_TYPES = (0, 1)

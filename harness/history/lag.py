@@ -19,7 +19,7 @@ def sample_lag(
 ) -> list[dict[str, Any]]:
     """Per partition: the group's committed offset, the log end offset, and their difference.
 
-    ``reader`` is a :func:`~harness.history.consumer_offsets.group_reader` of ``group``.
+    ``reader`` is a :func:`~kafka_replay.history.consumer_offsets.group_reader` of ``group``.
     """
     partitions = sorted(reader.list_topics(topic, timeout=timeout).topics[topic].partitions)
     wanted = [TopicPartition(topic, p) for p in partitions]

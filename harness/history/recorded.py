@@ -1,6 +1,6 @@
 """One reader of a finished run's directory, for every consumer (the symptoms, the HTML report).
 
-Read through :class:`~harness.history.store.RunHistory`, never by literal paths, and
+Read through :class:`~kafka_replay.history.store.RunHistory`, never by literal paths, and
 generically: every stream found under ``events/`` is loaded by its name, so a new stream is
 there for its readers without code here; a stream or file the run did not leave reads as None
 ("not recorded"), which is not the same as recorded and empty.

@@ -6,7 +6,7 @@ app under test, measures the symptoms, judges and reports.
 - :mod:`.steps`, :mod:`.symptoms`: the registries of steps and symptoms;
 - :mod:`.runner`: one run; :mod:`.judge`: the pass/fail rule; :mod:`.session`: many runs.
 
-The run record and the reports live apart, in :mod:`harness.report`.
+The run record and the reports live apart, in :mod:`kafka_replay.report`.
 
 Nothing is imported here, so reading where incidents live stays cheap.
 """

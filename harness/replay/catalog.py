@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .model import DefinitionError, Incident, toml_error
 
-CATALOG_PACKAGE = "incidents"
+CATALOG_PACKAGE = "kafka_replay_incidents"
 SETTINGS_TABLE = "kafka-replay"
 
 

@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.apps.client_libraries import parse_client
-from harness.cluster.backends import choose_backend
-from harness.replay.model import GROUP_PROTOCOLS, PROFILES
-from harness.replay.overrides import client_settings, parse_settings
+from kafka_replay.apps.client_libraries import parse_client
+from kafka_replay.cluster.backends import choose_backend
+from kafka_replay.replay.model import GROUP_PROTOCOLS, PROFILES
+from kafka_replay.replay.overrides import client_settings, parse_settings
 
 #: ``key=value`` of a setup and the ``kafka-replay run`` option it becomes.
 SETUP_OPTIONS = {
@@ -105,7 +105,7 @@ def _setting_text(value: Any) -> str:
 
 
 def _broker_settings(items: Sequence[str]) -> dict[str, Any]:
-    from harness.cluster.broker_config import validate_overrides
+    from kafka_replay.cluster.broker_config import validate_overrides
 
     settings = parse_settings(items, "broker.KEY")
     validate_overrides(settings)

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.apps.client_config import check_client_config
-from harness.apps.supervisor import RESTART_MODES, parse_restart
-from harness.checker import GUARANTEES
-from harness.workload import GENERATORS, Workload
+from kafka_replay.apps.client_config import check_client_config
+from kafka_replay.apps.supervisor import RESTART_MODES, parse_restart
+from kafka_replay.checker import GUARANTEES
+from kafka_replay.workload import GENERATORS, Workload
 
 from .model import (
     COMPARISONS,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.workload import Workload
+    from kafka_replay.workload import Workload
 
 PROFILES = ("vulnerable", "remediated")
 #: Steps that act on the proxies in front of the brokers: their cluster needs proxies.
@@ -112,7 +112,9 @@ class AppDefinition:
     command: str
     instances: int = 1
     restart_delay_s: float = 0.5
-    restart: str = "always"  # always, on-failure or every:SECONDS (see harness.apps.RestartPolicy)
+    restart: str = (
+        "always"  # always, on-failure or every:SECONDS (see kafka_replay.apps.RestartPolicy)
+    )
     jvm: str | None = None  # the JVM reference app: ``{java} Class --flags`` (see jvm_apps)
 
 

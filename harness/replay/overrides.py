@@ -6,7 +6,7 @@ import tomllib
 from collections.abc import Iterable
 from typing import Any
 
-from harness.apps.client_config import check_client_config
+from kafka_replay.apps.client_config import check_client_config
 
 
 def setting_value(text: str) -> Any:

@@ -23,10 +23,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.cluster.paths import cache_root
-from harness.cluster.process import spawn
-from harness.cluster.reaper import Lease
-from harness.report.outcome import Outcome
+from kafka_replay.cluster.paths import cache_root
+from kafka_replay.cluster.process import spawn
+from kafka_replay.cluster.reaper import Lease
+from kafka_replay.report.outcome import Outcome
 
 POLL_S = 0.2
 STOP_GRACE_S = 60.0
@@ -166,7 +166,7 @@ def name(run: Run | None) -> str:
 
 
 def lane_argv(options: Sequence[str], runs_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "harness.cli", "run", "--lane", *options,
+    return [sys.executable, "-m", "kafka_replay.cli", "run", "--lane", *options,
             "--runs-dir", str(runs_dir)]  # fmt: skip
 
 

@@ -2,7 +2,7 @@
 
 Each run gets its own directory (the run history format of ``docs/history.md`` plus
 ``check.json`` and ``outcome.json``), its own topics and consumer group, and a cluster with
-the profile's broker config. :func:`harness.replay.judge.judge` turns what was measured into
+the profile's broker config. :func:`kafka_replay.replay.judge.judge` turns what was measured into
 the outcome. Whatever stage fails (start-up, a step, the checker, the symptoms), the run still
 ends with an outcome naming that stage and its error, and the history kept so far.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.apps import (
+from kafka_replay.apps import (
     AppContext,
     AppSpec,
     AppStartError,
@@ -27,20 +27,20 @@ from harness.apps import (
     Supervisor,
     load_callable,
 )
-from harness.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
-from harness.apps.jvm_apps import JvmAppError, java_command
-from harness.checker import CheckResult, KafkaOutput, check_run
-from harness.cluster import Cluster
-from harness.cluster.errors import NotApplicable
-from harness.faults import holders
-from harness.history import LagSampler, OffsetsRecorder, RunHistory
-from harness.history.broker_log import group_events
-from harness.history.group import group_members, group_stable
-from harness.history.lag import commits_from_samples
-from harness.history.recorded import RecordedRun
-from harness.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
-from harness.interrupts import interrupted
-from harness.report.outcome import Outcome
+from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
+from kafka_replay.apps.jvm_apps import JvmAppError, java_command
+from kafka_replay.checker import CheckResult, KafkaOutput, check_run
+from kafka_replay.cluster import Cluster
+from kafka_replay.cluster.errors import NotApplicable
+from kafka_replay.faults import holders
+from kafka_replay.history import LagSampler, OffsetsRecorder, RunHistory
+from kafka_replay.history.broker_log import group_events
+from kafka_replay.history.group import group_members, group_stable
+from kafka_replay.history.lag import commits_from_samples
+from kafka_replay.history.recorded import RecordedRun
+from kafka_replay.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
+from kafka_replay.interrupts import interrupted
+from kafka_replay.report.outcome import Outcome
 
 from .judge import judge
 from .model import Incident, Profile
@@ -320,7 +320,7 @@ class _Run:
         A transaction left open by a killed app holds its partitions' last stable offset until
         its coordinator aborts it, and a read_committed read stops there: read too soon, later
         committed outputs look lost. So the check waits, at most as long as such a transaction
-        can last (:func:`~harness.history.stable_offsets.settle_timeout_s`).
+        can last (:func:`~kafka_replay.history.stable_offsets.settle_timeout_s`).
         """
         assert self.cluster is not None
         self._enter("settling")

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.checker.spark import check_master
-from harness.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool
-from harness.report.outcome import Outcome
+from kafka_replay.checker.spark import check_master
+from kafka_replay.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool
+from kafka_replay.report.outcome import Outcome
 
 from .model import Incident
 from .runner import RunOptions, run_incident
@@ -45,7 +45,7 @@ class CatalogSession:
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
-            from harness.checker import spark_session
+            from kafka_replay.checker import spark_session
 
             self._spark = spark_session(self._spark_master, small_runs=True)
             self._spark.sparkContext.setLogLevel("ERROR")

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.apps.supervisor import RESTART_MODES, parse_restart
-from harness.checker import GUARANTEES
-from harness.cluster.backends import backend_argument, backends_help
-from harness.cluster.versions import DEFAULT_KAFKA_VERSION
-from harness.plugins import load_plugins
+from kafka_replay.apps.supervisor import RESTART_MODES, parse_restart
+from kafka_replay.checker import GUARANTEES
+from kafka_replay.cluster.backends import backend_argument, backends_help
+from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
+from kafka_replay.plugins import load_plugins
 
 from .model import GROUP_PROTOCOLS, PROFILES
 from .overrides import client_settings, parse_settings
@@ -88,7 +88,7 @@ def _at_least(flag: str, least: float, unit: str = "") -> Callable[[Any], None]:
 
 
 def _broker_settings(items: Sequence[str]) -> None:
-    from harness.cluster.broker_config import validate_overrides
+    from kafka_replay.cluster.broker_config import validate_overrides
 
     validate_overrides(parse_settings(items, "--broker-config"))
 

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaException
-
-from harness.apps import Supervisor
-from harness.cluster import Cluster
-from harness.cluster.capabilities import CAPABILITIES
-from harness.faults import (
+from kafka_replay.apps import Supervisor
+from kafka_replay.cluster import Cluster
+from kafka_replay.cluster.capabilities import CAPABILITIES
+from kafka_replay.faults import (
     DIRECTIONS,
     FAULTS,
     NETWORK_ROLES,
@@ -38,10 +37,10 @@ from harness.faults import (
     kill_at_random,
     toxic_attributes,
 )
-from harness.history import RunHistory, sample_lag
-from harness.history.consumer_offsets import group_reader
-from harness.history.stable_offsets import held, stable_ends
-from harness.workload import Workload, WorkloadProducer
+from kafka_replay.history import RunHistory, sample_lag
+from kafka_replay.history.consumer_offsets import group_reader
+from kafka_replay.history.stable_offsets import held, stable_ends
+from kafka_replay.workload import Workload, WorkloadProducer
 
 from .model import Profile, Step
 
@@ -180,7 +179,7 @@ class StepKind:
     play: Play
     summary: str
     validate: Validator | None = None
-    #: What the cluster must be able to do (a name of :mod:`harness.cluster.capabilities`).
+    #: What the cluster must be able to do (a name of :mod:`kafka_replay.cluster.capabilities`).
     needs: str | None = None
 
 

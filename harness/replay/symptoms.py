@@ -19,14 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.history import derived
-from harness.history.broker_log import POLL_TIMEOUT
-from harness.history.recorded import RecordedRun
-from harness.history.stable_offsets import lso_stalls
-from harness.report.outcome import Value
+from kafka_replay.history import derived
+from kafka_replay.history.broker_log import POLL_TIMEOUT
+from kafka_replay.history.recorded import RecordedRun
+from kafka_replay.history.stable_offsets import lso_stalls
+from kafka_replay.report.outcome import Value
 
 if TYPE_CHECKING:
-    from harness.checker import CheckResult
+    from kafka_replay.checker import CheckResult
 PRODUCER_ID_ERRORS = frozenset(
     {"INVALID_PRODUCER_ID_MAPPING", "UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_EPOCH"}
 )
@@ -112,7 +112,7 @@ class Evidence:
         """(time, span) for each batch the app took from an input partition.
 
         From the app's ``consumed`` reports where it sends them; otherwise from the output
-        (see :func:`harness.history.derived.consumed_spans`).
+        (see :func:`kafka_replay.history.derived.consumed_spans`).
         """
         return derived.consumed_spans(self.app, self.deliveries, self.input_topic)
 

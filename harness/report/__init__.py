@@ -5,7 +5,7 @@
 - :mod:`.html_report`: ``report.html``, every run's history on one time axis;
 - :mod:`.junit`: JUnit XML for CI; :mod:`.browser`: headless Chromium for ``report --png``.
 
-It reads runs through :mod:`harness.history` and imports nothing of the replay engine
-(``harness.replay``), so a report is written, or read back, without it. Nothing is imported
+It reads runs through :mod:`kafka_replay.history` and imports nothing of the replay engine
+(``kafka_replay.replay``), so a report is written, or read back, without it. Nothing is imported
 here, so the record stays cheap to load.
 """

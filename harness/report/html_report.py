@@ -8,7 +8,7 @@ the records each output partition holds behind its last stable offset (its stall
 what the app and the group did, and the hot partition's arrivals where there is one. The
 checker's examples, and the commits it found going back, are marked at the moment they
 happened; the examples are listed under the figure. A run is read by
-:class:`~harness.history.recorded.RecordedRun`, tolerantly: a panel whose stream was not
+:class:`~kafka_replay.history.recorded.RecordedRun`, tolerantly: a panel whose stream was not
 recorded says so. Panels are registered with ``@panel`` (:data:`PANELS`), so a new evidence
 stream adds one panel function.
 """
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history.derived import per_second, repeats
-from harness.history.recorded import RecordedRun
-from harness.history.stable_offsets import lso_stalls
+from kafka_replay.history.derived import per_second, repeats
+from kafka_replay.history.recorded import RecordedRun
+from kafka_replay.history.stable_offsets import lso_stalls
 
 from .outcome import Outcome, delivered, result_label
 

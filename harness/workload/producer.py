@@ -26,7 +26,7 @@ from .records import Pause, Workload, WorkloadRecord
 
 Sink = Callable[[dict[str, Any]], None]
 #: librdkafka's own lines, with every other Kafka client of the harness
-CLIENT_LOG = logging.getLogger("harness.librdkafka")
+CLIENT_LOG = logging.getLogger("kafka_replay.librdkafka")
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "partitioner": "murmur2_random",

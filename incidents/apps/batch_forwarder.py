@@ -1,6 +1,6 @@
 """An at-least-once service: poll a batch, do the work for each record, write, commit.
 
-``python -m incidents.apps.batch_forwarder [--batch N] [--work-ms MS]``
+``python -m kafka_replay_incidents.apps.batch_forwarder [--batch N] [--work-ms MS]``
 
 The batch size is the Java client's ``max.poll.records``: the incident's, given by the
 contract (``REPLAY_MAX_POLL_RECORDS``), else ``--batch`` (500, the Java default). ``--work-ms``

@@ -10,9 +10,8 @@ from typing import Any
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
-
-from harness.apps import AppContext, Reporter
-from harness.apps.client_config import for_client
+from kafka_replay.apps import AppContext, Reporter
+from kafka_replay.apps.client_config import for_client
 
 
 class Service:

@@ -1,6 +1,6 @@
 """An exactly-once consume-transform-produce service, like a Kafka Streams app.
 
-``python -m incidents.apps.eos_processor [--side-effects TOPIC] [--keepalive-s S]
+``python -m kafka_replay_incidents.apps.eos_processor [--side-effects TOPIC] [--keepalive-s S]
 [--outside-transaction] [--work-ms MS] [--transactional-id-per-start]``
 
 Output and input offsets commit in one transaction. Any error ends the process (the post's

@@ -1,6 +1,6 @@
 """A service that keeps a map of processed offsets and flushes it on a timer.
 
-``python -m incidents.apps.periodic_committer [--commit-every-s S] [--work-ms MS]
+``python -m kafka_replay_incidents.apps.periodic_committer [--commit-every-s S] [--work-ms MS]
 [--only-assigned]``
 
 Without ``--only-assigned`` (the post's code) the map keeps partitions the instance no longer

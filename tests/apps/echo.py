@@ -13,9 +13,8 @@ import signal
 import sys
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-
-from harness.apps.contract import AppContext
-from harness.apps.instrument import Reporter
+from kafka_replay.apps.contract import AppContext
+from kafka_replay.apps.instrument import Reporter
 
 
 def run(context: AppContext, argv: dict[str, str] | None = None) -> int:

@@ -5,7 +5,8 @@
 - ``duplicate``: at-least-once, but every fifth record is written twice;
 - ``lose``: commits each batch before writing it and drops every fifth record.
 
-The correct exactly-once counterpart is the reference app ``incidents.apps.eos_processor``.
+The correct exactly-once counterpart is the reference app
+``kafka_replay_incidents.apps.eos_processor``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import signal
 import sys
 
 from confluent_kafka import Consumer, Producer
-
-from harness.apps.contract import AppContext
-from incidents.apps.common import next_offsets
+from kafka_replay.apps.contract import AppContext
+from kafka_replay_incidents.apps.common import next_offsets
 
 
 def main(mode: str) -> int:

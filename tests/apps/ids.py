@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.apps.correlation import OutputRecord
+from kafka_replay.apps.correlation import OutputRecord
 
 
 def broken(record: OutputRecord) -> str:

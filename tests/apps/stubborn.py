@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from incidents.apps import batch_forwarder
+from kafka_replay_incidents.apps import batch_forwarder
 
 _install = signal.signal
 

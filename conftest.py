@@ -1,7 +1,6 @@
-"""Root conftest: loads the harness's pytest plugin when the package is not installed.
+"""Root conftest: marks the repository's root for pytest (``rootdir``, ``testpaths``).
 
-When it is installed, the ``pytest11`` entry point has already registered the plugin under
-the same name and this line is a no-op.
+The harness's pytest plugin comes with the package, through its ``pytest11`` entry point
+(``./dev`` installs it into ``.venv``), so nothing is loaded from here: the catalog collected
+from outside the repository meets no ``pytest_plugins`` of a non-root conftest.
 """
-
-pytest_plugins = ["kafka_replay.pytest_plugin"]

@@ -1,36 +1,35 @@
-"""pytest plugin: real Kafka clusters as fixtures.
+"""pytest plugin: real Kafka clusters as fixtures, and incidents as test items.
 
-Installed with the package (``pytest11`` entry point). Fixtures:
+Installed with the package (``pytest11`` entry point). Its options all start with
+``--replay-`` (``pytest --help`` lists them), so none collides with a project's own. Fixtures:
 
 - ``kafka_cluster``: a running cluster; tests asking for the same configuration share one for
   the whole session. Configure it with ``@pytest.mark.kafka(brokers=3, broker_config={...})``
-  and choose the release with ``--kafka-version``, ``$KAFKA_REPLAY_VERSION`` or by
+  and choose the release with ``--replay-kafka-version``, ``$KAFKA_REPLAY_VERSION`` or by
   parametrizing ``kafka_version``.
 - ``kafka_admin``: an admin client for it.
 - ``kafka_topic``: a factory of uniquely named topics, deleted after the test.
 - ``kafka_cluster_factory``: unshared clusters for tests that break or restart them.
 
-``--kafka-backend container`` (or parametrizing ``kafka_backend``) runs brokers in containers;
-those tests are skipped, saying how to enable them, where no Docker daemon answers.
-``--kafka-backend tansu[:VERSION]`` runs them on Tansu, another vendor's Kafka-compatible broker.
-
-``--kafka-bootstrap HOST:PORT`` runs everything against an existing cluster instead; tests
-that need a particular broker configuration are then skipped. An incident item that a cluster
-cannot host (an essential broker setting it cannot take, more brokers than it has) is skipped
+``--replay-kafka-backend NAME`` (or parametrizing ``kafka_backend``) chooses how brokers run
+(``container``: tests are skipped, saying how to enable them, where no Docker daemon answers;
+``tansu[:VERSION]``: another vendor's Kafka-compatible broker). ``--replay-kafka-bootstrap
+HOST:PORT`` runs everything against an existing cluster instead; tests that need a particular
+broker configuration are then skipped. An incident item that a cluster cannot host is skipped
 with the reason: it does not apply there.
 
-Incidents: every incident definition (``*.toml``) in an incident directory is collected as
-one pytest item per profile, ``<file>::incident[<name>-<profile>]`` (marked ``incident``), so
-``pytest -k incident`` runs them. Incident directories: the catalog (collected where the
-``kafka_replay_incidents`` package is, e.g. ``pytest --pyargs kafka_replay_incidents``),
-``--incidents DIR`` (repeatable; collected wherever pytest runs) and ``incidents = [...]``
-under ``[tool.kafka-replay]`` in the project's ``pyproject.toml``. ``--app``, ``--output-id``,
-``--guarantee``, ``--group-protocol`` and ``--restart`` put the user's own app under the
-incidents' conditions. ``--setup SETUP``
-(repeatable; the syntax of ``kafka-replay compare``) multiplies every incident item by setup,
-its id naming it: ``incident[<name>-<profile>-kafka=3.9.2]``.
-``replay_incident(name, profile)`` replays one incident for a test of your own; ``replay_spark``
-is one Spark session per test process.
+Incidents: each incident definition (``*.toml``) of an incident directory is one pytest item
+per profile, ``<file>::incident[<name>-<profile>]``, marked ``incident``. They are collected
+only when asked for, never by a project's plain ``pytest``: ``-m incident`` or ``-k`` naming
+``incident`` (the catalog, the project's ``[tool.kafka-replay] incidents`` directories and
+``--replay-incidents DIR`` are then collected wherever pytest runs), ``--replay-incidents DIR``,
+or an argument that names an incident directory or file itself (``pytest --pyargs
+kafka_replay_incidents``, ``pytest ops/incidents``, a ``testpaths`` entry). ``--replay-app``,
+``--replay-output-id``, ``--replay-guarantee``, ... put the project's own app under the
+incidents' conditions; ``--replay-setup SETUP`` (repeatable; the syntax of ``kafka-replay
+compare``) multiplies every incident item by setup, its id naming it:
+``incident[<name>-<profile>-kafka=3.9.2]``. ``replay_incident(name, profile)`` replays one
+incident for a test of your own; ``replay_spark`` is one Spark session per test process.
 
 The plugin imports nothing heavy when it loads: Kafka clients, Spark and the replay engine are
 imported by the fixtures and items that use them.
@@ -38,6 +37,7 @@ imported by the fixtures and items that use them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
@@ -66,6 +66,9 @@ CLUSTERS_KEY = pytest.StashKey[list["Cluster"]]()
 DIRECTORIES_KEY = pytest.StashKey[list[Path]]()
 SETUPS_KEY = pytest.StashKey[list["Setup | None"]]()
 SETTINGS_KEY = pytest.StashKey[RunSettings]()
+#: Whether incident items were asked for, and the paths the command line names.
+ASKED_KEY = pytest.StashKey[bool]()
+NAMED_KEY = pytest.StashKey[list[Path]]()
 LOG_TAIL_LINES = 60
 
 
@@ -82,13 +85,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line("markers", "incident: a replay of an incident definition")
     settings = config.stash[SETTINGS_KEY] = RunSettings.from_pytest(config)
-    config.stash[DIRECTORIES_KEY] = incident_directories(settings.incidents, config.rootpath)
+    directories = incident_directories(settings.incidents, config.rootpath)
+    config.stash[DIRECTORIES_KEY] = directories
     config.stash[SETUPS_KEY] = _setups(settings.setup)
-    _collect_given_directories(config)
+    config.stash[NAMED_KEY] = _named_paths(config)
+    asked = config.stash[ASKED_KEY] = _incidents_asked_for(config)
+    given = [Path(d).resolve() for d in settings.incidents]
+    _collect_wherever_pytest_runs(config, directories if asked else given)
 
 
 def _setups(texts: list[str]) -> list[Setup | None]:
-    """``--setup`` items checked at once; ``[None]`` (the command line's setup) when none."""
+    """``--replay-setup`` items checked at once; ``[None]`` (the command line's setup) when none."""
     if not texts:
         return [None]
     from kafka_replay.replay.compare import parse_setup
@@ -98,30 +105,60 @@ def _setups(texts: list[str]) -> list[Setup | None]:
         try:
             setup = parse_setup(text)
         except ValueError as exc:
-            raise pytest.UsageError(f"--setup {text!r}: {exc}") from None
+            raise pytest.UsageError(f"--replay-setup {text!r}: {exc}") from None
         if setup.bootstrap:
             raise pytest.UsageError(
-                f"--setup {text!r}: an external cluster is one per session: give "
-                "--kafka-bootstrap instead"
+                f"--replay-setup {text!r}: an external cluster is one per session: give "
+                "--replay-kafka-bootstrap instead"
             )
         setups.append(setup)
     return setups
 
 
-def _collect_given_directories(config: pytest.Config) -> None:
-    """Make ``--incidents DIR`` collected wherever pytest runs, unless an argument covers it."""
-    given = [Path(d).resolve() for d in config.stash[SETTINGS_KEY].incidents]
+def _incidents_asked_for(config: pytest.Config) -> bool:
+    """Whether this run asks for incident items: ``-m``/``-k`` naming them, or a directory."""
+    expressions = f"{config.option.markexpr or ''} {config.option.keyword or ''}"
+    return "incident" in expressions.lower() or bool(config.stash[SETTINGS_KEY].incidents)
+
+
+def _named_paths(config: pytest.Config) -> list[Path]:
+    """The paths the command line (or ``testpaths``) names: a file or directory named itself
+    is asked for, whatever it holds. A ``--pyargs`` package is its directory."""
+    if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
+        return []  # a plain ``pytest`` walking the project names nothing
+    named = []
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if config.option.pyargs and not path.exists():
+            try:
+                spec = importlib.util.find_spec(arg)
+            except (ImportError, ValueError):
+                spec = None
+            locations = spec.submodule_search_locations if spec else None
+            path = Path(next(iter(locations))) if locations else path
+        named.append(path.resolve())
+    return named
+
+
+def _collect_wherever_pytest_runs(config: pytest.Config, directories: list[Path]) -> None:
+    """Add ``directories`` to what pytest collects, unless an argument covers them already."""
     covered = [Path(a.split("::")[0]).resolve() for a in config.args]
-    for directory in given:
+    for directory in directories:
         if not any(directory == c or c in directory.parents for c in covered):
             config.args.append(str(directory))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """An incident definition in an incident directory is a file of incident items."""
+    """An incident definition in an incident directory is a file of incident items, when
+    incidents are asked for or the file or its directory is named."""
     if file_path.suffix != ".toml" or file_path.name == "pyproject.toml":
         return None
-    if file_path.parent.resolve() not in parent.config.stash[DIRECTORIES_KEY]:
+    config = parent.config
+    directory = file_path.parent.resolve()
+    if directory not in config.stash[DIRECTORIES_KEY]:
+        return None
+    named = config.stash[NAMED_KEY]
+    if not (config.stash[ASKED_KEY] or directory in named or file_path.resolve() in named):
         return None
     return IncidentFile.from_parent(parent, path=file_path)
 
@@ -339,7 +376,7 @@ def kafka_topic(kafka_cluster: Cluster) -> Iterator[Callable[..., str]]:
 
 @pytest.fixture(scope="session")
 def replay_spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
-    """One Spark session per test process (``--spark-master``, else ``local[2]`` on 127.0.0.1)."""
+    """One Spark session per test process (``--replay-spark-master``, else ``local[2]``)."""
     from kafka_replay.checker import spark_session
 
     session = spark_session(request.config.stash[SETTINGS_KEY].spark_master, small_runs=True)
@@ -354,8 +391,8 @@ def replay_incident(
 ) -> Callable[..., Outcome]:
     """``replay_incident(name, profile, setup=None, **options) -> Outcome``: one incident.
 
-    The run takes the command line's settings (``--app``, ``--guarantee``, ``--client-config``,
-    ...; see ``pytest --help``); ``setup`` (a :class:`kafka_replay.replay.compare.Setup`) puts one
+    The run takes the command line's settings (``--replay-app``, ``--replay-guarantee``, ...;
+    see ``pytest --help``); ``setup`` (a :class:`kafka_replay.replay.compare.Setup`) puts one
     side of a comparison over them (Kafka release, backend, group protocol, settings), and
     keywords named like :class:`kafka_replay.replay.runner.RunOptions`' fields override both
     (``client`` / ``broker`` put settings over the profile's).

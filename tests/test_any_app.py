@@ -29,7 +29,7 @@ def java_app(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRe
     """``java -cp ... PlainApp``, compiled once against the kafka-clients of the broker in use."""
     from kafka_replay.cluster import choose_version
 
-    jars = kafka_classpath(choose_version(request.config.getoption("--kafka-version")))
+    jars = kafka_classpath(choose_version(request.config.getoption("--replay-kafka-version")))
     classpath = ":".join(str(jar) for jar in jars)
     classes = tmp_path_factory.mktemp("java-app")
     subprocess.run(

@@ -74,7 +74,7 @@ def _pytest_run_holding_a_broker(
         )
     )
     command = [sys.executable, "-m", "pytest", str(test_file), "-p", "no:cacheprovider", "-q",
-               "--kafka-backend", backend]  # fmt: skip
+               "--replay-kafka-backend", backend]  # fmt: skip
     child = subprocess.Popen(
         command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -146,7 +146,7 @@ def test_a_finished_pytest_session_leaves_nothing(
     )
     result = subprocess.run(
         [sys.executable, "-m", "pytest", str(tmp_path), "-p", "no:cacheprovider", "-q",
-         "--kafka-backend", kafka_backend],
+         "--replay-kafka-backend", kafka_backend],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr

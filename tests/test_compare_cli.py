@@ -87,8 +87,8 @@ def pytest_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_setups_multiply_the_catalog_items_and_name_them(tmp_path: Path) -> None:
     result = pytest_in(
-        tmp_path, "--collect-only", "-q", "--setup", "kafka=3.9.2",
-        "--setup", "kafka=4.4.0 protocol=consumer", "-k", "incident and 3.9.2",
+        tmp_path, "--collect-only", "-q", "--replay-setup", "kafka=3.9.2",
+        "--replay-setup", "kafka=4.4.0 protocol=consumer", "-k", "incident and 3.9.2",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     ids = [line for line in result.stdout.splitlines() if "::incident[" in line]
@@ -99,7 +99,7 @@ def test_setups_multiply_the_catalog_items_and_name_them(tmp_path: Path) -> None
 
 def test_a_setup_reaches_the_run_of_an_item(tmp_path: Path) -> None:
     result = pytest_in(
-        tmp_path, "-v", "--setup", "client.max.poll.records=500",
+        tmp_path, "-v", "--replay-setup", "client.max.poll.records=500",
         "-k", "poll-timeout-rebalance-remediated",
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr

@@ -66,7 +66,7 @@ def test_the_option_and_the_backend_are_offered_everywhere(plugin_env: dict[str,
         assert "--team-marker TEXT" in shown.stdout
         assert "embedded-lite: the embedded broker under another name" in shown.stdout
     pytest_help = harness(plugin_env, "pytest", "--help", "-p", "no:cacheprovider")
-    assert "--team-marker=TEXT" in pytest_help.stdout, pytest_help.stderr
+    assert "--replay-team-marker=TEXT" in pytest_help.stdout, pytest_help.stderr
     assert "embedded-lite" in pytest_help.stdout
 
 

@@ -103,7 +103,7 @@ def test_a_teams_definition_runs_with_pytest(tmp_path: Path) -> None:
     work.mkdir()
     (work / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--incidents",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--replay-incidents",
          str(tmp_path / "ops" / "incidents"), "-k", "double-kill-remediated", "-v"],
         cwd=work, capture_output=True, text=True, timeout=600,
     )  # fmt: skip

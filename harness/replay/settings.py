@@ -59,15 +59,25 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
     @property
+    def pytest_flag(self) -> str:
+        """Under pytest every option starts with ``--replay-`` (its value is kept under
+        ``replay_<name>``), so none meets a project's own."""
+        return "--replay-" + self.name.replace("_", "-")
+
+    @property
     def empty(self) -> Any:
         return [] if self.repeat else self.default
 
-    def argparse_kwargs(self) -> dict[str, Any]:
+    @property
+    def pytest_dest(self) -> str:
+        return "replay_" + self.name
+
+    def argparse_kwargs(self, dest: str | None = None) -> dict[str, Any]:
         """The keywords of ``add_argument`` (pytest's ``addoption`` takes the same)."""
         kwargs: dict[str, Any] = {
             "default": [] if self.repeat else self.default,
             "help": self.help() if callable(self.help) else self.help,
-            "dest": self.name,
+            "dest": dest or self.name,
         }
         if self.repeat:
             kwargs["action"] = "append"
@@ -179,7 +189,7 @@ def add_to_parser(parser: argparse.ArgumentParser, face: str, only: Iterable[str
 
 def add_to_pytest(group: pytest.OptionGroup) -> None:
     for option in options(PYTEST):
-        group.addoption(option.flag, **option.argparse_kwargs())
+        group.addoption(option.pytest_flag, **option.argparse_kwargs(option.pytest_dest))
 
 
 @dataclass(frozen=True)
@@ -211,7 +221,7 @@ class RunSettings:
         import pytest
 
         try:
-            return cls({o.name: config.getoption(o.name) for o in options(PYTEST)})
+            return cls({o.name: config.getoption(o.pytest_dest) for o in options(PYTEST)})
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
 

@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--jobs", type=int, default=3, help="stability, compare-matrix, lanes: runs side by side"
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # stability's incidents may follow its options
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries
         logging.getLogger(noisy).setLevel(logging.ERROR)

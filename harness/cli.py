@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from kafka_replay import __version__
 from kafka_replay.checker import GUARANTEES, OUTPUT_FORMATS
 from kafka_replay.cli_compare import add_compare_command
 from kafka_replay.cluster import ClusterError, choose_version
@@ -92,7 +93,7 @@ def _cluster_from(args: argparse.Namespace) -> NodeCluster:
     for item in args.broker_config:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"--broker-config expects KEY=VALUE, got {item!r}")
+            raise ValueError(f"--broker-config expects KEY=VALUE, got {item!r}")
         overrides[key] = value
     return make_cluster(
         choose_backend(args.kafka_backend),
@@ -142,7 +143,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.output_topic:
         if not args.kafka_bootstrap:
-            raise SystemExit("--output-topic needs --kafka-bootstrap")
+            raise ValueError("--output-topic needs --kafka-bootstrap")
         extractor = load_extractor(args.output_id) if args.output_id else None
         output: KafkaOutput | FileOutput | JdbcOutput = KafkaOutput(
             args.kafka_bootstrap, args.output_topic, extractor
@@ -153,14 +154,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         driver = jdbc_driver_class(maven_jars(args.jdbc_driver))
         output = JdbcOutput(args.jdbc_url, args.jdbc_table, driver)
     else:
-        raise SystemExit(
+        raise ValueError(
             "give the output: --output-topic (with --kafka-bootstrap), --output-files, "
             "or --jdbc-url with --jdbc-table"
         )
     source = None
     if args.input_topic:
         if not args.kafka_bootstrap:
-            raise SystemExit("--input-topic needs --kafka-bootstrap")
+            raise ValueError("--input-topic needs --kafka-bootstrap")
         source = KafkaOutput(args.kafka_bootstrap, args.input_topic)
     small = history_bytes(args.run_dir) <= SMALL_HISTORY_BYTES
     with console.status("Starting Spark…"):
@@ -179,10 +180,23 @@ def cmd_check(args: argparse.Namespace) -> int:
     return {"pass": 0, "fail": 1}.get(result.result, 3)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose refusals are one ``error:`` line like every other refusal here."""
+
+    def error(self, message: str) -> NoReturn:
+        _error(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise SystemExit(2)
+
+
+def _error(text: str) -> None:
+    """One ``error:`` line, never wrapped (a CI log is read by line), also told to a parent."""
+    console.print(f"[red]error:[/] {escape(text)}", soft_wrap=True, highlight=False)
+    _Events.tell("error", text)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kafka-replay", description="Replay Kafka incidents against real Kafka."
-    )
+    parser = _Parser(prog="kafka-replay", description="Replay Kafka incidents against real Kafka.")
+    parser.add_argument("--version", action="version", version=f"kafka-replay {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="show the harness's logs")
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="start a Kafka cluster and keep it until Ctrl-C")
@@ -378,6 +392,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "options": {k: v for k, v in vars(options).items() if k != "settings"},
                 "scale": settings.scale,
                 "settings": settings.to_json(),
+                "version": __version__,
             }
             path = write_report(settings.report, outcomes, context)
             console.print(f"Report: {path}")
@@ -388,6 +403,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_step_summary(outcomes)
     if any(o.error for o in outcomes):
         return 2
+    nothing = outcomes and all(o.gate == "n/a" for o in outcomes)
+    if nothing and not settings.allow_not_applicable:
+        raise ValueError(
+            f"no run applied here, so nothing was tested ({outcomes[0].reasons[-1]}); give "
+            "--allow-not-applicable when that is expected"
+        )
     return 1 if any(o.gate == "FAIL" for o in outcomes) else 0
 
 
@@ -572,8 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except (ClusterError, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        _Events.tell("error", str(exc))
+        _error(str(exc))
         return 2
     except KeyboardInterrupt:
         console.print("Interrupted.")
@@ -583,8 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print("Interrupted.")
             return 130
         console.print_exception()
-        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
-        _Events.tell("error", f"{type(exc).__name__}: {exc}")
+        _error(f"{type(exc).__name__}: {exc}")
         return 2
 
 

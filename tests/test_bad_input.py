@@ -239,7 +239,7 @@ def test_a_bad_definition_is_one_collection_error_in_pytest(tmp_path: Path, row:
     write(incidents, team)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q",
-         "--incidents", str(incidents), str(incidents)],
+         "--replay-incidents", str(incidents), str(incidents)],
         cwd=tmp_path, capture_output=True, text=True, timeout=ROW_TIMEOUT_S,
     )  # fmt: skip
     output = " ".join(result.stdout.split())
@@ -248,6 +248,62 @@ def test_a_bad_definition_is_one_collection_error_in_pytest(tmp_path: Path, row:
     assert "_parser.py" not in output and "definition.py" not in output, output
     for words in says:
         assert words in output, output
+
+
+NOT_APPLICABLE_TO_APPS = VALID + '\n[your_app]\ntests = "the workload producer"\napplies = false\n'
+
+#: Refusals that must be one ``error:`` line naming the file or the option, whatever the
+#: terminal: id: (definition or None, arguments after ``kafka-replay``, what the line says).
+ONE_LINE = {
+    "report-is-a-file": (
+        None, ["run", "zombie-commit", "--report", "pyproject.toml"],
+        ["--report pyproject.toml is a file", "give a directory"],
+    ),
+    "definition-not-utf8": (
+        VALID.replace('title = "t"', 'title = "caf\xe9"').encode("latin-1"), ["run", "broken"],
+        ["broken.toml: (file): is not UTF-8 text (byte 0xe9 at"],
+    ),
+    "negative-count": (
+        definition(("count = 10", "count = -5")), ["run", "broken"],
+        ["broken.toml: profiles.vulnerable.workloads.w.count: must be 0 or more, got -5"],
+    ),
+    "empty-app": (None, ["run", "zombie-commit", "--app", " "], ["--app is empty"]),
+    "check-without-output": (
+        None, ["check", "{tmp}"], ["give the output: --output-topic", "--output-files"],
+    ),
+    "up-setting-without-value": (
+        None, ["up", "--broker-config", "log.retention.ms"],
+        ["--broker-config expects KEY=VALUE, got 'log.retention.ms'"],
+    ),
+    "unknown-backend": (
+        None, ["run", "zombie-commit", "--kafka-backend", "nope"],
+        ["kafka-replay run: argument --kafka-backend: Kafka backend 'nope' is not one of"],
+    ),
+    "nothing-applied": (
+        NOT_APPLICABLE_TO_APPS, ["run", "broken", "--app", "python3 -c pass"],
+        ["no run applied here, so nothing was tested", "--allow-not-applicable"],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("team", "args", "says"), list(ONE_LINE.values()), ids=list(ONE_LINE))
+def test_a_refusal_is_one_error_line_naming_its_cause(
+    tmp_path: Path, scratch: Path, team: str | bytes | None, args: list[str], says: list[str]
+) -> None:
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if isinstance(team, bytes):
+        (tmp_path / "broken.toml").write_bytes(team)
+    elif team is not None:
+        write(tmp_path, team)
+    if team is not None:
+        argv += ["--incidents", str(tmp_path)]
+    result = kafka_replay(argv, scratch, COLUMNS="80")  # not a terminal, and narrow
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2, result.stderr
+    assert len(errors) == 1, result.stderr
+    for words in says:
+        assert words in errors[0], errors[0]
+    assert "Traceback" not in result.stderr
 
 
 def test_rows_kept_elsewhere_exist() -> None:

@@ -37,7 +37,7 @@ def test_pytest_against_an_existing_cluster_touches_only_its_own_topics(
     result = subprocess.run(
         [sys.executable, "-m", "pytest", str(tmp_path), "-p", "no:cacheprovider",
          "-q", "-rs", "--rootdir", str(tmp_path),
-         "--kafka-bootstrap", kafka_cluster.bootstrap_servers],
+         "--replay-kafka-bootstrap", kafka_cluster.bootstrap_servers],
         cwd=Path(__file__).resolve().parent.parent,
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

@@ -148,6 +148,10 @@ def _workload(source: Path, where: str, data: Any) -> Workload:
             source, f"{where}.generator", f"unknown generator; known: {', '.join(GENERATORS)}"
         )
     parameters = {k: v for k, v in table.data.items() if k != "generator"}
+    for key, value in parameters.items():
+        problem = _bad_amount(key, value)
+        if problem:
+            raise DefinitionError(source, f"{where}.{key}", problem)
     for key in ("run_length",):
         if isinstance(parameters.get(key), list):
             parameters[key] = tuple(parameters[key])
@@ -155,6 +159,20 @@ def _workload(source: Path, where: str, data: Any) -> Workload:
         return GENERATORS[generator](**parameters)
     except TypeError as exc:
         raise DefinitionError(source, where, f"bad parameters for {generator}: {exc}") from exc
+
+
+def _bad_amount(key: str, value: Any) -> str | None:
+    """Why a workload's number cannot be used (records, keys, sizes and waits are never
+    negative; a rate is more than 0), else None."""
+    numbers = value if isinstance(value, list) else [value]
+    for number in numbers:
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or key == "seed":
+            continue
+        if key == "rate" and number <= 0:
+            return f"must be more than 0 records a second, got {number}"
+        if number < 0:
+            return f"must be 0 or more, got {number}"
+    return None
 
 
 def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
@@ -330,9 +348,13 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     """Read and check one definition file; ``scale`` multiplies its records (see ``scale``)."""
     known_symptoms = set(SYMPTOMS)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DefinitionError(path, "(file)", str(exc)) from exc
+    except UnicodeDecodeError as exc:
+        raise DefinitionError(
+            path, "(file)", f"is not UTF-8 text (byte {exc.object[exc.start]:#x} at {exc.start})"
+        ) from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

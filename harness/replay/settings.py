@@ -47,6 +47,8 @@ class Option:
     choices: tuple[str, ...] | None = None
     #: Repeatable: its value is the list of every one given.
     repeat: bool = False
+    #: A switch: given (True) or not (False), no value.
+    switch: bool = False
     #: Where it is offered: ``run``, ``compare``, ``pytest``.
     faces: frozenset[str] = EVERY_FACE
     #: Passed on to a child ``kafka-replay run`` (a lane, a compare side).
@@ -81,6 +83,8 @@ class Option:
         }
         if self.repeat:
             kwargs["action"] = "append"
+        if self.switch:
+            return {**kwargs, "action": "store_true", "default": False}
         if self.type is not str:
             kwargs["type"] = self.type
         for key in ("metavar", "choices"):
@@ -93,6 +97,22 @@ def _at_least(flag: str, least: float, unit: str = "") -> Callable[[Any], None]:
     def check(value: Any) -> None:
         if value is not None and value < least:
             raise ValueError(f"{flag} must be {least:g} or more{unit}, got {value}")
+
+    return check
+
+
+def _command(value: str) -> None:
+    if not value.strip():
+        raise ValueError(
+            "--app is empty: give your app's command line or module:function (leave --app out "
+            "for the reference apps)"
+        )
+
+
+def _directory(flag: str) -> Callable[[Path], None]:
+    def check(path: Path) -> None:
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{flag} {path} is a file: give a directory (it is created if new)")
 
     return check
 
@@ -122,7 +142,7 @@ for _option in (
            faces=frozenset({RUN, COMPARE})),
     Option("app", "your app instead of the reference app: a command line (placeholders like "
            "{bootstrap} allowed) or module:function; the profile picks the conditions it runs "
-           "under"),
+           "under", check=_command),
     Option("output_id", "how to find the input's event_id in your app's output records: "
            "module:function(record) -> event_id", metavar="MODULE:FUNCTION"),
     Option("guarantee", "the delivery guarantee your app declares (default: each incident's)",
@@ -162,7 +182,11 @@ for _option in (
            "one run after another (default 1)", type=int, default=1, metavar="N",
            faces=frozenset({RUN, COMPARE}), check=_at_least("--jobs", 1)),
     Option("report", "write report.json, report.md, report.html and every run's history "
-           "here", type=Path, metavar="DIR", faces=frozenset({RUN}), child=False),
+           "here", type=Path, metavar="DIR", faces=frozenset({RUN}), child=False,
+           check=_directory("--report")),
+    Option("allow_not_applicable", "exit 0 when no run applied to this cluster or app (by "
+           "default that is an error: a gate that tested nothing is not green)", switch=True,
+           faces=frozenset({RUN, COMPARE})),
     Option("junit", "write a JUnit XML file: one test case per incident and profile",
            type=Path, metavar="FILE", faces=frozenset({RUN}), child=False),
     Option("setup", "replay every incident item on this setup too, e.g. 'kafka=3.9.2' or "
@@ -203,7 +227,7 @@ class RunSettings:
             option = OPTIONS.get(name)
             if option is None:
                 raise ValueError(f"no run option {name!r}")
-            if option.check is not None and value not in (None, []):
+            if option.check is not None and value not in (None, [], False):
                 option.check(value)  # its message names the option
 
     def __getattr__(self, name: str) -> Any:
@@ -250,7 +274,10 @@ class RunSettings:
         argv: list[str] = []
         for option in options(RUN):
             value = getattr(self, option.name)
-            if not option.child or value in (None, []) or value == option.default:
+            if not option.child or value in (None, [], False) or value == option.default:
+                continue
+            if option.switch:
+                argv.append(option.flag)
                 continue
             for item in value if option.repeat else [value]:
                 argv += [option.flag, str(item)]

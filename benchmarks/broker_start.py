@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import Producer
+
 from kafka_replay.cluster import BrokerNode, EmbeddedCluster, choose_version
 from kafka_replay.cluster.artifacts import kafka_classpath
 from kafka_replay.cluster.backends import make_cluster

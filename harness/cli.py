@@ -23,6 +23,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+from rich.status import Status
+
 from kafka_replay import __version__
 from kafka_replay.checker import GUARANTEES, OUTPUT_FORMATS
 from kafka_replay.cli_compare import add_compare_command
@@ -40,10 +45,6 @@ from kafka_replay.history.store import EventStream
 from kafka_replay.interrupts import interrupted
 from kafka_replay.replay.model import PROFILES
 from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.markup import escape
-from rich.status import Status
 
 if TYPE_CHECKING:
     from kafka_replay.replay.model import Incident

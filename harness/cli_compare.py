@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_replay.history.store import read_stream
-from kafka_replay.replay.settings import COMPARE, RunSettings, add_to_parser
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from kafka_replay.history.store import read_stream
+from kafka_replay.replay.settings import COMPARE, RunSettings, add_to_parser
 
 POLL_S = 0.5
 KIND_STYLES = {"regression": "red", "improvement": "green", "drift": "yellow", "same": "dim",

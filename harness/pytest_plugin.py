@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
 from kafka_replay.cluster.backends import choose_backend
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.cluster.versions import choose_version
@@ -53,13 +54,14 @@ from kafka_replay.replay.settings import RunSettings, add_to_pytest
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
+    from pyspark.sql import SparkSession
+
     from kafka_replay.cluster import Cluster
     from kafka_replay.cluster.nodes import NodeCluster
     from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
     from kafka_replay.replay.compare import Setup
     from kafka_replay.replay.model import Incident
     from kafka_replay.report.outcome import Outcome
-    from pyspark.sql import SparkSession
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
 CLUSTERS_KEY = pytest.StashKey[list["Cluster"]]()

@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import SparkSession
+
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
 from kafka_replay.replay.definition import load_incident
 from kafka_replay.replay.runner import RunOptions, run_incident
 from kafka_replay.report.outcome import Outcome
-from pyspark.sql import SparkSession
 
 INCIDENT = """\
 name = "{name}"

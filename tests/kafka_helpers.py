@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer
+
 from kafka_replay.cluster import Cluster
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from kafka_replay.cluster.artifacts import kafka_classpath
 from kafka_replay.report.outcome import Outcome
 

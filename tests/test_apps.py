@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from kafka_replay.apps import (
     AppContext,
     AppSpec,
@@ -24,7 +25,6 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.history import RunHistory
 from kafka_replay.history.group import group_members
 from kafka_replay.workload import WorkloadProducer, student_onboarding
-
 from tests.kafka_helpers import consume_until, new_consumer
 
 PY = shlex.quote(sys.executable)

@@ -9,9 +9,9 @@ import time
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
+
 from kafka_replay.cluster import TESTED_KAFKA_VERSIONS, BrokerDiedError, BrokerStartError, Cluster
 from kafka_replay.cluster.backends import kafka_backends
-
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
 pytestmark = pytest.mark.parametrize("kafka_backend", kafka_backends())

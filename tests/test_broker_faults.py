@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
+from pyspark.sql import SparkSession
+
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.artifacts import kafka_classpath
 from kafka_replay.cluster.embedded import java_command
@@ -37,8 +39,6 @@ from kafka_replay.faults.brokers import (
 from kafka_replay.history import coordinator_partition, read_stream
 from kafka_replay.replay.definition import load_incident
 from kafka_replay.replay.model import DefinitionError
-from pyspark.sql import SparkSession
-
 from tests.fault_incidents import replay_on_pool, write_incident
 from tests.kafka_helpers import new_consumer, produce_acked
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kafka_replay.checker import analyse, judge, sources, verdict
 from kafka_replay.checker.analysis import Analysis
 from kafka_replay.checker.check import history_inputs

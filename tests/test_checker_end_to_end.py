@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+
 from kafka_replay.apps import AppContext, AppSpec, Supervisor
 from kafka_replay.checker import KafkaOutput, check_run
 from kafka_replay.cluster import Cluster

@@ -12,12 +12,12 @@ import sys
 
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
+
 from kafka_replay.apps.correlation import OutputRecord
 from kafka_replay.checker import FileOutput, KafkaOutput, check_run
 from kafka_replay.checker.sources import OutputIdError, kafka_log
 from kafka_replay.cluster import Cluster
 from kafka_replay.workload.records import Stamper
-
 from tests.test_checker import commit, write_run
 
 ACKS = [(f"e{i}", "k", i, 0, i) for i in range(5)]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from kafka_replay.cluster import EmbeddedCluster, ExternalCluster, reap_orphans
 from kafka_replay.cluster.backends import backend_names
 from kafka_replay.cluster.container import LEASE_LABEL, reap_containers
@@ -20,7 +21,6 @@ from kafka_replay.cluster.images import DockerUnavailable, docker_client
 from kafka_replay.cluster.paths import REGISTRY_ENV
 from kafka_replay.cluster.reaper import LEASE_ENV
 from kafka_replay.pytest_plugin import skip_without_docker
-
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
 

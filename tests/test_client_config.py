@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from kafka_replay.apps.client_config import (
     KNOWN,
     batch_size,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kafka_replay.cluster import broker_config
 from kafka_replay.cluster.pool import ClusterSpec
 from kafka_replay.cluster.versions import (

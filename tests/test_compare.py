@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kafka_replay.replay.compare import (
     Comparison,
     compare_reports,

@@ -7,6 +7,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+
 from kafka_replay.cluster import Cluster
 from kafka_replay.history import OffsetsRecorder, RunHistory, coordinator_partition, sample_lag
 from kafka_replay.history.consumer_offsets import (
@@ -17,7 +18,6 @@ from kafka_replay.history.consumer_offsets import (
 )
 from kafka_replay.history.derived import consumed_spans
 from kafka_replay.history.recorded import RecordedRun
-
 from tests.kafka_helpers import produce_acked
 
 EXPIRING = {"offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}

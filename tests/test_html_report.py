@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
+
 from kafka_replay.history.derived import per_second, repeats
 from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.report.browser import CANDIDATES, dom, screenshot
@@ -21,7 +23,6 @@ from kafka_replay.report.html_report import (
     render,
     tombstone_levels,
 )
-from PIL import Image
 
 needs_chromium = pytest.mark.skipif(
     not any(shutil.which(name) for name in CANDIDATES),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+
 from kafka_replay.replay.judge import judge, reproduced
 from kafka_replay.replay.model import Condition
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from kafka_replay.apps.jvm_apps import (
     JvmAppError,
     compiled_apps,

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.nodes import NodeCluster
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
@@ -29,8 +31,6 @@ from kafka_replay.faults.brokers import BrokerFaultError, partition_leaders
 from kafka_replay.history import read_stream
 from kafka_replay.replay.definition import load_incident
 from kafka_replay.replay.model import DefinitionError
-from pyspark.sql import SparkSession
-
 from tests.fault_incidents import replay_on_pool, write_incident
 
 SPEC = ClusterSpec.of(brokers=3, broker_config={"min.insync.replicas": 2}, network_faults=True)

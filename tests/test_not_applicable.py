@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import junitparser
+
 from kafka_replay.history.lag import commits_from_samples
 from kafka_replay.replay.compare import compare_reports
 from kafka_replay.report.catalog import report_json, summary_lines, summary_markdown

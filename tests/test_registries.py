@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kafka_replay.replay.definition import load_incident
 from kafka_replay.replay.model import DefinitionError
 from kafka_replay.replay.steps import REQUIRED, STEPS, Field

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
+
 from kafka_replay.replay.settings import COMPARE, PYTEST, RUN, RunSettings, add_to_parser, options
 
 

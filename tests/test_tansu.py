@@ -17,6 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 from confluent_kafka import Consumer, Producer
+from pyspark.sql import SparkSession
+
 from kafka_replay.checker.log_end import ending_offsets, listed_and_fetched_ends
 from kafka_replay.checker.sources import kafka_log, kafka_topic
 from kafka_replay.cluster import Cluster
@@ -30,8 +32,6 @@ from kafka_replay.history.group import group_members, group_stable
 from kafka_replay.replay.catalog import catalog_dir, load_incidents, select
 from kafka_replay.replay.runner import run_incident
 from kafka_replay.report.outcome import Outcome
-from pyspark.sql import SparkSession
-
 from tests.fault_incidents import write_incident
 
 pytestmark = pytest.mark.timeout(600)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from kafka_replay.replay.catalog import catalog_dir, incident_directories, load_incidents
 from kafka_replay.replay.model import DefinitionError
 

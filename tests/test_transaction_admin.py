@@ -17,6 +17,7 @@ import time
 import pytest
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+
 from kafka_replay.cluster import Cluster
 from kafka_replay.faults.transactions import (
     TransactionAdminError,

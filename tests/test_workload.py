@@ -9,6 +9,7 @@ from datetime import date, datetime
 from itertools import groupby, pairwise
 
 import pytest
+
 from kafka_replay.cluster import Cluster
 from kafka_replay.history import RunHistory
 from kafka_replay.workload import (

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
 from kafka_replay.history.store import EventStream
 
 from .contract import INSTANCE, REPORT_FILE

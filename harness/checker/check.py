@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import DataFrame, SparkSession
+
 from kafka_replay.apps.correlation import OutputRecord
 from kafka_replay.history.stable_offsets import held_partitions
 from kafka_replay.history.store import read_stream
-from pyspark.sql import DataFrame, SparkSession
 
 from . import sources
 from .analysis import ANOMALIES, Analysis, CheckInputs, Finding

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyspark
+
 from kafka_replay import jvm_archive
 from kafka_replay.cluster.paths import cache_root
 

@@ -15,10 +15,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_replay.apps.correlation import EVENT_ID, OutputRecord
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from kafka_replay.apps.correlation import EVENT_ID, OutputRecord
 
 from .log_end import ending_offsets
 

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyspark
-from kafka_replay.cluster.artifacts import Artifact, resolve_classpath
 from pyspark.sql import SparkSession
+
+from kafka_replay.cluster.artifacts import Artifact, resolve_classpath
 
 from .class_archive import spark_class_archive
 

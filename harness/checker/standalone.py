@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 import pyspark
+
 from kafka_replay.cluster.nodes import read_tail
 from kafka_replay.cluster.ports import free_ports
 from kafka_replay.cluster.process import spawn

@@ -8,6 +8,7 @@ import threading
 import time
 
 from confluent_kafka.admin import NewPartitions
+
 from kafka_replay.apps import Supervisor
 from kafka_replay.cluster import Cluster
 

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
+
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.nodes import NODE_REQUEST_TIMEOUT_S, RESTART_GRACE_S, NodeCluster
 from kafka_replay.history.consumer_offsets import OFFSETS_TOPIC, coordinator_partition

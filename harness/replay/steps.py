@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaException
+
 from kafka_replay.apps import Supervisor
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.capabilities import CAPABILITIES

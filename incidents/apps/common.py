@@ -10,6 +10,7 @@ from typing import Any
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+
 from kafka_replay.apps import AppContext, Reporter
 from kafka_replay.apps.client_config import for_client
 

@@ -13,6 +13,7 @@ import signal
 import sys
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+
 from kafka_replay.apps.contract import AppContext
 from kafka_replay.apps.instrument import Reporter
 

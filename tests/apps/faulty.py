@@ -15,6 +15,7 @@ import signal
 import sys
 
 from confluent_kafka import Consumer, Producer
+
 from kafka_replay.apps.contract import AppContext
 from kafka_replay_incidents.apps.common import next_offsets
 

@@ -227,7 +227,7 @@ class RunSettings:
             option = OPTIONS.get(name)
             if option is None:
                 raise ValueError(f"no run option {name!r}")
-            if option.check is not None and value not in (None, [], False):
+            if option.check is not None and _given(value):
                 option.check(value)  # its message names the option
 
     def __getattr__(self, name: str) -> Any:
@@ -274,7 +274,7 @@ class RunSettings:
         argv: list[str] = []
         for option in options(RUN):
             value = getattr(self, option.name)
-            if not option.child or value in (None, [], False) or value == option.default:
+            if not option.child or not _given(value) or value == option.default:
                 continue
             if option.switch:
                 argv.append(option.flag)
@@ -303,6 +303,12 @@ class RunSettings:
             settle_timeout_s=self.settle_timeout,
             settings=self.to_json(),
         )
+
+
+def _given(value: Any) -> bool:
+    """Whether an option was given: not its absence (None, no items, a switch left off); a 0
+    is given (``0 in (None, False)`` would say otherwise)."""
+    return not (value is None or value is False or (isinstance(value, list) and not value))
 
 
 def _plain(value: Any) -> Any:

@@ -255,17 +255,9 @@ def kafka_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def _docker_problem(request: pytest.FixtureRequest) -> str | None:
-    """Why the container backend cannot run here, or None when it can."""
-    from kafka_replay.cluster.images import DockerUnavailable, docker_client
-
-    if request.config.stash[SETTINGS_KEY].kafka_bootstrap or os.environ.get(BOOTSTRAP_ENV):
-        return None
-    try:
-        docker_client()
-    except DockerUnavailable as exc:
-        return str(exc)
-    return None
+def _backend_problems(request: pytest.FixtureRequest) -> dict[str, str | None]:
+    """Why each backend asked for so far cannot run here (None: it can), asked once a session."""
+    return {}
 
 
 @pytest.fixture
@@ -286,8 +278,7 @@ def kafka_cluster(
         )
     from kafka_replay.cluster.pool import ClusterSpec
 
-    if kafka_backend == "container":
-        skip_without_docker(request)
+    skip_unavailable(request, kafka_backend, kafka_version)
     spec = ClusterSpec.of(kafka_version, backend=kafka_backend, **options)  # type: ignore[arg-type]
     return _pooled_cluster(request, kafka_cluster_pool, spec)
 
@@ -312,11 +303,20 @@ def _pooled_cluster(
     return cluster
 
 
-def skip_without_docker(request: pytest.FixtureRequest) -> None:
-    """Skip a container-backend test where no Docker daemon runs, saying how to enable it."""
-    problem = request.getfixturevalue("_docker_problem")
-    if problem:
-        pytest.skip(f"container backend unavailable: {problem}")
+def skip_unavailable(request: pytest.FixtureRequest, backend: str, version: str | None) -> None:
+    """Skip a test whose backend cannot run on this machine (no Docker daemon for the container
+    backend, no cargo to build Tansu), saying how to enable it."""
+    if request.config.stash[SETTINGS_KEY].kafka_bootstrap or os.environ.get(BOOTSTRAP_ENV):
+        return
+    from kafka_replay.cluster.backends import backend_class, backend_version
+
+    problems = request.getfixturevalue("_backend_problems")
+    backend = choose_backend(backend)
+    if backend not in problems:
+        release = backend_version(backend, version)
+        problems[backend] = backend_class(backend).unavailable(release)
+    if problems[backend]:
+        pytest.skip(f"{backend} backend unavailable: {problems[backend]}")
 
 
 @pytest.fixture
@@ -330,8 +330,7 @@ def kafka_cluster_factory(
     """
     from kafka_replay.cluster.backends import make_cluster
 
-    if kafka_backend == "container":
-        skip_without_docker(request)
+    skip_unavailable(request, kafka_backend, kafka_version)
     made: list[NodeCluster] = []
 
     def make(
@@ -412,8 +411,7 @@ def replay_incident(
         if setup is not None:
             settings = settings.with_argv(setup.options)
         backend = choose_backend(settings.kafka_backend)
-        if backend == "container":
-            skip_without_docker(request)
+        skip_unavailable(request, backend, settings.kafka_version)
         pooled = kafka_cluster_pool.cluster_for(settings.kafka_version, backend)
 
         def cluster_for(

@@ -20,7 +20,7 @@ from kafka_replay.cluster.container import LEASE_LABEL, reap_containers
 from kafka_replay.cluster.images import DockerUnavailable, docker_client
 from kafka_replay.cluster.paths import REGISTRY_ENV
 from kafka_replay.cluster.reaper import LEASE_ENV
-from kafka_replay.pytest_plugin import skip_without_docker
+from kafka_replay.pytest_plugin import skip_unavailable
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
 
@@ -107,8 +107,7 @@ def _leftovers(token: str) -> list[str]:
 def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:
-    if kafka_backend == "container":
-        skip_without_docker(request)
+    skip_unavailable(request, kafka_backend, None)
     child, state = _pytest_run_holding_a_broker(tmp_path, kafka_backend)
     _kill_and_collect(child)
 
@@ -128,8 +127,7 @@ def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(
 def test_a_finished_pytest_session_leaves_nothing(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:
-    if kafka_backend == "container":
-        skip_without_docker(request)
+    skip_unavailable(request, kafka_backend, None)
     state_file = tmp_path / "state.json"
     (tmp_path / "test_uses_kafka.py").write_text(
         textwrap.dedent(
@@ -159,8 +157,7 @@ def test_a_finished_pytest_session_leaves_nothing(
 def test_ctrl_c_in_a_pytest_run_tears_the_broker_down(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:
-    if kafka_backend == "container":
-        skip_without_docker(request)
+    skip_unavailable(request, kafka_backend, None)
     child, state = _pytest_run_holding_a_broker(tmp_path, kafka_backend)
     child.send_signal(signal.SIGINT)
     try:

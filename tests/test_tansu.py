@@ -25,7 +25,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.backends import backend_name, choose_backend, make_cluster
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
-from kafka_replay.cluster.tansu import TANSU_NODE_ID
+from kafka_replay.cluster.tansu import TANSU_NODE_ID, TansuCluster
 from kafka_replay.cluster.versions import DEFAULT_TANSU_VERSION
 from kafka_replay.faults.brokers import BrokerFaults
 from kafka_replay.history.group import group_members, group_stable
@@ -34,7 +34,12 @@ from kafka_replay.replay.runner import run_incident
 from kafka_replay.report.outcome import Outcome
 from tests.fault_incidents import write_incident
 
-pytestmark = pytest.mark.timeout(600)
+#: Why Tansu cannot be had here (no cargo to build it, none built), else None.
+UNAVAILABLE = TansuCluster.unavailable(DEFAULT_TANSU_VERSION)
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(UNAVAILABLE is not None, reason=f"tansu backend unavailable: {UNAVAILABLE}"),
+]
 
 
 def test_backend_names_its_release() -> None:

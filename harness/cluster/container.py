@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import broker_config
 from .backends import register_backend
 from .embedded import cluster_id, formatted_storage
-from .images import docker_client, local_image, resolve_image
+from .images import DockerUnavailable, docker_client, local_image, resolve_image
 from .nodes import Node, NodeCluster
 from .reaper import lease_is_live
 
@@ -188,6 +188,14 @@ class ContainerCluster(NodeCluster):
         super().__init__(version, brokers, broker_config_overrides, work_dir, network_faults)
         self.image = image
         self.heap = heap
+
+    @classmethod
+    def unavailable(cls, version: str) -> str | None:
+        try:
+            docker_client()
+        except DockerUnavailable as exc:
+            return str(exc)
+        return None
 
     @classmethod
     def create(

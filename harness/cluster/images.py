@@ -70,7 +70,13 @@ class DockerUnavailable(ClusterError):
 
 def docker_client() -> Any:
     """A client of a Docker daemon that answers, or :class:`DockerUnavailable`."""
-    import docker
+    try:
+        import docker
+    except ImportError:
+        raise DockerUnavailable(
+            "the container backend needs testcontainers and the Docker SDK: "
+            "pip install 'kafka-replay[container]'"
+        ) from None
 
     try:
         client = docker.from_env(timeout=30)

@@ -161,6 +161,12 @@ class NodeCluster(Cluster):
     # --- what a backend provides ----------------------------------------------------------
 
     @classmethod
+    def unavailable(cls, version: str) -> str | None:
+        """Why this backend cannot run ``version`` on this machine (a tool or daemon it needs
+        is missing), with how to get it; None when it can. Quick: nothing is built or fetched."""
+        return None
+
+    @classmethod
     def fetch(cls, version: str) -> None:
         """Fetch what starting ``version`` needs, once, so a release that cannot be had fails
         before any run (raises :class:`~.errors.ArtifactResolutionError`)."""

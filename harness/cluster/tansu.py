@@ -55,8 +55,12 @@ class TansuError(ClusterError):
 
 def tansu_binary(version: str) -> Path:
     """``$KAFKA_REPLAY_TANSU``, or the release built once with ``cargo install`` and cached."""
-    binary = cache_root() / "tansu" / version / "bin" / "tansu"
+    binary = _built(version)
     return built_once(binary, BINARY_ENV, lambda path: _build(version, path), TansuError)
+
+
+def _built(version: str) -> Path:
+    return cache_root() / "tansu" / version / "bin" / "tansu"
 
 
 def _cargo() -> str:
@@ -117,6 +121,16 @@ class TansuCluster(NodeCluster):
                 f"{brokers} brokers: Tansu's memory storage lives in one process, so it runs "
                 "one broker"
             )
+        return None
+
+    @classmethod
+    def unavailable(cls, version: str) -> str | None:
+        if os.environ.get(BINARY_ENV) or _built(version).exists():
+            return None
+        try:
+            _cargo()
+        except TansuError as exc:
+            return f"{exc} (on Debian: apt-get install cargo)"
         return None
 
     @property

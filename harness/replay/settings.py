@@ -68,7 +68,10 @@ class Option:
 
     @property
     def empty(self) -> Any:
-        return [] if self.repeat else self.default
+        """Its value when not given."""
+        if self.repeat:
+            return []
+        return False if self.switch else self.default
 
     @property
     def pytest_dest(self) -> str:
@@ -77,14 +80,14 @@ class Option:
     def argparse_kwargs(self, dest: str | None = None) -> dict[str, Any]:
         """The keywords of ``add_argument`` (pytest's ``addoption`` takes the same)."""
         kwargs: dict[str, Any] = {
-            "default": [] if self.repeat else self.default,
+            "default": self.empty,
             "help": self.help() if callable(self.help) else self.help,
             "dest": dest or self.name,
         }
         if self.repeat:
             kwargs["action"] = "append"
         if self.switch:
-            return {**kwargs, "action": "store_true", "default": False}
+            return {**kwargs, "action": "store_true"}
         if self.type is not str:
             kwargs["type"] = self.type
         for key in ("metavar", "choices"):

@@ -174,6 +174,7 @@ class ContainerCluster(NodeCluster):
 
     backend = "container"
     about = "Apache Kafka in Docker containers (testcontainers), host networking"
+    options = ("image",)
 
     def __init__(
         self,
@@ -196,25 +197,6 @@ class ContainerCluster(NodeCluster):
         except DockerUnavailable as exc:
             return str(exc)
         return None
-
-    @classmethod
-    def create(
-        cls,
-        version: str | None,
-        brokers: int,
-        broker_config_overrides: Mapping[str, object] | None,
-        work_dir: Path | None,
-        image: str | None = None,
-        network_faults: bool = False,
-    ) -> ContainerCluster:
-        return cls(
-            version,
-            brokers,
-            broker_config_overrides,
-            work_dir,
-            image,
-            network_faults=network_faults,
-        )
 
     def _prepare(self) -> None:
         reap_containers()  # also fails early, saying how to get Docker, when there is none

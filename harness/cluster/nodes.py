@@ -117,6 +117,9 @@ class NodeCluster(Cluster):
     #: How the release a backend runs is chosen: Apache Kafka's, unless a backend says otherwise.
     choose_version = staticmethod(choose_version)
 
+    #: Keywords of its own that its constructor takes from :meth:`create` (``image``, say).
+    options: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def create(
         cls,
@@ -124,13 +127,15 @@ class NodeCluster(Cluster):
         brokers: int,
         broker_config_overrides: Mapping[str, object] | None,
         work_dir: Path | None,
-        image: str | None = None,
         network_faults: bool = False,
+        **options: object,
     ) -> Self:
-        """An unstarted cluster; ``image`` is for backends that run images (others ignore it)."""
+        """An unstarted cluster, given those of ``options`` it takes (see :attr:`options`)."""
+        own = {key: value for key, value in options.items() if key in cls.options}
         return cls(
-            version, brokers, broker_config_overrides, work_dir, network_faults=network_faults
-        )
+            version, brokers, broker_config_overrides, work_dir, network_faults=network_faults,
+            **own,  # type: ignore[arg-type]
+        )  # fmt: skip
 
     def __init__(
         self,

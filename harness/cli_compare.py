@@ -9,9 +9,12 @@ for the machine; their reports are kept under ``--report`` and compared by
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +64,14 @@ def add_compare_command(commands: Any) -> None:
         metavar="DIR",
         help="where both sides' reports and the comparison go (default: ./compare-report)",
     )
+    compare.add_argument(
+        "--junit",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write a JUnit XML file: one test case per incident, profile and candidate (a "
+        "regression is a failure)",
+    )
     compare.set_defaults(run=cmd_compare)
 
 
@@ -73,6 +84,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison_markdown,
         write_comparison,
     )
+    from kafka_replay.report.catalog import write_comparison_step_summary
+    from kafka_replay.report.junit import write_comparison_junit
 
     matrix = _matrix(args)
     names = list(args.names) or list(matrix.incidents)
@@ -107,7 +120,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for candidate, seconds in zip(payload["candidates"], side_s[1:], strict=True):
         candidate["wall_s"] = round(seconds, 1)
     payload["runs_s"] = round(sum(r["duration_s"] for rep in reports for r in rep["runs"]), 1)
-    write_comparison(args.report, payload, comparison_markdown(matrix.baseline, comparisons))
+    markdown = comparison_markdown(matrix.baseline, comparisons)
+    write_comparison(args.report, payload, markdown)
+    write_comparison_step_summary(markdown)
     for comparison in comparisons:
         _print_comparison(comparison.items, matrix.baseline.text, comparison.setup.text)
     console.print(
@@ -115,6 +130,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         f"{payload['runs_s']:.0f} s in all"
     )
     console.print(f"Comparison: {args.report / 'report.md'} (and report.json)")
+    if args.junit is not None:
+        console.print(f"JUnit: {write_comparison_junit(args.junit, payload)}")
     return 1 if payload["regressions"] else 0
 
 
@@ -152,7 +169,8 @@ def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
     worker = Worker(f"the {side}", argv, report_dir, log_path)
     lease = Lease.take()
     try:
-        worker.start(lease)
+        with _no_step_summary():  # the comparison's table is the job summary, not each side's
+            worker.start(lease)
         _follow(worker, side, events)
     finally:
         worker.stop()
@@ -166,6 +184,17 @@ def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
     if worker.process is not None and worker.process.returncode == 2:
         console.print(f"[yellow]{side}: some runs could not be judged (see {log_path})")
     return json.loads(report.read_text())
+
+
+@contextlib.contextmanager
+def _no_step_summary() -> Iterator[None]:
+    """No ``$GITHUB_STEP_SUMMARY`` for the processes started inside."""
+    target = os.environ.pop("GITHUB_STEP_SUMMARY", None)
+    try:
+        yield
+    finally:
+        if target is not None:
+            os.environ["GITHUB_STEP_SUMMARY"] = target
 
 
 def _follow(worker: Any, side: str, events: Path) -> None:

@@ -150,3 +150,14 @@ def write_step_summary(outcomes: Sequence[Outcome]) -> Path | None:
     with open(target, "a", encoding="utf-8") as summary:
         summary.write("## Incident replay\n\n" + summary_markdown(outcomes) + "\n")
     return Path(target)
+
+
+def write_comparison_step_summary(markdown: str) -> Path | None:
+    """Append a comparison's table (``compare``'s ``report.md``) to GitHub's job summary when
+    the comparison is a GitHub Actions step."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    with open(target, "a", encoding="utf-8") as summary:
+        summary.write(markdown + "\n")
+    return Path(target)

@@ -4,14 +4,16 @@ CI servers (GitHub, GitLab, Jenkins) already know how to show JUnit files, so a 
 items appear beside the team's other tests: a failed item carries its reasons and key
 symptoms, an item whose run broke (app would not start, checker failed) is an error, and an
 item that does not apply to the cluster (another vendor's broker without a setting the incident
-needs) is skipped with the reason.
+needs) is skipped with the reason. ``kafka-replay compare`` writes one test case per incident,
+profile and candidate setup: a regression is a failure whose message is its changes.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .outcome import Outcome
 
@@ -61,4 +63,62 @@ def junit_xml(outcomes: Sequence[Outcome]) -> ET.ElementTree:
 def write_junit(path: Path, outcomes: Sequence[Outcome]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     junit_xml(outcomes).write(path, encoding="utf-8", xml_declaration=True)
+    return path
+
+
+def _candidate_s(item: Mapping[str, Any]) -> float:
+    """How long the candidate's run took (0 when it was not run)."""
+    return float((item.get("candidate") or {}).get("duration_s") or 0)
+
+
+def _comparison_case(item: Mapping[str, Any], setup: str) -> ET.Element:
+    """One incident and profile of one candidate: a regression fails, with its changes."""
+    case = ET.Element(
+        "testcase",
+        classname=f"{SUITE}.{item['incident']}",
+        name=f"{item['profile']} [{setup}]",
+        time=f"{_candidate_s(item):.3f}",
+    )
+    changes = [f"{change['kind']}: {change['what']}" for change in item["changes"]]
+    details = "\n".join(changes) or "the same on both setups"
+    if item["kind"] == "regression":
+        failure = ET.SubElement(case, "failure", message="; ".join(changes), type="regression")
+        failure.text = details
+    elif item["kind"] == "not applicable":
+        ET.SubElement(case, "skipped", message="; ".join(changes))
+    ET.SubElement(case, "system-out").text = details
+    return case
+
+
+def comparison_junit_xml(payload: Mapping[str, Any]) -> ET.ElementTree:
+    """``kafka-replay compare``'s report (its ``report.json``) as JUnit: a ``<testsuite>`` per
+    candidate setup, a test case per incident and profile in it."""
+
+    def counts(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+        return {
+            "tests": str(len(cases)),
+            "failures": str(sum(item["kind"] == "regression" for item in cases)),
+            "errors": "0",
+            "skipped": str(sum(item["kind"] == "not applicable" for item in cases)),
+            "time": f"{sum(_candidate_s(item) for item in cases):.3f}",
+        }
+
+    candidates = payload["candidates"]
+    every = [item for candidate in candidates for item in candidate["items"]]
+    root = ET.Element("testsuites", name=f"{SUITE} compare", **counts(every))
+    for candidate in candidates:
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=f"{SUITE}: {payload['baseline']['setup']} against {candidate['setup']}",
+            **counts(candidate["items"]),
+        )
+        suite.extend(_comparison_case(item, candidate["setup"]) for item in candidate["items"])
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_comparison_junit(path: Path, payload: Mapping[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    comparison_junit_xml(payload).write(path, encoding="utf-8", xml_declaration=True)
     return path

@@ -82,7 +82,7 @@ def test_the_inputs_become_run_options() -> None:
     ]  # fmt: skip
 
 
-def test_empty_inputs_add_nothing_and_all_is_every_incident() -> None:
+def test_empty_inputs_add_nothing_and_all_is_the_catalog() -> None:
     argv = dry_run(REPLAY_INCIDENTS="all", REPLAY_ALLOW_NOT_APPLICABLE="false", REPLAY_SCALE="")
     assert argv == ["run", "--report", "/tmp/out", "--junit", "/tmp/out/junit.xml", "--all"]
 
@@ -102,7 +102,7 @@ def test_a_baseline_and_a_candidate_make_a_comparison() -> None:
     ]  # fmt: skip
 
 
-def test_a_matrix_names_its_own_incidents() -> None:
+def test_a_matrix_names_its_own_selection() -> None:
     argv = dry_run(REPLAY_MATRIX="ci/matrix.toml", REPLAY_KAFKA_VERSION="4.0.2")
     assert argv == [
         "compare", "--report", "/tmp/out", "--junit", "/tmp/out/junit.xml",
@@ -186,7 +186,7 @@ def synthetic_comparison() -> dict[str, Any]:
     return comparison_json(parse_setup("kafka=4.0.2"), "/r/baseline", comparisons)
 
 
-def test_compare_junit_has_a_case_per_incident_profile_and_candidate(tmp_path: Path) -> None:
+def test_compare_junit_has_a_case_per_item_profile_and_candidate(tmp_path: Path) -> None:
     payload = synthetic_comparison()
     path = write_comparison_junit(tmp_path / "out" / "junit.xml", payload)
     root = ET.parse(path).getroot()

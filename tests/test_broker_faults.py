@@ -331,7 +331,7 @@ def test_a_definition_asks_for_a_cluster_size(tmp_path: Path) -> None:
         (
             'do = "pause_broker"\ntopic = "side_effects"\nseconds = 2',
             "steps[3].topic",
-            "has no side_effects topic; allowed: input, output",
+            "the incident has no side_effects topic; allowed: input, output",
         ),
         ('do = "pause_broker"\nseconds = 0', "steps[3].seconds", "must be more than 0, got 0"),
         (
@@ -345,6 +345,7 @@ def test_a_definition_asks_for_a_cluster_size(tmp_path: Path) -> None:
             "is required",
         ),
     ],
+    ids=lambda value: value.replace("incident", "definition"),  # -k incident: the catalog only
 )
 def test_broker_steps_refuse_what_cannot_be_done(
     tmp_path: Path, kill: str, where: str, problem: str

@@ -6,6 +6,7 @@ outside this repository, and replayed on real Kafka from a working directory of 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,7 +111,8 @@ def test_a_teams_definition_runs_with_pytest(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "incident[double-kill-remediated] PASSED" in result.stdout
-    assert "1 passed, 2 deselected" in result.stdout  # the vulnerable item was collected too
+    # the vulnerable item and the catalog were collected too (incidents were asked for)
+    assert re.search(r"1 passed, (2[2-9]|[3-9]\d) deselected", result.stdout), result.stdout
 
 
 def test_pyproject_names_the_teams_directories(tmp_path: Path) -> None:

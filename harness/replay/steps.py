@@ -235,7 +235,8 @@ def _produce(stage: Stage, step: Step) -> dict[str, Any]:
         stage.in_background(f"produce-{workload.name}", lambda: producer.run(workload, stage.stop))
         return {"workload": workload.name}
     stats = producer.run(workload, stage.stop)
-    return {"workload": workload.name, "sent": stats.sent, "seconds": round(stats.seconds, 2)}
+    timing = {"seconds": round(stats.seconds, 2), **(stats.lateness() or {})}
+    return {"workload": workload.name, "sent": stats.sent, **timing}
 
 
 @step_kind("wait_produced")

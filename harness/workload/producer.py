@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -48,10 +48,20 @@ class ProduceStats:
     failed: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    #: how late each record sent on a schedule (``at_s``) went out, in seconds
+    lateness_s: list[float] = field(default_factory=list, repr=False)
 
     @property
     def records_per_s(self) -> float:
         return self.acked / self.seconds if self.seconds else 0.0
+
+    def lateness(self) -> dict[str, float] | None:
+        """p50, p95 and the most of the schedule's lateness in ms; None without a schedule."""
+        late = sorted(self.lateness_s)
+        if not late:
+            return None
+        at = lambda q: round(late[min(len(late) - 1, int(q * len(late)))] * 1000, 1)  # noqa: E731
+        return {"late_ms_p50": at(0.5), "late_ms_p95": at(0.95), "late_ms_max": at(1.0)}
 
 
 class WorkloadProducer:
@@ -88,7 +98,11 @@ class WorkloadProducer:
                 self._emit({"kind": "resume"})
                 paced_from, paced_count = time.monotonic(), 0
                 continue
-            if workload.rate:
+            if step.at_s is not None:  # a schedule from the start: lateness never adds up
+                due = started + step.at_s
+                self._serve_until(due, stop)
+                self.stats.lateness_s.append(max(0.0, time.monotonic() - due))
+            elif workload.rate:
                 self._serve_until(paced_from + paced_count / workload.rate, stop)
                 paced_count += 1
             self._send(step)
@@ -96,6 +110,9 @@ class WorkloadProducer:
         self.stats.seconds = time.monotonic() - started
         if remaining:
             self._emit({"kind": "unacknowledged", "count": remaining})
+        lateness = self.stats.lateness()
+        if lateness:
+            self._emit({"kind": "schedule", **lateness})
         return self.stats
 
     def _emit(self, event: dict[str, Any]) -> None:
@@ -120,6 +137,7 @@ class WorkloadProducer:
                     record.key,
                     headers=record.headers,
                     on_delivery=delivered,
+                    **({} if record.partition is None else {"partition": record.partition}),
                 )
                 break
             except BufferError:  # the local queue is full: let acks drain it

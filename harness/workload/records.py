@@ -33,10 +33,16 @@ class WorkloadRecord:
     event_id: str
     seq: int
     value: bytes
+    #: headers of the record's own beside ``event_id`` (a team's payload or a capture's)
+    extra_headers: tuple[tuple[str, bytes], ...] = ()
+    #: the partition to write to; None: the key's, as Kafka's Java producer picks it
+    partition: int | None = None
+    #: when to send it, in seconds from the workload's start (recorded traffic); None: by rate
+    at_s: float | None = None
 
     @property
     def headers(self) -> list[tuple[str, bytes]]:
-        return [(EVENT_ID_HEADER, self.event_id.encode())]
+        return [(EVENT_ID_HEADER, self.event_id.encode()), *self.extra_headers]
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ GROUP_ID = "REPLAY_GROUP_ID"
 CLIENT_CONFIG = "REPLAY_CLIENT_CONFIG"
 CLIENT_PROPERTIES = "REPLAY_CLIENT_PROPERTIES"
 MAX_POLL_RECORDS = "REPLAY_MAX_POLL_RECORDS"
+SCHEMA_REGISTRY = "REPLAY_SCHEMA_REGISTRY_URL"
 TRANSACTIONAL_ID = "REPLAY_TRANSACTIONAL_ID"
 INSTANCE = "REPLAY_INSTANCE"
 REPORT_FILE = "REPLAY_REPORT_FILE"
@@ -57,7 +58,7 @@ REPORT_FILE = "REPLAY_REPORT_FILE"
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _PLACEHOLDER = re.compile(
     r"\{(bootstrap|input_topic|output_topic|group_id|transactional_id|instance"
-    r"|client_properties)\}"
+    r"|client_properties|schema_registry)\}"
 )
 
 
@@ -99,6 +100,8 @@ class AppContext:
     properties_dir: Path | None = None
     #: ``REPLAY_MAX_POLL_RECORDS`` as :meth:`from_env` read it (librdkafka has no such key).
     poll_records: int | None = None
+    #: the schema registry the values are framed for (Confluent's API), when a run has one
+    schema_registry: str | None = None
 
     @property
     def transactional_id(self) -> str:
@@ -146,6 +149,8 @@ class AppContext:
             env[CLIENT_PROPERTIES] = str(properties)
         if self.max_poll_records is not None:
             env[MAX_POLL_RECORDS] = str(self.max_poll_records)
+        if self.schema_registry is not None:
+            env[SCHEMA_REGISTRY] = self.schema_registry
         return env
 
     def placeholders(self) -> dict[str, str]:
@@ -160,6 +165,8 @@ class AppContext:
         properties = self.write_client_properties()
         if properties is not None:
             values["client_properties"] = str(properties)
+        if self.schema_registry is not None:
+            values["schema_registry"] = self.schema_registry
         return values
 
     @classmethod
@@ -181,6 +188,7 @@ class AppContext:
             client_config=json.loads(env.get(CLIENT_CONFIG) or "{}"),
             instance=int(env.get(INSTANCE, "0")),
             poll_records=int(poll_records) if poll_records else None,
+            schema_registry=env.get(SCHEMA_REGISTRY),
         )
 
 
@@ -215,7 +223,7 @@ class AppSpec:
         def fill(match: re.Match[str]) -> str:
             name = match.group(1)
             if name not in values:
-                raise ValueError(f"{{{name}}} is not available to this app (no properties_dir)")
+                raise ValueError(f"{{{name}}} is not available to this app: this run has no {name}")
             return values[name]
 
         return [_PLACEHOLDER.sub(fill, arg) for arg in self.argv]

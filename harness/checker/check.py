@@ -27,6 +27,8 @@ class KafkaOutput:
     bootstrap_servers: str
     topic: str
     event_id: Callable[[OutputRecord], str | None] | None = None  # default: header or JSON
+    #: payload fields (JSON paths) that carry the event_id where the output drops headers
+    id_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,10 @@ def check_run(
     fit_to_history(spark, history_bytes(run_dir))
     uncommitted = None
     if isinstance(output, KafkaOutput):
-        event_id = sources.user_event_id(output.event_id) if output.event_id else None
+        if output.event_id:
+            event_id = sources.user_event_id(output.event_id)
+        else:
+            event_id = sources.default_event_id(output.id_fields)
         committed = sources.kafka_topic(
             spark, output.bootstrap_servers, output.topic, "read_committed", event_id
         )

@@ -12,7 +12,7 @@ Output columns: ``event_id``, ``out_partition``, ``out_offset``, ``out_ts_ms``.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -140,8 +140,9 @@ def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
     )
 
 
-def default_event_id() -> Column:
-    """The ``event_id`` header, else the ``event_id`` field of a JSON object value, else null.
+def default_event_id(id_fields: Sequence[str] = ()) -> Column:
+    """The ``event_id`` header, else the ``event_id`` field of a JSON object value (or one of
+    ``id_fields``: the paths a team's payload carries it in), else null.
 
     The same rule as :func:`kafka_replay.apps.correlation.default_event_id`: an empty header
     counts as none and, of several ``event_id`` headers, the last wins. Only null-safe forms
@@ -150,8 +151,10 @@ def default_event_id() -> Column:
     """
     named = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(EVENT_ID))
     header = F.try_element_at(named, F.lit(-1))["value"].cast("string")
-    field = F.get_json_object(F.col("value").cast("string"), f"$.{EVENT_ID}")
-    return F.coalesce(F.nullif(header, F.lit("")), field)
+    value = F.col("value").cast("string")
+    paths = [EVENT_ID, *(f.removeprefix("$").removeprefix(".") for f in id_fields)]
+    fields = [F.get_json_object(value, f"$.{path}") for path in paths]
+    return F.coalesce(F.nullif(header, F.lit("")), *fields)
 
 
 class OutputIdError(ValueError):

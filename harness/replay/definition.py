@@ -17,7 +17,6 @@ from typing import Any
 from kafka_replay.apps.client_config import check_client_config
 from kafka_replay.apps.supervisor import RESTART_MODES, parse_restart
 from kafka_replay.checker import GUARANTEES
-from kafka_replay.workload import GENERATORS, Workload
 
 from .model import (
     COMPARISONS,
@@ -36,6 +35,7 @@ from .model import (
 from .scale import scale_definition
 from .steps import STEPS, TOPIC_ROLES, StepContext
 from .symptoms import SYMPTOMS
+from .workload_table import read_workload
 
 #: What a profile may change.
 OVERRIDABLE = ("broker", "client", "producer", "app", "workloads")
@@ -140,41 +140,6 @@ def _config(table: _Table, name: str) -> dict[str, Any]:
     return dict(config)
 
 
-def _workload(source: Path, where: str, data: Any) -> Workload:
-    table = _Table(source, where, data)
-    generator = table.get("generator", str)
-    if generator not in GENERATORS:
-        raise DefinitionError(
-            source, f"{where}.generator", f"unknown generator; known: {', '.join(GENERATORS)}"
-        )
-    parameters = {k: v for k, v in table.data.items() if k != "generator"}
-    for key, value in parameters.items():
-        problem = _bad_amount(key, value)
-        if problem:
-            raise DefinitionError(source, f"{where}.{key}", problem)
-    for key in ("run_length",):
-        if isinstance(parameters.get(key), list):
-            parameters[key] = tuple(parameters[key])
-    try:
-        return GENERATORS[generator](**parameters)
-    except TypeError as exc:
-        raise DefinitionError(source, where, f"bad parameters for {generator}: {exc}") from exc
-
-
-def _bad_amount(key: str, value: Any) -> str | None:
-    """Why a workload's number cannot be used (records, keys, sizes and waits are never
-    negative; a rate is more than 0), else None."""
-    numbers = value if isinstance(value, list) else [value]
-    for number in numbers:
-        if isinstance(number, bool) or not isinstance(number, (int, float)) or key == "seed":
-            continue
-        if key == "rate" and number <= 0:
-            return f"must be more than 0 records a second, got {number}"
-        if number < 0:
-            return f"must be 0 or more, got {number}"
-    return None
-
-
 def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
     where = f"steps[{index}]"
     table = _Table(source, where, data)
@@ -226,7 +191,7 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
     app.finish()
     workloads = table.table("workloads")
     built = {
-        key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
+        key: read_workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
         for key in list(workloads.data)
     }
     client = _config(table, "client")

@@ -50,6 +50,9 @@ from .symptoms import Evidence, measure
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kafka_replay.workload import Workload
+    from kafka_replay.workload.registry import SchemaRegistry
+
 #: Client settings the KIP-848 ``consumer`` protocol moves to the broker.
 CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
 LAG_SAMPLE_S = 0.5
@@ -65,6 +68,8 @@ class RunOptions:
 
     app: str | None = None  # the user's app: a command line or module:function
     output_id: str | None = None  # module:function(OutputRecord) -> event_id
+    #: a ``--payload`` file: a team's messages in every workload's records
+    payload: Path | None = None
     guarantee: str | None = None  # what the user's app declares
     group_protocol: str | None = None  # classic or consumer (KIP-848)
     restart: str | None = None  # the app's restart policy (default: the definition's)
@@ -89,6 +94,16 @@ class RunOptions:
             client={**profile.client, **self.client},
             broker={**profile.broker, **self.broker},
         )
+
+
+def with_payload(profile: Profile, payload: Path) -> Profile:
+    """The profile whose workloads carry the messages of a ``--payload`` file: each keeps its
+    keys, identities, timing and pauses."""
+    from .workload_table import read_payload_file
+
+    source = read_payload_file(payload)
+    workloads = {name: source.values_for(w) for name, w in profile.workloads.items()}
+    return replace(profile, workloads=workloads)
 
 
 def client_config(profile: Profile, group_protocol: str | None) -> dict[str, Any]:
@@ -227,6 +242,7 @@ class _Run:
         self.topics: dict[str, str] = {}
         self.check_result: CheckResult | None = None
         self.side_effects: CheckResult | None = None
+        self.registry: SchemaRegistry | None = None
         if options.settings:
             history.write_meta(settings=dict(options.settings))
         self.outcome = Outcome(
@@ -258,6 +274,8 @@ class _Run:
             profile.broker, incident.brokers, incident.network_faults
         )
         self.outcome.settings_not_applied = applicability(incident, profile, cluster)
+        if self.options.payload is not None:
+            profile = self.profile = with_payload(profile, self.options.payload)
         replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
         self.topics = topics = {
             role: cluster.create_topic(f"{incident.name}-{role}", partitions, replicas)
@@ -265,6 +283,8 @@ class _Run:
             if partitions
         }
         group = cluster.unique_name(incident.name)
+        profile = self.profile = self._registered(profile, topics["input"])
+        registry_url = self.registry.url if self.registry is not None else None
         spec = app_command(incident, profile, self.options, topics)
         self.outcome.app = app_label(spec)
         config = client_config(profile, self.options.group_protocol)
@@ -294,6 +314,7 @@ class _Run:
                 config,
                 i,
                 properties_dir=history.root,
+                schema_registry=registry_url,
             ),
             history.logs_dir,
             on_event=history.stream("lifecycle"),
@@ -313,6 +334,26 @@ class _Run:
         error = _play(incident, profile, cluster, history, topics, group, apps, self.progress)
         if error is not None:
             raise StepFailed(error)
+
+    def _registered(self, profile: Profile, topic: str) -> Profile:
+        """The profile whose workloads a schema registry frames: started, their schemas
+        registered under ``TOPIC-value``, every value behind the registry's magic byte and id."""
+        schemas = {w.registry_schema for w in profile.workloads.values() if w.registry_schema}
+        if not schemas:
+            return profile
+        from kafka_replay.workload.registry import SchemaRegistry, frame
+
+        self.progress("starting a schema registry")
+        self.registry = SchemaRegistry(self.history.logs_dir)
+        self.registry.start()
+        framed = {}
+        for name, workload in profile.workloads.items():
+            if workload.registry_schema is not None:
+                schema_id = self.registry.register(f"{topic}-value", *workload.registry_schema)
+                workload = workload.framed(frame(schema_id, b""))
+            framed[name] = workload
+        self.history.write_meta(schema_registry=self.registry.url)
+        return replace(profile, workloads=framed)
 
     def settle(self) -> None:
         """Wait until no open transaction holds an output partition, or record which still do.
@@ -342,7 +383,13 @@ class _Run:
         self._enter("checker")
         self.progress("checking every record with Spark")
         self.check_result, self.side_effects = _check(
-            spark(), self.cluster, self.history, self.topics, self.guarantee, self.options
+            spark(),
+            self.cluster,
+            self.history,
+            self.topics,
+            self.guarantee,
+            self.options,
+            self.profile.workloads,
         )
         self.outcome.verdict = self.check_result.verdict
         self.outcome.check = self.check_result.result
@@ -383,6 +430,8 @@ class _Run:
         if self.outcome.failed_stage:
             self.outcome.result = f"{self.outcome.failed_stage} failed"
         try:
+            if self.registry is not None:
+                self.registry.stop()
             if self.cluster is not None:
                 self.history.keep_logs(self.cluster.log_files())
                 self.cluster.delete_topics(list(self.topics.values()))
@@ -460,9 +509,11 @@ def _check(
     topics: dict[str, str],
     guarantee: str,
     options: RunOptions,
+    workloads: Mapping[str, Workload],
 ) -> tuple[CheckResult, CheckResult | None]:
     extractor = load_callable(options.output_id) if options.output_id else None
-    output = KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor)
+    id_fields = tuple(sorted({w.id_field for w in workloads.values() if w.id_field}))
+    output = KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor, id_fields)
     source = KafkaOutput(cluster.bootstrap_servers, topics["input"])  # what the brokers kept
     check = check_run(spark, history.root, output, guarantee, source=source, deliveries=True)
     (history.root / "check.json").write_text(json.dumps(check.to_json(), indent=2, default=str))

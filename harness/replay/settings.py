@@ -112,6 +112,12 @@ def _command(value: str) -> None:
         )
 
 
+def _payload(path: Path) -> None:
+    from .workload_table import read_payload_file
+
+    read_payload_file(path)  # a DefinitionError names the file and field
+
+
 def _directory(flag: str) -> Callable[[Path], None]:
     def check(path: Path) -> None:
         if path.exists() and not path.is_dir():
@@ -146,6 +152,10 @@ for _option in (
     Option("app", "your app instead of the reference app: a command line (placeholders like "
            "{bootstrap} allowed) or module:function; the profile picks the conditions it runs "
            "under", check=_command),
+    Option("payload", "your app's own messages in every incident's records: a TOML file "
+           "with a team generator, a schema or a capture (docs/incidents.md#your-apps-messages);"
+           " each workload keeps its keys, timing and pauses", type=Path, metavar="FILE",
+           check=_payload),
     Option("output_id", "how to find the input's event_id in your app's output records: "
            "module:function(record) -> event_id", metavar="MODULE:FUNCTION"),
     Option("guarantee", "the delivery guarantee your app declares (default: each incident's)",
@@ -297,6 +307,7 @@ class RunSettings:
         return RunOptions(
             app=self.app,
             output_id=self.output_id,
+            payload=self.payload,
             guarantee=self.guarantee,
             group_protocol=self.group_protocol,
             restart=self.restart,

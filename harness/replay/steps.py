@@ -42,6 +42,7 @@ from kafka_replay.history import RunHistory, sample_lag
 from kafka_replay.history.consumer_offsets import group_reader
 from kafka_replay.history.stable_offsets import held, stable_ends
 from kafka_replay.workload import Workload, WorkloadProducer
+from kafka_replay.workload.payloads import PayloadError
 
 from .model import Profile, Step
 
@@ -234,7 +235,10 @@ def _produce(stage: Stage, step: Step) -> dict[str, Any]:
     if step["background"]:
         stage.in_background(f"produce-{workload.name}", lambda: producer.run(workload, stage.stop))
         return {"workload": workload.name}
-    stats = producer.run(workload, stage.stop)
+    try:
+        stats = producer.run(workload, stage.stop)
+    except PayloadError as exc:  # a team's generator, named with the record it failed at
+        raise StepFailed(str(exc)) from exc
     timing = {"seconds": round(stats.seconds, 2), **(stats.lateness() or {})}
     return {"workload": workload.name, "sent": stats.sent, **timing}
 

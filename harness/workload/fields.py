@@ -14,19 +14,48 @@ from faker import Faker
 
 Make = Callable[[Faker], str]
 
+
+def uuid_text(f: Faker) -> str:
+    """A random UUID: an identifier, so a caller should not draw it from a pool of repeats."""
+    return f.uuid4()
+
+
+def date_time_text(f: Faker) -> str:
+    return f.iso8601() + "Z"
+
+
+def date_text(f: Faker) -> str:
+    return f.date()
+
+
+def time_text(f: Faker) -> str:
+    return f.time()
+
+
+#: The makes whose value is a point in time, by the format they write. Faker draws them up to
+#: today, so the same seed gives other values tomorrow: a seeded caller uses its own clock.
+TEMPORAL: dict[Make, str] = {date_time_text: "date-time", date_text: "date", time_text: "time"}
+
 #: JSON Schema ``format`` (and Avro ``logicalType``) values, and what they hold.
 FORMATS: dict[str, Make] = {
     "email": lambda f: f.email(),
     "idn-email": lambda f: f.email(),
-    "uuid": lambda f: f.uuid4(),
-    "date-time": lambda f: f.iso8601() + "Z",
-    "date": lambda f: f.date(),
-    "time": lambda f: f.time(),
+    "uuid": uuid_text,
+    "date-time": date_time_text,
+    "date": date_text,
+    "time": time_text,
     "uri": lambda f: f.uri(),
+    "uri-reference": lambda f: f.uri(),
+    "iri": lambda f: f.uri(),
+    "iri-reference": lambda f: f.uri(),
     "url": lambda f: f.url(),
     "hostname": lambda f: f.hostname(),
+    "idn-hostname": lambda f: f.hostname(),
     "ipv4": lambda f: f.ipv4_public(),
     "ipv6": lambda f: f.ipv6(),
+    "json-pointer": lambda f: "/" + "/".join(f.words(2)),
+    "regex": lambda f: "^" + f.word() + "$",
+    "duration": lambda f: f"P{f.random_int(1, 30)}D",
 }
 
 #: A field's name (its last part, lower case, without ``_`` or ``-``) matched in order: the
@@ -35,7 +64,7 @@ NAMES: tuple[tuple[str, Make], ...] = (
     (r"email|mail$", lambda f: f.email()),
     (r"iban", lambda f: f.iban()),
     (r"currency", lambda f: f.currency_code()),
-    (r"uuid|guid", lambda f: f.uuid4()),
+    (r"uuid|guid", uuid_text),
     (r"firstname|givenname", lambda f: f.first_name()),
     (r"lastname|surname|familyname", lambda f: f.last_name()),
     (r"fullname|customername|username$|^name$|customer$|owner$", lambda f: f.name()),
@@ -45,8 +74,8 @@ NAMES: tuple[tuple[str, Make], ...] = (
     (r"country", lambda f: f.country_code()),
     (r"zip|postcode|postalcode", lambda f: f.postcode()),
     (r"company|merchant|employer|organi[sz]ation", lambda f: f.company()),
-    (r"timestamp|datetime|createdat|updatedat|at$|time$", lambda f: f.iso8601() + "Z"),
-    (r"date|dob|birthday", lambda f: f.date()),
+    (r"timestamp|datetime|createdat|updatedat|at$|time$", date_time_text),
+    (r"date|dob|birthday", date_text),
     (r"url|uri|website|link", lambda f: f.url()),
     (r"ip$|ipaddress", lambda f: f.ipv4_public()),
     (r"card|pan$", lambda f: f.credit_card_number()),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from faker import Faker
@@ -65,13 +65,19 @@ class Stamper:
 
     def __init__(self, rng: random.Random) -> None:
         self._bits = rng.getrandbits
-        self._seq: dict[str, int] = {}
+        self._seq: dict[str | None, int] = {}
         self._quoted: dict[str, str] = {}  # each key as a JSON string, made once
 
     def event_id(self) -> str:
         """A version-4 UUID from 128 seeded bits; the same text ``uuid.UUID`` would give."""
         h = "%032x" % (self._bits(128) & _V4_CLEAR | _V4_SET)
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    def next_seq(self, key: str | None) -> int:
+        """The next ``seq`` of ``key``'s records: 0, 1, ..."""
+        seq = self._seq.get(key, 0)
+        self._seq[key] = seq + 1
+        return seq
 
     def stamp(self, key: str, body: dict[str, Any], pad_to: int = 0) -> WorkloadRecord:
         """The record of ``body`` for ``key``, padded with a filler field to ``pad_to`` bytes."""
@@ -86,8 +92,7 @@ class Stamper:
         ``bytes`` body is copied once, where text would be copied and then encoded.
         """
         event_id = self.event_id()
-        seq = self._seq.get(key, 0)
-        self._seq[key] = seq + 1
+        seq = self.next_seq(key)
         quoted = self._quoted.get(key)
         if quoted is None:
             quoted = self._quoted[key] = json.dumps(key)
@@ -113,6 +118,10 @@ class Workload:
     build: Callable[[random.Random, Faker, Stamper], Iterator[Step]] = field(repr=False)
     rate: float | None = None  # records per second; None: as fast as the broker acknowledges
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: the payload field that carries each record's ``event_id`` (a team's own payloads)
+    id_field: str | None = None
+    #: ``(schema text, schema type)`` a schema registry must hold for the app to read values
+    registry_schema: tuple[str, str] | None = None
 
     def steps(self) -> Iterator[Step]:
         rng = random.Random(self.seed)
@@ -124,3 +133,15 @@ class Workload:
 
     def records(self) -> Iterator[WorkloadRecord]:
         return (step for step in self.steps() if isinstance(step, WorkloadRecord))
+
+    def framed(self, prefix: bytes) -> Workload:
+        """Every value behind ``prefix``: a schema registry's wire format (magic byte and
+        schema id) before the encoded payload."""
+
+        def build(_rng: random.Random, _fake: Faker, _stamper: Stamper) -> Iterator[Step]:
+            for step in self.steps():
+                if isinstance(step, WorkloadRecord):
+                    step = replace(step, value=prefix + step.value)
+                yield step
+
+        return replace(self, build=build)

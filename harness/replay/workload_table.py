@@ -1,0 +1,267 @@
+"""A definition's workload table read into a workload: a built-in generator, a team's
+generator, a schema, or recorded traffic; and a ``--payload`` file read into the messages
+an incident's workloads carry instead of the built-in JSON.
+
+Every mistake is a :class:`DefinitionError` naming the file and field, raised before any
+broker starts: a schema that does not parse, a field that is not in it, a generator that
+does not import or take its parameters, a file that is not a capture.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from faker import Faker
+
+from kafka_replay.workload import GENERATORS, Workload
+from kafka_replay.workload.fields import faker_for
+from kafka_replay.workload.payloads import FORMATS, Encoding, Payload, PayloadSource, encode_json
+
+from .model import DefinitionError, toml_error
+
+#: Keys every source reads; each source adds its own.
+COMMON = ("seed", "rate")
+SOURCES = ("generator", "schema", "recorded")
+#: Keys of a team's messages: how they are encoded and where identity and key go.
+ENCODING = ("format", "registry", "key_field", "id_field")
+SCHEMA_KEYS = ("count", "keys", "skew")
+
+
+class _Reader:
+    """One workload table: its values with the file and field in every error."""
+
+    def __init__(self, source: Path, where: str, data: Any) -> None:
+        if not isinstance(data, dict):
+            raise DefinitionError(source, where, "must be a table")
+        self.source, self.where, self.data = source, where, data
+
+    def fail(self, key: str, problem: str) -> DefinitionError:
+        return DefinitionError(self.source, f"{self.where}.{key}" if key else self.where, problem)
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.fail(key, f"must be {names}, got {value!r}")
+        return value
+
+    def number(self, key: str, default: Any, least: float, above: bool = False) -> Any:
+        """A number of at least ``least`` (more than it, when ``above``)."""
+        value = self.get(key, (int, float), default)
+        if value is not None and (value <= least if above else value < least):
+            bound = "more than" if above else "at least"
+            raise self.fail(key, f"must be {bound} {least}, got {value}")
+        return value
+
+    def path(self, key: str) -> Path | None:
+        text = self.get(key, str)
+        if text is None:
+            return None
+        path = Path(text).expanduser()
+        path = path if path.is_absolute() else self.source.parent / path
+        if not path.is_file():
+            raise self.fail(key, f"no such file: {path}")
+        return path
+
+    def only(self, allowed: tuple[str, ...]) -> None:
+        unknown = sorted(set(self.data) - set(allowed))
+        if unknown:
+            raise self.fail(unknown[0], f"unknown field; allowed here: {', '.join(allowed)}")
+
+
+def read_workload(source: Path, where: str, data: Any) -> Workload:
+    """The workload a definition's ``[workloads.NAME]`` table describes."""
+    table = _Reader(source, where, data)
+    chosen = [key for key in SOURCES if key in table.data]
+    if not chosen:
+        raise table.fail("", f"needs one of {', '.join(SOURCES)}")
+    generator = table.get("generator", str)
+    if generator is not None and generator in GENERATORS:
+        return _built_in(table, generator)
+    return read_payload(table, endless=False).workload()
+
+
+def read_payload_file(path: Path) -> PayloadSource:
+    """A ``--payload`` file: one workload table whose messages replace the built-in JSON."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DefinitionError(path, "(file)", f"cannot read: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise DefinitionError(path, *toml_error(text, exc)) from None
+    table = _Reader(path, "(payload)", data)
+    if table.get("generator", str) in GENERATORS:
+        raise table.fail(
+            "generator", "a payload is a team's own: module:function, a schema or a capture"
+        )
+    return read_payload(table, endless=True)
+
+
+def read_payload(table: _Reader, endless: bool) -> PayloadSource:
+    """A team's messages: from its generator, a schema or a capture (``endless``: a schema
+    without a ``count`` makes as many as are asked for)."""
+    chosen = [key for key in SOURCES if key in table.data]
+    if len(chosen) > 1 and chosen != ["generator", "schema"]:
+        raise table.fail(chosen[1], f"give one of {', '.join(SOURCES)}, not {' and '.join(chosen)}")
+    seed = table.get("seed", int, 0)
+    rate = table.number("rate", None, 0, above=True)
+    if "recorded" in table.data:
+        table.only(("recorded", "speed", "seed", "id_field"))
+        return _recorded(table, seed)
+    schema = _schema(table)
+    encoding = _encoding(table, schema)
+    registry = _registry(table, schema)
+    if "generator" in table.data:
+        return _team(table, seed, rate, encoding, registry)
+    table.only((*SOURCES[1:2], *COMMON, *ENCODING, *SCHEMA_KEYS))
+    return _schema_source(table, schema, seed, rate, encoding, registry, endless)
+
+
+def _built_in(table: _Reader, name: str) -> Workload:
+    parameters = {k: v for k, v in table.data.items() if k != "generator"}
+    for key, value in parameters.items():
+        problem = _bad_amount(key, value)
+        if problem:
+            raise table.fail(key, problem)
+    if isinstance(parameters.get("run_length"), list):
+        parameters["run_length"] = tuple(parameters["run_length"])
+    try:
+        return GENERATORS[name](**parameters)
+    except TypeError as exc:
+        raise table.fail("", f"bad parameters for {name}: {exc}") from exc
+
+
+def _bad_amount(key: str, value: Any) -> str | None:
+    """Why a workload's number cannot be used (records, keys, sizes and waits are never
+    negative; a rate is more than 0), else None."""
+    numbers = value if isinstance(value, list) else [value]
+    for number in numbers:
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or key == "seed":
+            continue
+        if key == "rate" and number <= 0:
+            return f"must be more than 0 records a second, got {number}"
+        if number < 0:
+            return f"must be 0 or more, got {number}"
+    return None
+
+
+def _schema(table: _Reader) -> Any:
+    path = table.path("schema")
+    if path is None:
+        return None
+    from kafka_replay.workload.schema_payloads import SchemaError, load_schema
+
+    try:
+        return load_schema(path)
+    except SchemaError as exc:
+        raise table.fail("schema", f"{path}: {exc}") from None
+
+
+def _encoding(table: _Reader, schema: Any) -> Encoding:
+    fmt = table.get("format", str, "json")
+    if fmt not in FORMATS:
+        raise table.fail("format", f"must be one of {', '.join(FORMATS)}")
+    if fmt == "avro" and (schema is None or schema.kind != "avro"):
+        raise table.fail("format", 'avro needs an Avro schema (schema = "....avsc")')
+    for key in ("id_field", "key_field"):
+        path = table.get(key, str)
+        problem = schema.text_field_problem(path) if path and schema is not None else None
+        if problem:
+            raise table.fail(key, problem)
+    encode = schema.encode_avro if fmt == "avro" else encode_json
+    return Encoding(encode, table.get("id_field", str), table.get("key_field", str))
+
+
+def _registry(table: _Reader, schema: Any) -> tuple[str, str] | None:
+    if not table.get("registry", bool, False):
+        return None
+    if schema is None:
+        raise table.fail("registry", 'needs a schema to register (schema = "...")')
+    return schema.text, "AVRO" if schema.kind == "avro" else "JSON"
+
+
+def _team(
+    table: _Reader, seed: int, rate: float | None, encoding: Encoding, registry: Any
+) -> PayloadSource:
+    from kafka_replay.workload.team import check_parameters, load_generator, team_source
+
+    spec = table.get("generator", str)
+    parameters = {
+        k: v for k, v in table.data.items() if k not in ("generator", "schema", *ENCODING)
+    }
+    try:
+        function = load_generator(spec)
+        check_parameters(spec, function, parameters)
+    except ValueError as exc:
+        raise table.fail("generator", str(exc)) from None
+    source = team_source(spec, function, parameters, encoding, seed, rate)
+    return PayloadSource(
+        source.name, source.payloads, encoding, seed, rate, source.parameters, registry
+    )
+
+
+def _schema_source(
+    table: _Reader,
+    schema: Any,
+    seed: int,
+    rate: float | None,
+    encoding: Encoding,
+    registry: Any,
+    endless: bool,
+) -> PayloadSource:
+    from kafka_replay.workload.schema_payloads import SKEWS, DocumentMaker, KeySpace
+
+    count = table.number("count", None if endless else 1000, 0)
+    keys = table.number("keys", 100, 1)
+    skew = table.get("skew", str, "uniform")
+    if skew not in SKEWS:
+        raise table.fail("skew", f"must be one of {', '.join(SKEWS)}")
+    key_field = encoding.key_field
+
+    def payloads(rng: random.Random, fake: Faker) -> Iterator[Payload]:
+        make = DocumentMaker(schema, fake, rng)
+        kind = faker_for(key_field) if key_field else None
+        space = KeySpace(keys, skew, (lambda n: kind(fake)) if kind else (lambda n: f"key-{n}"))
+        for _ in itertools.count() if count is None else range(int(count)):
+            yield Payload(make(), space.pick(rng))
+
+    name = Path(table.data["schema"]).name
+    parameters = {"schema": table.data["schema"], "count": count, "keys": keys, "skew": skew}
+    return PayloadSource(name, payloads, encoding, seed, rate, parameters, registry)
+
+
+def _recorded(table: _Reader, seed: int) -> PayloadSource:
+    from kafka_replay.workload.recorded import CaptureError, read_capture
+
+    path = table.path("recorded")
+    assert path is not None
+    speed = table.number("speed", 1.0, 0, above=True)
+    try:
+        capture = read_capture(path)
+    except CaptureError as exc:
+        raise table.fail("recorded", str(exc)) from None
+
+    def payloads(_rng: random.Random, _fake: Faker) -> Iterator[Payload]:
+        first = capture.records[0].ts_ms
+        for record in capture.records:
+            at_s = (record.ts_ms - first) / 1000 / speed
+            yield Payload(record.value, record.key, record.headers, record.partition, at_s)
+
+    parameters = {
+        "recorded": table.data["recorded"],
+        "speed": speed,
+        "records": len(capture.records),
+    }
+    return PayloadSource(
+        path.name, payloads, Encoding(id_field=table.get("id_field", str)), seed, None, parameters
+    )

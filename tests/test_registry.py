@@ -177,6 +177,25 @@ def test_a_java_that_exits_at_once_raises_with_its_log_tail(tmp_path: Path) -> N
 
 
 @needs_java21
+def test_a_port_taken_before_the_registry_binds_it_means_fresh_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    free_ports = registry_module.free_ports
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        handed = iter([[taken, *free_ports(1)]])
+        monkeypatch.setattr(
+            registry_module, "free_ports", lambda n: next(handed, None) or free_ports(n)
+        )
+        with SchemaRegistry(tmp_path) as registry:
+            assert registry.port != taken
+            assert registry.register("retried-value", '"string"') > 0
+    assert "seems to be in use" in (tmp_path / "schema-registry.log").read_text()
+
+
+@needs_java21
 def test_a_crashed_owners_registry_is_reaped(tmp_path: Path) -> None:
     ready = tmp_path / "ready.json"
     script = textwrap.dedent(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 import tomllib
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from faker import Faker
 
 from kafka_replay.workload import GENERATORS, Workload
-from kafka_replay.workload.fields import faker_for
+from kafka_replay.workload.fields import TEMPORAL, faker_for
 from kafka_replay.workload.payloads import FORMATS, Encoding, Payload, PayloadSource, encode_json
 
 from .model import DefinitionError, toml_error
@@ -173,9 +174,10 @@ def _encoding(table: _Reader, schema: Any) -> Encoding:
         raise table.fail("format", f"must be one of {', '.join(FORMATS)}")
     if fmt == "avro" and (schema is None or schema.kind != "avro"):
         raise table.fail("format", 'avro needs an Avro schema (schema = "....avsc")')
-    for key in ("id_field", "key_field"):
+    samples = {"id_field": str(uuid.UUID(int=0, version=4)), "key_field": None}
+    for key, sample in samples.items():  # an event_id is a UUID's text
         path = table.get(key, str)
-        problem = schema.text_field_problem(path) if path and schema is not None else None
+        problem = schema.text_field_problem(path, sample) if path and schema is not None else None
         if problem:
             raise table.fail(key, problem)
     encode = schema.encode_avro if fmt == "avro" else encode_json
@@ -228,9 +230,13 @@ def _schema_source(
         raise table.fail("skew", f"must be one of {', '.join(SKEWS)}")
     key_field = encoding.key_field
 
+    written = [path for path in (encoding.id_field, key_field) if path]
+
     def payloads(rng: random.Random, fake: Faker) -> Iterator[Payload]:
-        make = DocumentMaker(schema, fake, rng)
+        make = DocumentMaker(schema, fake, rng, present=written)
         kind = faker_for(key_field) if key_field else None
+        if kind in TEMPORAL:  # a time from Faker depends on today: keys must not
+            kind = None
         space = KeySpace(keys, skew, (lambda n: kind(fake)) if kind else (lambda n: f"key-{n}"))
         for _ in itertools.count() if count is None else range(int(count)):
             yield Payload(make(), space.pick(rng))

@@ -74,7 +74,10 @@ NAMES: tuple[tuple[str, Make], ...] = (
     (r"country", lambda f: f.country_code()),
     (r"zip|postcode|postalcode", lambda f: f.postcode()),
     (r"company|merchant|employer|organi[sz]ation", lambda f: f.company()),
-    (r"timestamp|datetime|createdat|updatedat|at$|time$", date_time_text),
+    (
+        r"timestamp|datetime|createdat|updatedat|created$|updated$|modified$|at$|time$",
+        date_time_text,
+    ),
     (r"date|dob|birthday", date_text),
     (r"url|uri|website|link", lambda f: f.url()),
     (r"ip$|ipaddress", lambda f: f.ipv4_public()),

@@ -15,9 +15,7 @@ from faker import Faker
 STATUSES = ("PLACED", "PAID", "SHIPPED")
 
 
-def orders(
-    fake: Faker, count: int | None = None, customers: int = 20
-) -> Iterator[dict[str, Any]]:
+def orders(fake: Faker, count: int | None = None, customers: int = 20) -> Iterator[dict[str, Any]]:
     """``count`` orders (endless without one) from ``customers`` customers."""
     names = [fake.unique.name() for _ in range(customers)]
     made = 0

@@ -17,7 +17,7 @@ from kafka_replay.workload import EVENT_ID_HEADER, student_onboarding
 from kafka_replay.workload.payloads import Payload, PayloadError
 
 SOURCE = Path(__file__)  # where relative paths in the tables below are read from
-SCHEMAS = Path(__file__).parent / "apps" / "schemas"
+SCHEMAS = Path(__file__).parent.parent / "docs" / "examples"
 TEAM = "tests.apps.order_load:orders"
 
 

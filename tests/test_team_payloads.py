@@ -20,7 +20,7 @@ from kafka_replay.report.outcome import Outcome
 from kafka_replay.workload import GENERATORS
 
 APPS = Path(__file__).parent / "apps"
-SCHEMAS = APPS / "schemas"
+SCHEMAS = APPS.parent.parent / "docs" / "examples"
 
 Replay = Callable[..., Outcome]
 

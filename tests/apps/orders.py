@@ -1,7 +1,7 @@
 """An order service as a team writes it: it accepts only its own order schema.
 
 Written from the documented app contract alone (no harness import). Each order must match
-``schemas/order.avsc`` / ``schemas/order.schema.json``; anything else (the harness's own JSON,
+``docs/examples/order.avsc`` / ``order.schema.json``; anything else (the harness's own JSON,
 say) is a poison message: the service stops with an error, as a strict consumer does. It
 charges each order (``--work-ms``) and writes a charge to the output topic *without headers*:
 the charge carries the order's ``order_id``, which is all the checker can follow.
@@ -32,7 +32,7 @@ import fastavro
 import jsonschema
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-SCHEMAS = Path(__file__).parent / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "examples"  # the docs' order schema
 
 
 class Rejected(ValueError):

@@ -8,6 +8,7 @@
   (exit 0 every run passed or did not apply, 1 some run failed, 2 some run could not be
   judged).
 - ``kafka-replay report DIR``: write ``report.html`` again from a report directory.
+- ``kafka-replay capture``: a time window of a real topic to a file, anonymized, for replay.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from rich.status import Status
 
 from kafka_replay import __version__
 from kafka_replay.checker import GUARANTEES, OUTPUT_FORMATS
+from kafka_replay.cli_capture import add_capture_command
 from kafka_replay.cli_compare import add_compare_command
 from kafka_replay.cluster import ClusterError, choose_version
 from kafka_replay.cluster.backends import (
@@ -257,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lane", action="store_true", help=argparse.SUPPRESS)
     run.set_defaults(run=cmd_run)
     add_compare_command(commands)
+    add_capture_command(commands)
     return parser
 
 

@@ -22,6 +22,7 @@ import re
 import string
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from faker import Faker
@@ -39,6 +40,8 @@ _STEP = re.compile(
 #: Tries at a fake that differs from its original before the kind gives way to the shape.
 TRIES = 16
 _TEXT = "text"  # the kind of shape-kept text, whatever field holds it
+#: How a stand-in is made: ``make(original, seed)``.
+Make = Callable[[Any, int], Any]
 
 
 class PathError(ValueError):
@@ -51,6 +54,8 @@ class JsonPath:
 
     text: str
     steps: tuple[Any, ...]
+    #: the field's own name: its last member name (``sku`` of ``$.items[*].sku``)
+    name: str
 
     @classmethod
     def parse(cls, text: str) -> JsonPath:
@@ -74,12 +79,8 @@ class JsonPath:
             else:
                 steps.append(match["quoted"])
             at = match.end()
-        return cls(text, tuple(steps))
-
-    @property
-    def name(self) -> str:
-        """The field's own name: its last member name (``sku`` of ``$.items[*].sku``)."""
-        return next((s for s in reversed(self.steps) if isinstance(s, str)), "")
+        name = next((s for s in reversed(steps) if isinstance(s, str)), "")
+        return cls(text, tuple(steps), name)
 
     def places(self, document: Any) -> Iterator[tuple[Any, Any]]:
         """Every ``(container, key)`` of ``document`` the path reaches (the root's container
@@ -112,7 +113,8 @@ class Anonymizer:
         self.found = dict.fromkeys((p.text for p in self.paths), 0)
         self._secret = secret
         self._fake = Faker()
-        self._made: dict[tuple[str, str], Any] = {}  # (kind, original as JSON): the fake
+        self._made: dict[tuple[str, type, Any], Any] = {}  # (kind, type, original): the fake
+        self._kinds: dict[str, tuple[str, Make]] = {}
 
     def missing(self) -> list[str]:
         """The paths that reached nothing in any record so far."""
@@ -149,7 +151,7 @@ class Anonymizer:
         except UnicodeDecodeError:
             digest = self._digest("bytes", raw.hex())
             return (digest * (len(raw) // len(digest) + 1))[: len(raw)]
-        return str(self._made_for(_TEXT, text, lambda seed: _shape(text, seed))).encode()
+        return str(self._made_for(_TEXT, text, _shape)).encode()
 
     def _replace(self, value: Any, name: str) -> Any:
         """The stand-in of one JSON value found in the field ``name``."""
@@ -160,31 +162,41 @@ class Anonymizer:
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, int | float):
-            return self._made_for("number", value, lambda seed: _number(value, seed))
-        text = str(value)
-        make = faker_for(name)
-        if make is None:
-            return self._made_for(_TEXT, text, lambda seed: _shape(text, seed))
-        kind = next(pattern for pattern, known in NAMES if known is make)
-
-        def fake(seed: int) -> str:
-            self._fake.seed_instance(seed)
-            return str(make(self._fake))
-
-        made = self._made_for(kind, text, fake)
-        if made == text:  # a field of few values (a status): its shape at least differs
-            made = self._made_for(_TEXT, text, lambda seed: _shape(text, seed))
+            return self._made_for("number", value, _number)
+        kind, make = self._kind(name)
+        made = self._made_for(kind, value, make)
+        if made == value:  # a field of few values (a status): its shape at least differs
+            made = self._made_for(_TEXT, value, _shape)
         return made
 
-    def _made_for(self, kind: str, original: Any, make: Callable[[int], Any]) -> Any:
-        """``make(seed)`` for the first keyed seed whose result differs from ``original``."""
-        known = (kind, json.dumps(original))  # 1 and 1.0 are two originals
-        if known in self._made:
-            return self._made[known]
-        seed = int.from_bytes(self._digest(*known)[:16])
-        made = original
+    def _kind(self, name: str) -> tuple[str, Make]:
+        """What the field ``name`` holds, and how to make one; found once per name."""
+        found = self._kinds.get(name)
+        if found is None:
+            make = faker_for(name)
+            if make is None:
+                found = (_TEXT, _shape)
+            else:
+                # the pattern that named it: fields of one kind share fakes
+                kind = next((pattern for pattern, known in NAMES if known is make), name)
+                found = (kind, partial(self._faked, make))
+            self._kinds[name] = found
+        return found
+
+    def _faked(self, make: Callable[[Faker], str], original: Any, seed: int) -> str:
+        self._fake.seed_instance(seed)
+        return str(make(self._fake))
+
+    def _made_for(self, kind: str, original: Any, make: Make) -> Any:
+        """``make(original, seed)`` for the first keyed seed whose result differs from
+        ``original``, made once per kind and original."""
+        known = (kind, type(original), original)  # 1 and 1.0 are two originals
+        made = self._made.get(known)
+        if made is not None:
+            return made
+        seed = int.from_bytes(self._digest(kind, json.dumps(original))[:16])
         for attempt in range(TRIES):
-            made = make(seed + attempt)
+            made = make(original, seed + attempt)
             if made != original:
                 break
         self._made[known] = made

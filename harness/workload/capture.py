@@ -22,7 +22,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -86,8 +86,10 @@ def capture(
 
     ``anonymize``: JSON paths into the values whose values are replaced by stand-ins; each
     must reach a value in at least one record (a typo would otherwise leave originals in the
-    file). ``anonymize_key``: keys too. Raises :class:`CaptureError` for a window with no
-    records, an unknown topic or a path found nowhere, and then writes no file.
+    file). ``anonymize_key``: keys too, each shape-kept as the value of a field whose name says
+    nothing would be, so a key and the same id inside a value get one fake. Raises
+    :class:`CaptureError` for a window with no records, an unknown topic or a path found
+    nowhere, and then writes no file.
     """
     if start_ms >= end_ms:
         raise CaptureError(f"the window's start {_when(start_ms)} is not before its end")
@@ -104,27 +106,21 @@ def capture(
     read_with: Literal["consumer", "spark"] = (
         "spark" if window.upper_bound > spark_above else "consumer"
     )
-    if read_with == "spark":
-        from .capture_spark import read_with_spark
-
-        records = read_with_spark(
-            bootstrap, topic, window.offsets, start_ms, end_ms, progress, PROGRESS_EVERY
-        )
-    else:
-        records = read_with_consumer(bootstrap, window, start_ms, end_ms, progress)
-    writer = CaptureWriter(out)
+    writer = CaptureWriter(out)  # before the read: an unwritable place fails at once
+    records: Iterator[CapturedRecord] = iter(())
     try:
-        for record in records:
-            writer.write(
-                CapturedRecord(
-                    record.partition,
-                    record.offset,
-                    record.ts_ms,
-                    anonymizer.key(record.key) if anonymize_key else record.key,
-                    anonymizer.value(record.value),
-                    record.headers,
-                )
+        if read_with == "spark":
+            from .capture_spark import read_with_spark
+
+            records = read_with_spark(
+                bootstrap, topic, window.offsets, start_ms, end_ms, progress, PROGRESS_EVERY
             )
+        else:
+            records = read_with_consumer(bootstrap, window, start_ms, end_ms, progress)
+        for record in records:
+            key = anonymizer.key(record.key) if anonymize_key else record.key
+            value = anonymizer.value(record.value)
+            writer.write(replace(record, key=key, value=value))
         if not writer.count:
             raise _empty(topic, start_ms, end_ms)
         if missing := anonymizer.missing():
@@ -138,7 +134,7 @@ def capture(
             "partitions": window.partitions,
             "from_ms": start_ms,
             "to_ms": end_ms,
-            "records": 0,
+            "records": 0,  # the count, when the writer knows it
             "anonymized": [path.text for path in anonymizer.paths],
             "key_anonymized": anonymize_key,
             "secret": "given" if secret else "random",
@@ -148,12 +144,11 @@ def capture(
         writer.discard()
         raise
     finally:
-        close = getattr(records, "close", None)
+        close = getattr(records, "close", None)  # stops Spark's stream if it ended early
         if close is not None:
             close()
-    return CaptureSummary(
-        writer.count, window.partitions, time.monotonic() - started, path, read_with
-    )
+    seconds = time.monotonic() - started
+    return CaptureSummary(writer.count, window.partitions, seconds, path, read_with)
 
 
 def _when(ms: int) -> str:
@@ -162,6 +157,12 @@ def _when(ms: int) -> str:
 
 def _empty(topic: str, start_ms: int, end_ms: int) -> CaptureError:
     return CaptureError(f"no records in {topic} between {_when(start_ms)} and {_when(end_ms)}")
+
+
+def _text(exc: KafkaException) -> str:
+    """What went wrong, in librdkafka's words, without the error object's repr."""
+    error = exc.args[0] if exc.args else exc
+    return error.str() if isinstance(error, KafkaError) else str(error)
 
 
 def _consumer(bootstrap: str) -> Consumer:
@@ -183,7 +184,7 @@ def find_window(bootstrap: str, topic: str, start_ms: int, end_ms: int) -> Windo
     try:
         topics = admin.list_topics(timeout=REQUEST_TIMEOUT_S).topics
     except KafkaException as exc:
-        raise CaptureError(f"Kafka at {bootstrap} did not answer: {exc.args[0]}") from None
+        raise CaptureError(f"Kafka at {bootstrap} did not answer: {_text(exc)}") from None
     if topic not in topics:
         raise CaptureError(f"topic {topic} does not exist on {bootstrap}")
     partitions = sorted(topics[topic].partitions)
@@ -208,7 +209,7 @@ def _offsets_at(consumer: Consumer, topic: str, partitions: list[int], ms: int) 
     try:
         found = consumer.offsets_for_times(asked, timeout=REQUEST_TIMEOUT_S)
     except KafkaException as exc:
-        raise CaptureError(f"offsets of {topic} at {_when(ms)}: {exc.args[0]}") from None
+        raise CaptureError(f"offsets of {topic} at {_when(ms)}: {_text(exc)}") from None
     for tp in found:
         if tp.error is not None:
             raise CaptureError(f"offsets of {topic} [{tp.partition}] at {_when(ms)}: {tp.error}")
@@ -224,7 +225,7 @@ def _stable_ends(admin: AdminClient, topic: str, partitions: list[int]) -> dict[
     try:
         return {tp.partition: future.result().offset for tp, future in futures.items()}
     except KafkaException as exc:
-        raise CaptureError(f"the end offsets of {topic}: {exc.args[0]}") from None
+        raise CaptureError(f"the end offsets of {topic}: {_text(exc)}") from None
 
 
 def read_with_consumer(
@@ -244,7 +245,7 @@ def read_with_consumer(
         )
         seen, heard = 0, time.monotonic()
         while ends:
-            messages = consumer.consume(1000, timeout=1.0)
+            messages = consumer.consume(1000, timeout=0.1)  # returns when full or timed out
             if messages:
                 heard = time.monotonic()
             elif time.monotonic() - heard > STALL_TIMEOUT_S:

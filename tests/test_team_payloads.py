@@ -9,13 +9,20 @@ Avro schema registered with a real schema registry (read with the stock deserial
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
+from kafka_replay.cluster import Cluster, choose_version
+from kafka_replay.cluster.backends import choose_backend
+from kafka_replay.cluster.pool import ClusterPool
+from kafka_replay.history import RunHistory
 from kafka_replay.report.outcome import Outcome
 from kafka_replay.workload import GENERATORS
 
@@ -89,3 +96,60 @@ def test_the_order_service_under_the_catalog(
     if profile == "remediated":  # every order read (the stock deserializer too) and charged
         assert (outcome.passed, outcome.result) == (True, "guarantee held"), outcome.explain()
         assert outcome.anomalies.get("lost", 0) == 0 and outcome.anomalies.get("unexpected", 0) == 0
+
+
+def test_recorded_orders_replay_under_an_incident(
+    kafka_cluster: Cluster,
+    kafka_topic: Callable[..., str],
+    kafka_cluster_pool: ClusterPool,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    """Real order traffic captured, anonymized and replayed ten times as fast as the backlog
+    of poll-timeout-rebalance: the order service is still kicked out of its group."""
+    from kafka_replay.replay.catalog import catalog_dir
+    from kafka_replay.replay.definition import load_incident
+    from kafka_replay.replay.runner import RunOptions, run_incident
+    from kafka_replay.replay.workload_table import read_workload
+    from kafka_replay.workload import WorkloadProducer
+    from kafka_replay.workload.capture import capture
+
+    topic = kafka_topic("orders", partitions=3)
+    traffic = {"schema": str(SCHEMAS / "order.schema.json"), "count": 1200, "rate": 400.0,
+               "keys": 40, "key_field": "customer", "seed": 8}  # fmt: skip
+    started_ms = int(time.time() * 1000)
+    written = WorkloadProducer(kafka_cluster.bootstrap_servers, topic).run(
+        read_workload(Path(__file__), "traffic", traffic)
+    )
+    assert written.acked == 1200
+    recording = tmp_path / "orders.capture"
+    summary = capture(
+        kafka_cluster.bootstrap_servers, topic, started_ms, int(time.time() * 1000) + 1,
+        recording, anonymize=["$.customer"], anonymize_key=True,
+    )  # fmt: skip
+    assert summary.records == 1200
+    originals = {json.loads(r.value)["customer"] for r in read_workload(
+        Path(__file__), "traffic", traffic).records()}  # fmt: skip
+    text = recording.read_text()
+    assert not [name for name in originals if json.dumps(name)[1:-1] in text]
+
+    source = (catalog_dir() / "poll-timeout-rebalance.toml").read_text()
+    before, _, after = source.partition("[workloads.backlog]")
+    recorded = f'[workloads.backlog]\nrecorded = "{recording}"\nspeed = 10\nid_field = "order_id"\n'
+    definition = tmp_path / "poll-timeout-rebalance.toml"
+    definition.write_text(before + recorded + after[after.index("\n[[steps]]") :])
+    outcome = run_incident(
+        load_incident(definition),
+        "vulnerable",
+        cluster_for=kafka_cluster_pool.cluster_for(choose_version(None), choose_backend(None)),
+        spark=lambda: spark,
+        run_dir=tmp_path / "run",
+        options=RunOptions(
+            app=orders_app("json-schema", "--work-ms 12"), guarantee="at-least-once"
+        ),
+    )
+    print(outcome.explain())
+    assert (outcome.reproduced, outcome.result) == (True, "vulnerable"), outcome.explain()
+    steps = RunHistory(Path(outcome.run_dir), create=False).read("steps")
+    produced = next(s for s in steps if s.get("do") == "produce" and "sent" in s)
+    assert produced["sent"] == 1200 and produced["late_ms_p95"] >= 0

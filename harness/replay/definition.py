@@ -352,6 +352,18 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
             f"must define exactly {' and '.join(PROFILES)} (got {sorted(profiles_table.data)})",
         )
     profiles = {p: _profile(path, p, base, profiles_table.get(p, dict)) for p in PROFILES}
+    for profile in profiles.values():
+        for key, workload in profile.workloads.items():
+            recorded = (
+                workload.parameters.get("partitions") if "recorded" in workload.parameters else None
+            )
+            if recorded and recorded > partitions["input"]:
+                raise DefinitionError(
+                    path,
+                    f"workloads.{key}.recorded",
+                    f"the capture holds {recorded} partitions; topics.input has "
+                    f"{partitions['input']}: give the input at least as many",
+                )
     brokers = _brokers(path, top.get("brokers", int, 1))
     context = StepContext(set(profiles["vulnerable"].workloads), partitions, brokers)
     steps_data = top.get("steps", list)

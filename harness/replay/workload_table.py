@@ -247,27 +247,13 @@ def _schema_source(
 
 
 def _recorded(table: _Reader, seed: int) -> PayloadSource:
-    from kafka_replay.workload.recorded import CaptureError, read_capture
+    from kafka_replay.workload.recorded import CaptureError, read_capture, recorded_source
 
     path = table.path("recorded")
     assert path is not None
     speed = table.number("speed", 1.0, 0, above=True)
     try:
-        capture = read_capture(path)
+        read_capture(path)  # every line checked now, not when the run sends it
     except CaptureError as exc:
         raise table.fail("recorded", str(exc)) from None
-
-    def payloads(_rng: random.Random, _fake: Faker) -> Iterator[Payload]:
-        first = capture.records[0].ts_ms
-        for record in capture.records:
-            at_s = (record.ts_ms - first) / 1000 / speed
-            yield Payload(record.value, record.key, record.headers, record.partition, at_s)
-
-    parameters = {
-        "recorded": table.data["recorded"],
-        "speed": speed,
-        "records": len(capture.records),
-    }
-    return PayloadSource(
-        path.name, payloads, Encoding(id_field=table.get("id_field", str)), seed, None, parameters
-    )
+    return recorded_source(path, speed, seed, table.get("id_field", str))

@@ -10,6 +10,7 @@ checker can follow every replayed record (a captured ``event_id`` header is drop
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Iterator
@@ -20,9 +21,10 @@ from typing import Any
 from faker import Faker
 
 from .capture_file import CapturedRecord, CaptureError, check_header, parse_record, read_lines
-from .records import EVENT_ID_HEADER, Stamper, Step, Workload, WorkloadRecord
+from .payloads import Encoding, Payload, PayloadSource
+from .records import Workload
 
-__all__ = ["Capture", "CaptureError", "read_capture", "recorded_workload"]
+__all__ = ["Capture", "CaptureError", "read_capture", "recorded_source", "recorded_workload"]
 
 
 @dataclass(frozen=True)
@@ -76,40 +78,30 @@ def iter_records(path: Path) -> Iterator[CapturedRecord]:
         )
 
 
-def recorded_workload(path: Path, speed: float = 1.0, seed: int = 0) -> Workload:
-    """The capture at ``path`` as a workload, ``speed`` times as fast as it was recorded.
+def recorded_source(
+    path: Path, speed: float = 1.0, seed: int = 0, id_field: str | None = None
+) -> PayloadSource:
+    """The capture at ``path`` as a team's messages, ``speed`` times as fast as recorded.
 
-    A record without a key is sent with the key ``""``, and one without a value (a
-    tombstone) with an empty value: a workload record always has both, and its key is text (a
-    key that is not UTF-8 is sent with U+FFFD for its undecodable bytes). A null header value
-    is sent empty. The topic it is sent to needs the capture's partitions (or more).
+    Each record keeps its key (none stays none), value (a tombstone is sent empty), headers (a
+    null header value is sent empty) and partition; the topic it is sent to needs the
+    capture's partitions (or more). With ``id_field``, a JSON object value gets the record's
+    ``event_id`` in that field (written back compact); other values are sent as they are.
     ``seed`` seeds the fresh event ids.
     """
     if not (isinstance(speed, int | float) and math.isfinite(speed) and speed > 0):
         raise ValueError(f"speed must be a number above 0, got {speed!r}")
     header = _header(path)
 
-    def build(rng: random.Random, fake: Faker, stamper: Stamper) -> Iterator[Step]:
-        seqs: dict[str, int] = {}
+    def payloads(_rng: random.Random, _fake: Faker) -> Iterator[Payload]:
         first_ms: int | None = None
         for record in iter_records(path):
             if first_ms is None:
                 first_ms = record.ts_ms
-            key = "" if record.key is None else record.key.decode(errors="replace")
-            seq = seqs.get(key, 0)
-            seqs[key] = seq + 1
-            headers = tuple(
-                (name, value or b"") for name, value in record.headers if name != EVENT_ID_HEADER
-            )
-            yield WorkloadRecord(
-                key,
-                stamper.event_id(),
-                seq,
-                record.value or b"",
-                headers,
-                record.partition,
-                (record.ts_ms - first_ms) / 1000 / speed,
-            )
+            headers = tuple((name, value or b"") for name, value in record.headers)
+            key = None if record.key is None else record.key.decode(errors="replace")
+            at_s = (record.ts_ms - first_ms) / 1000 / speed
+            yield Payload(_value(record.value, id_field), key, headers, record.partition, at_s)
 
     parameters = {
         "recorded": str(path),
@@ -117,4 +109,22 @@ def recorded_workload(path: Path, speed: float = 1.0, seed: int = 0) -> Workload
         "records": header["records"],
         "partitions": header["partitions"],
     }
-    return Workload("recorded", seed, build, rate=None, parameters=parameters)
+    return PayloadSource(path.name, payloads, Encoding(id_field=id_field), seed, None, parameters)
+
+
+def _value(raw: bytes | None, id_field: str | None) -> Any:
+    """The value to send: a document where an id is to be written into it, else the bytes."""
+    if raw is None:
+        return b""
+    if id_field is None:
+        return raw
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        return raw
+    return document if isinstance(document, dict) else raw
+
+
+def recorded_workload(path: Path, speed: float = 1.0, seed: int = 0) -> Workload:
+    """The capture at ``path`` as a workload of its own (see :func:`recorded_source`)."""
+    return recorded_source(path, speed, seed).workload()

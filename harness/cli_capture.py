@@ -1,7 +1,7 @@
 """``kafka-replay capture``: a window of a real topic to a file, anonymized, for replay.
 
-The file replays with its own timing through
-:func:`kafka_replay.workload.recorded.recorded_workload`. Times are ISO 8601 (naive means
+The file replays with its own timing as a workload (``recorded = "FILE"``, see
+:func:`kafka_replay.workload.recorded.recorded_source`). Times are ISO 8601 (naive means
 UTC), epoch milliseconds, ``now``, or a span before now (``-15m``, ``-2h``, ``-30s``). The
 anonymizing secret comes from ``$REPLAY_ANONYMIZE_SECRET`` (never from the command line,
 where other users could read it), else it is random for this capture.
@@ -57,18 +57,23 @@ def add_capture_command(commands: Any) -> None:
         "capture",
         help="write a time window of a topic to a file, anonymized, to replay with its timing",
     )
-    capture.add_argument("--kafka-bootstrap", required=True, metavar="HOST:PORT")
-    capture.add_argument("--topic", required=True)
+    capture.add_argument(
+        "--kafka-bootstrap", required=True, metavar="HOST:PORT", help="the cluster to read"
+    )
+    capture.add_argument("--topic", required=True, help="the topic to read (every partition)")
     capture.add_argument("--from", dest="start", required=True, metavar="TIME", help=TIME_FORMS)
     capture.add_argument("--to", dest="end", required=True, metavar="TIME", help=TIME_FORMS)
-    capture.add_argument("--out", type=Path, required=True, metavar="FILE")
+    capture.add_argument(
+        "--out", type=Path, required=True, metavar="FILE", help="the capture file to write"
+    )
     capture.add_argument(
         "--anonymize",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         metavar="PATH",
-        help="a JSON path into the values ($.customer.email, $.items[*].sku) whose values are "
-        "replaced by consistent fakes (keyed by $REPLAY_ANONYMIZE_SECRET); repeat for more",
+        help="JSON paths into the values ($.customer.email, $.items[*].sku) whose values are "
+        "replaced by consistent fakes (keyed by $REPLAY_ANONYMIZE_SECRET); repeatable",
     )
     capture.add_argument(
         "--anonymize-key", action="store_true", help="replace the keys too (keeping their shape)"

@@ -79,7 +79,7 @@ def test_errors_in_a_team_generator_name_it_and_the_record() -> None:
     ("table", "field", "problem"),
     [
         ({"generator": "nosuch.module:orders"}, "generator", "cannot import 'nosuch.module'"),
-        ({"generator": "not_registered"}, "generator", "no generator 'not_registered'"),
+        ({"generator": "not_registered"}, "generator", "unknown generator 'not_registered'"),
         ({"generator": TEAM, "shoe_size": 3}, "generator", "does not take these parameters"),
         ({"count": 3}, "w", "needs one of generator, schema, recorded"),
         ({"schema": "missing.avsc"}, "schema", "no such file"),

@@ -9,6 +9,7 @@ from .generators import (
     student_onboarding,
 )
 from .partitioner import java_partition, murmur2
+from .payloads import Payload
 from .producer import ProduceStats, WorkloadProducer
 from .records import EVENT_ID_HEADER, Pause, Workload, WorkloadRecord
 
@@ -16,6 +17,7 @@ __all__ = [
     "EVENT_ID_HEADER",
     "GENERATORS",
     "Pause",
+    "Payload",
     "ProduceStats",
     "Workload",
     "WorkloadProducer",

@@ -19,6 +19,7 @@ from typing import Any
 
 from faker import Faker
 
+from .generators import GENERATORS
 from .payloads import Encoding, Payload, PayloadError, PayloadSource
 
 ENTRY_POINT_GROUP = "kafka_replay.generators"
@@ -39,10 +40,10 @@ def load_generator(spec: str) -> Callable[..., Any]:
         return load_callable(spec)
     registered = registered_generators()
     if spec not in registered:
-        known = ", ".join(sorted(registered)) or "none installed"
+        known = ", ".join([*GENERATORS, *sorted(registered)])
         raise ValueError(
-            f"no generator {spec!r}: give module:function, or a name registered under the "
-            f"{ENTRY_POINT_GROUP} entry point group ({known})"
+            f"unknown generator {spec!r} (give module:function, or a name under the "
+            f"{ENTRY_POINT_GROUP} entry point group); known: {known}"
         )
     try:
         return registered[spec].load()

@@ -35,62 +35,13 @@ from .model import (
 from .scale import scale_definition
 from .steps import STEPS, TOPIC_ROLES, StepContext
 from .symptoms import SYMPTOMS
+from .table import Table
 from .workload_table import read_workload
 
 #: What a profile may change.
 OVERRIDABLE = ("broker", "client", "producer", "app", "workloads")
 #: The most nodes a definition may ask for: each is a JVM (or container) of its own.
 MAX_BROKERS = 5
-
-
-class _Table:
-    """Reads one TOML table, field by field, and refuses the fields it was not asked for."""
-
-    def __init__(self, source: Path, where: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise DefinitionError(source, where or "(top level)", "must be a table")
-        self.source, self.where, self.data = source, where, data
-        self.read: set[str] = set()
-
-    def path(self, name: str) -> str:
-        return f"{self.where}.{name}" if self.where else name
-
-    def get(self, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
-        self.read.add(name)
-        if name not in self.data:
-            if default is ...:
-                raise DefinitionError(self.source, self.path(name), "is required")
-            return default
-        value = self.data[name]
-        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
-            raise DefinitionError(
-                self.source,
-                self.path(name),
-                f"must be {_describe(kind)}, got {type(value).__name__} {value!r}",
-            )
-        return value
-
-    def table(self, name: str, default: Any = ...) -> _Table:
-        return _Table(self.source, self.path(name), self.get(name, dict, default))
-
-    def finish(self) -> None:
-        unknown = sorted(set(self.data) - self.read)
-        if unknown:
-            raise DefinitionError(
-                self.source,
-                self.path(unknown[0]),
-                f"unknown field; allowed here: {', '.join(sorted(self.read))}",
-            )
-
-
-def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _describe(kind: type | tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-    names |= {list: "a list", dict: "a table"}
-    return " or ".join(names.get(k, k.__name__) for k in _kinds(kind))
 
 
 def parse_condition(
@@ -130,7 +81,7 @@ def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _config(table: _Table, name: str) -> dict[str, Any]:
+def _config(table: Table, name: str) -> dict[str, Any]:
     config = table.get(name, dict, {})
     for key, value in config.items():
         if not isinstance(value, (str, int, float, bool)):
@@ -142,7 +93,7 @@ def _config(table: _Table, name: str) -> dict[str, Any]:
 
 def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
     where = f"steps[{index}]"
-    table = _Table(source, where, data)
+    table = Table(source, where, data)
     do = table.get("do", str)
     if do not in STEPS:
         raise DefinitionError(
@@ -164,12 +115,12 @@ def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
 
 def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, Any]) -> Profile:
     where = f"profiles.{name}"
-    own = _Table(source, where, override)
+    own = Table(source, where, override)
     description = own.get("description", str)
     own.read.update(OVERRIDABLE)
     own.finish()
     merged = _merge(base, {k: v for k, v in override.items() if k != "description"})
-    table = _Table(source, where, merged)
+    table = Table(source, where, merged)
     app = table.table("app")
     definition = AppDefinition(
         command=app.get("command", str),
@@ -267,7 +218,7 @@ def _your_app(
     """``[your_app]``: what the incident tests when ``--app`` gives a team's app."""
     if data is None:
         return None
-    table = _Table(path, "your_app", data)
+    table = Table(path, "your_app", data)
     tests = table.get("tests", str)
     applies = table.get("applies", bool, True)
     overrides = table.get("steps", dict, {})
@@ -326,7 +277,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         where, problem = toml_error(text, exc)
         raise DefinitionError(path, where, problem) from exc
     data = scale_definition(data, scale)
-    top = _Table(path, "", data)
+    top = Table(path, "", data)
     name = top.get("name", str)
     if name != path.stem:
         raise DefinitionError(path, "name", f"must match the file name ({path.stem!r})")

@@ -14,6 +14,7 @@ import random
 import tomllib
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,68 +25,20 @@ from kafka_replay.workload.fields import TEMPORAL, faker_for
 from kafka_replay.workload.payloads import FORMATS, Encoding, Payload, PayloadSource, encode_json
 
 from .model import DefinitionError, toml_error
+from .table import Table
 
-#: Keys every source reads; each source adds its own.
-COMMON = ("seed", "rate")
 SOURCES = ("generator", "schema", "recorded")
-#: Keys of a team's messages: how they are encoded and where identity and key go.
-ENCODING = ("format", "registry", "key_field", "id_field")
-SCHEMA_KEYS = ("count", "keys", "skew")
-
-
-class _Reader:
-    """One workload table: its values with the file and field in every error."""
-
-    def __init__(self, source: Path, where: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise DefinitionError(source, where, "must be a table")
-        self.source, self.where, self.data = source, where, data
-
-    def fail(self, key: str, problem: str) -> DefinitionError:
-        return DefinitionError(self.source, f"{self.where}.{key}" if key else self.where, problem)
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
-        if key not in self.data:
-            return default
-        value = self.data[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            names = " or ".join(k.__name__ for k in kinds)
-            raise self.fail(key, f"must be {names}, got {value!r}")
-        return value
-
-    def number(self, key: str, default: Any, least: float, above: bool = False) -> Any:
-        """A number of at least ``least`` (more than it, when ``above``)."""
-        value = self.get(key, (int, float), default)
-        if value is not None and (value <= least if above else value < least):
-            bound = "more than" if above else "at least"
-            raise self.fail(key, f"must be {bound} {least}, got {value}")
-        return value
-
-    def path(self, key: str) -> Path | None:
-        text = self.get(key, str)
-        if text is None:
-            return None
-        path = Path(text).expanduser()
-        path = path if path.is_absolute() else self.source.parent / path
-        if not path.is_file():
-            raise self.fail(key, f"no such file: {path}")
-        return path
-
-    def only(self, allowed: tuple[str, ...]) -> None:
-        unknown = sorted(set(self.data) - set(allowed))
-        if unknown:
-            raise self.fail(unknown[0], f"unknown field; allowed here: {', '.join(allowed)}")
+#: The keys of a team's generator that are the harness's, not its parameters.
+HARNESS_KEYS = ("generator", "schema", "format", "registry", "key_field", "id_field")
 
 
 def read_workload(source: Path, where: str, data: Any) -> Workload:
     """The workload a definition's ``[workloads.NAME]`` table describes."""
-    table = _Reader(source, where, data)
-    chosen = [key for key in SOURCES if key in table.data]
-    if not chosen:
+    table = Table(source, where, data)
+    if not any(key in table.data for key in SOURCES):
         raise table.fail("", f"needs one of {', '.join(SOURCES)}")
-    generator = table.get("generator", str)
-    if generator is not None and generator in GENERATORS:
+    generator = table.get("generator", str, None)
+    if generator in GENERATORS:
         return _built_in(table, generator)
     return read_payload(table, endless=False).workload()
 
@@ -100,35 +53,33 @@ def read_payload_file(path: Path) -> PayloadSource:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DefinitionError(path, *toml_error(text, exc)) from None
-    table = _Reader(path, "(payload)", data)
-    if table.get("generator", str) in GENERATORS:
+    table = Table(path, "(payload)", data)
+    if table.get("generator", str, None) in GENERATORS:
         raise table.fail(
             "generator", "a payload is a team's own: module:function, a schema or a capture"
         )
     return read_payload(table, endless=True)
 
 
-def read_payload(table: _Reader, endless: bool) -> PayloadSource:
+def read_payload(table: Table, endless: bool) -> PayloadSource:
     """A team's messages: from its generator, a schema or a capture (``endless``: a schema
     without a ``count`` makes as many as are asked for)."""
     chosen = [key for key in SOURCES if key in table.data]
     if len(chosen) > 1 and chosen != ["generator", "schema"]:
         raise table.fail(chosen[1], f"give one of {', '.join(SOURCES)}, not {' and '.join(chosen)}")
     seed = table.get("seed", int, 0)
-    rate = table.number("rate", None, 0, above=True)
     if "recorded" in table.data:
-        table.only(("recorded", "speed", "seed", "id_field"))
         return _recorded(table, seed)
+    rate = table.number("rate", None, 0, above=True)
     schema = _schema(table)
     encoding = _encoding(table, schema)
     registry = _registry(table, schema)
     if "generator" in table.data:
         return _team(table, seed, rate, encoding, registry)
-    table.only((*SOURCES[1:2], *COMMON, *ENCODING, *SCHEMA_KEYS))
     return _schema_source(table, schema, seed, rate, encoding, registry, endless)
 
 
-def _built_in(table: _Reader, name: str) -> Workload:
+def _built_in(table: Table, name: str) -> Workload:
     parameters = {k: v for k, v in table.data.items() if k != "generator"}
     for key, value in parameters.items():
         problem = _bad_amount(key, value)
@@ -156,8 +107,8 @@ def _bad_amount(key: str, value: Any) -> str | None:
     return None
 
 
-def _schema(table: _Reader) -> Any:
-    path = table.path("schema")
+def _schema(table: Table) -> Any:
+    path = table.file("schema")
     if path is None:
         return None
     from kafka_replay.workload.schema_payloads import SchemaError, load_schema
@@ -168,7 +119,7 @@ def _schema(table: _Reader) -> Any:
         raise table.fail("schema", f"{path}: {exc}") from None
 
 
-def _encoding(table: _Reader, schema: Any) -> Encoding:
+def _encoding(table: Table, schema: Any) -> Encoding:
     fmt = table.get("format", str, "json")
     if fmt not in FORMATS:
         raise table.fail("format", f"must be one of {', '.join(FORMATS)}")
@@ -176,15 +127,15 @@ def _encoding(table: _Reader, schema: Any) -> Encoding:
         raise table.fail("format", 'avro needs an Avro schema (schema = "....avsc")')
     samples = {"id_field": str(uuid.UUID(int=0, version=4)), "key_field": None}
     for key, sample in samples.items():  # an event_id is a UUID's text
-        path = table.get(key, str)
+        path = table.get(key, str, None)
         problem = schema.text_field_problem(path, sample) if path and schema is not None else None
         if problem:
             raise table.fail(key, problem)
     encode = schema.encode_avro if fmt == "avro" else encode_json
-    return Encoding(encode, table.get("id_field", str), table.get("key_field", str))
+    return Encoding(encode, table.get("id_field", str, None), table.get("key_field", str, None))
 
 
-def _registry(table: _Reader, schema: Any) -> tuple[str, str] | None:
+def _registry(table: Table, schema: Any) -> tuple[str, str] | None:
     if not table.get("registry", bool, False):
         return None
     if schema is None:
@@ -193,27 +144,23 @@ def _registry(table: _Reader, schema: Any) -> tuple[str, str] | None:
 
 
 def _team(
-    table: _Reader, seed: int, rate: float | None, encoding: Encoding, registry: Any
+    table: Table, seed: int, rate: float | None, encoding: Encoding, registry: Any
 ) -> PayloadSource:
     from kafka_replay.workload.team import check_parameters, load_generator, team_source
 
     spec = table.get("generator", str)
-    parameters = {
-        k: v for k, v in table.data.items() if k not in ("generator", "schema", *ENCODING)
-    }
+    parameters = {k: v for k, v in table.data.items() if k not in HARNESS_KEYS}
     try:
         function = load_generator(spec)
         check_parameters(spec, function, parameters)
     except ValueError as exc:
         raise table.fail("generator", str(exc)) from None
     source = team_source(spec, function, parameters, encoding, seed, rate)
-    return PayloadSource(
-        source.name, source.payloads, encoding, seed, rate, source.parameters, registry
-    )
+    return replace(source, registry_schema=registry)
 
 
 def _schema_source(
-    table: _Reader,
+    table: Table,
     schema: Any,
     seed: int,
     rate: float | None,
@@ -228,8 +175,8 @@ def _schema_source(
     skew = table.get("skew", str, "uniform")
     if skew not in SKEWS:
         raise table.fail("skew", f"must be one of {', '.join(SKEWS)}")
+    table.finish()
     key_field = encoding.key_field
-
     written = [path for path in (encoding.id_field, key_field) if path]
 
     def payloads(rng: random.Random, fake: Faker) -> Iterator[Payload]:
@@ -246,14 +193,16 @@ def _schema_source(
     return PayloadSource(name, payloads, encoding, seed, rate, parameters, registry)
 
 
-def _recorded(table: _Reader, seed: int) -> PayloadSource:
+def _recorded(table: Table, seed: int) -> PayloadSource:
     from kafka_replay.workload.recorded import CaptureError, read_capture, recorded_source
 
-    path = table.path("recorded")
+    path = table.file("recorded")
     assert path is not None
     speed = table.number("speed", 1.0, 0, above=True)
+    id_field = table.get("id_field", str, None)
+    table.finish()
     try:
         read_capture(path)  # every line checked now, not when the run sends it
     except CaptureError as exc:
         raise table.fail("recorded", str(exc)) from None
-    return recorded_source(path, speed, seed, table.get("id_field", str))
+    return recorded_source(path, speed, seed, id_field)

@@ -97,7 +97,7 @@ def test_a_bad_workload_table_is_named(table: dict[str, Any], field: str, proble
     assert problem in error.value.problem
 
 
-def test_a_payload_file_puts_a_teams_messages_in_an_incidents_records(tmp_path: Path) -> None:
+def test_a_payload_file_puts_a_teams_messages_in_the_catalogs_records(tmp_path: Path) -> None:
     path = tmp_path / "orders.toml"
     path.write_text(f'generator = "{TEAM}"\nid_field = "order_id"\nkey_field = "customer"\n')
     shape = student_onboarding(count=50, students=5, seed=3)

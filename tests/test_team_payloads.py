@@ -98,7 +98,7 @@ def test_the_order_service_under_the_catalog(
         assert outcome.anomalies.get("lost", 0) == 0 and outcome.anomalies.get("unexpected", 0) == 0
 
 
-def test_recorded_orders_replay_under_an_incident(
+def test_recorded_orders_replay_under_slow_batches(
     kafka_cluster: Cluster,
     kafka_topic: Callable[..., str],
     kafka_cluster_pool: ClusterPool,

@@ -796,6 +796,8 @@ def _avro(raw: Any, text: str) -> PayloadSchema:
     try:
         parsed = fastavro.parse_schema(raw)
         root = _AvroReader(parsed).node(parsed, "")
+    except fastavro.schema.UnknownType as exc:  # a ValueError: named before that one
+        raise SchemaError(f"not a valid Avro schema: unknown type {exc.name!r}") from None
     except KeyError as exc:  # fastavro's word for a missing "symbols", "size"...
         raise SchemaError(f"not a valid Avro schema: a type lacks {exc}") from None
     except (fastavro.schema.SchemaParseException, ValueError, TypeError) as exc:

@@ -1,0 +1,5 @@
+"""Where an app's results land other than a topic: a database the run gives it.
+
+An app under test may write rows instead of (or as well as) records; the run hands it a
+database of its own and the checker reads the table back.
+"""

@@ -1,0 +1,356 @@
+"""The database a run gives its apps: a real PostgreSQL per run, or a schema in a team's own.
+
+The server is the machine's PostgreSQL (Debian's package); the tests skip without it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import psycopg
+import pytest
+from pyspark.sql import SparkSession
+
+from kafka_replay.checker.spark import jdbc_driver_class
+from kafka_replay.cluster.reaper import LEASE_ENV, reap_orphans
+from kafka_replay.sinks import postgres as postgres_module
+from kafka_replay.sinks.postgres import (
+    BIN_ENV,
+    CONNECT_TIMEOUT_S,
+    ExternalDatabase,
+    PostgresError,
+    PostgresServer,
+    find_postgres_bin,
+    postgres_jdbc_jar,
+    postgres_unavailable,
+    redact,
+)
+
+needs_postgres = pytest.mark.skipif(
+    postgres_unavailable() is not None, reason=postgres_unavailable() or ""
+)
+
+#: What a team's database holds before a run: its own table, which a run must leave alone.
+TEAM_TABLE = "CREATE TABLE IF NOT EXISTS public.ledger (id int PRIMARY KEY, note text)"
+CHARGES = "CREATE TABLE charges (event_id text PRIMARY KEY, amount numeric)"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    with PostgresServer(tmp_path_factory.mktemp("postgres")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def spark_with_driver(spark: SparkSession) -> SparkSession:
+    """The shared session, with PostgreSQL's driver added the way ``ADD JAR`` adds one: to
+    the executors and to the driver's class loader for this thread."""
+    spark.sql(f"ADD JAR '{postgres_jdbc_jar()}'")
+    return spark
+
+
+def _processes(server: PostgresServer) -> list[psutil.Process]:
+    """The postmaster and its children (checkpointer, walwriter, a backend per session...)."""
+    assert server.process is not None
+    postmaster = psutil.Process(server.process.pid)
+    return [postmaster, *postmaster.children()]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _shared_memory_ids() -> set[int]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {int(line.split()[1]) for line in lines}
+
+
+def _catalog(database: PostgresServer, schema: str) -> list[tuple[str, ...]]:
+    """Every schema, table and column the server's database has, but ``schema``'s own."""
+    return database.query(
+        "SELECT 'schema', schema_name, '' FROM information_schema.schemata "
+        f"WHERE schema_name <> '{schema}' "
+        "UNION ALL SELECT 'table', table_schema, table_name FROM information_schema.tables "
+        f"WHERE table_schema <> '{schema}' "
+        "UNION ALL SELECT 'column', table_schema || '.' || table_name, column_name "
+        f"FROM information_schema.columns WHERE table_schema <> '{schema}' ORDER BY 1, 2, 3"
+    )
+
+
+def test_the_server_programs_come_from_their_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("initdb", "pg_ctl", "postgres"):
+        program = tmp_path / name
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
+    monkeypatch.setenv(BIN_ENV, str(tmp_path))
+    assert find_postgres_bin() == tmp_path
+
+    (tmp_path / "initdb").unlink()
+    assert find_postgres_bin() is None
+    reason = postgres_unavailable()
+    assert reason is not None and "apt-get install postgresql" in reason and BIN_ENV in reason
+    with pytest.raises(PostgresError, match="apt-get install postgresql"):
+        PostgresServer(tmp_path / "run").start()
+
+
+def test_urls_put_the_runs_schema_first_and_hide_the_password() -> None:
+    database = ExternalDatabase(
+        "postgresql://team:p%40ss@db.internal:6432/orders?sslmode=require&options=-cwork_mem%3D8MB"
+    )
+    schema = database.schema
+    assert schema.startswith("kafka_replay_") and schema == schema.lower()
+    assert database.url == (
+        "postgresql://team:p%40ss@db.internal:6432/orders?sslmode=require"
+        f"&options=-cwork_mem%3D8MB%20-csearch_path%3D{schema}"
+    )
+    assert database.jdbc_url == (
+        "jdbc:postgresql://db.internal:6432/orders?user=team&password=p%40ss"
+        f"&sslmode=require&options=-cwork_mem%3D8MB&currentSchema={schema}"
+    )
+    assert ExternalDatabase("postgresql://a@h/d").schema != schema  # each run its own
+    assert redact(database.url).startswith("postgresql://team:***@db.internal:6432/orders?")
+    assert redact("postgres://h/d?user=u&password=x") == "postgres://h/d?user=u&password=***"
+    with pytest.raises(ValueError, match="not a PostgreSQL URL"):
+        ExternalDatabase("mysql://u:secret@h/d")
+
+
+@needs_postgres
+def test_a_table_made_in_the_server_reads_back(server: PostgresServer) -> None:
+    assert server.url == f"postgresql://replay@127.0.0.1:{server.port}/replay"
+    server.execute("CREATE TABLE readings (id int PRIMARY KEY, value text)")
+    with psycopg.connect(server.url) as connection:  # as an app would
+        connection.execute("INSERT INTO readings VALUES (1, 'one'), (2, 'two')")
+    assert server.query("SELECT id, value FROM readings ORDER BY id") == [(1, "one"), (2, "two")]
+    assert server.query("SELECT current_schema(), current_database()") == [("public", "replay")]
+    settings = dict(server.query("SELECT name, setting FROM pg_settings"))
+    assert settings["listen_addresses"] == "127.0.0.1"
+    assert (settings["fsync"], settings["synchronous_commit"]) == ("off", "off")
+    with pytest.raises(PostgresError, match="no_such_table"):
+        server.query("SELECT * FROM no_such_table")
+
+
+@needs_postgres
+def test_spark_reads_the_servers_table_through_its_jdbc_url(
+    server: PostgresServer, spark_with_driver: SparkSession
+) -> None:
+    jar = postgres_jdbc_jar()
+    assert jar.name == "postgresql-42.7.14.jar"
+    driver = jdbc_driver_class([jar])
+    assert driver == "org.postgresql.Driver"
+    server.execute(CHARGES + "; INSERT INTO charges VALUES ('e-1', 12.50), ('e-2', 3)")
+    rows = (
+        spark_with_driver.read.format("jdbc")
+        .option("url", server.jdbc_url)
+        .option("dbtable", "charges")
+        .option("driver", driver)
+        .load()
+        .orderBy("event_id")
+        .collect()
+    )
+    assert [(row.event_id, float(row.amount)) for row in rows] == [("e-1", 12.5), ("e-2", 3.0)]
+
+
+@needs_postgres
+def test_stop_ends_every_process_and_removes_the_data(tmp_path: Path) -> None:
+    server = PostgresServer(tmp_path).start()
+    assert server.data_dir is not None and (server.data_dir / "PG_VERSION").is_file()
+    pids = [process.pid for process in _processes(server)]
+    assert len(pids) > 1  # the postmaster has its helpers
+
+    server.stop()
+    assert all(_gone(pid) for pid in pids)
+    assert not server.data_dir.exists()
+    assert "database system is shut down" in (tmp_path / "postgres.log").read_text()
+    server.stop()  # a second stop does nothing
+
+
+@needs_postgres
+def test_a_server_that_cannot_start_says_why_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(postgres_module.SETTINGS, "no_such_parameter", "1")
+    server = PostgresServer(tmp_path)
+    started = time.monotonic()
+    with pytest.raises(PostgresError, match="exited with") as failed:
+        server.start()
+    assert 'unrecognized configuration parameter "no_such_parameter"' in str(failed.value)
+    assert time.monotonic() - started < 20
+    assert server.process is not None and server.process.poll() is not None
+    assert server.data_dir is not None and not server.data_dir.exists()
+    assert server.lease is None
+
+
+@needs_postgres
+def test_a_port_taken_before_the_server_binds_it_means_a_fresh_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    free_ports = postgres_module.free_ports
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        handed = iter([[taken]])
+        monkeypatch.setattr(
+            postgres_module, "free_ports", lambda n: next(handed, None) or free_ports(n)
+        )
+        with PostgresServer(tmp_path) as server:
+            assert server.port != taken
+            assert server.query("SELECT 1") == [(1,)]
+    assert "Address already in use" in (tmp_path / "postgres.log").read_text()
+
+
+@needs_postgres
+def test_two_servers_at_once_get_their_own_ports_and_data(tmp_path: Path) -> None:
+    with PostgresServer(tmp_path / "a") as first, PostgresServer(tmp_path / "b") as second:
+        assert first.port != second.port and first.data_dir != second.data_dir
+        first.execute("CREATE TABLE only_here (id int)")
+        assert second.query("SELECT to_regclass('only_here') IS NULL") == [(True,)]
+
+
+@needs_postgres
+def test_a_crashed_owners_server_is_reaped(tmp_path: Path) -> None:
+    ready = tmp_path / "ready.json"
+    script = textwrap.dedent(
+        f"""
+        import json, os, threading
+        import psutil
+        from pathlib import Path
+        from kafka_replay.sinks.postgres import PostgresServer
+
+        server = PostgresServer(Path({str(tmp_path)!r}), die_with_owner=False).start()
+        postmaster = psutil.Process(server.process.pid)
+        lines = (server.data_dir / "postmaster.pid").read_text().splitlines()
+        state = {{
+            "pid": postmaster.pid,
+            "children": [child.pid for child in postmaster.children()],
+            "token": server.lease.token,
+            "data_dir": str(server.data_dir),
+            "shmid": int(lines[6].split()[1]),
+        }}
+        Path({str(ready)!r} + ".part").write_text(json.dumps(state))
+        os.replace({str(ready)!r} + ".part", {str(ready)!r})
+        threading.Event().wait()
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert owner.poll() is None, f"the owner exited with {owner.returncode}"
+            assert time.monotonic() < deadline, "the owner's server did not start"
+            time.sleep(0.1)
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(timeout=30)
+    state = json.loads(ready.read_text())
+    assert psutil.Process(state["pid"]).environ().get(LEASE_ENV) == state["token"]
+    assert state["shmid"] in _shared_memory_ids()
+
+    assert state["pid"] in reap_orphans()  # what the next start does first
+    assert all(_gone(pid) for pid in [state["pid"], *state["children"]])
+    assert not Path(state["data_dir"]).exists()
+    deadline = time.monotonic() + 10  # the segment goes when its last child has exited
+    while state["shmid"] in _shared_memory_ids():
+        assert time.monotonic() < deadline, "the server's shared memory outlived it"
+        time.sleep(0.05)
+
+
+@needs_postgres
+def test_an_external_database_is_touched_only_in_its_own_schema(server: PostgresServer) -> None:
+    server.execute(
+        TEAM_TABLE + "; INSERT INTO public.ledger VALUES (1, 'the team''s') ON CONFLICT DO NOTHING"
+    )
+    database = ExternalDatabase(server.url + "?application_name=replay-test")
+    before = _catalog(server, database.schema)
+
+    with database:
+        assert _catalog(server, database.schema) == before  # only its schema is new
+        assert server.query(
+            f"SELECT count(*) FROM information_schema.schemata "
+            f"WHERE schema_name = '{database.schema}'"
+        ) == [(1,)]
+        with psycopg.connect(database.url) as app:  # the app's own, unqualified DDL
+            app.execute(CHARGES)
+            app.execute("INSERT INTO charges VALUES ('e-1', 1)")
+        assert server.query(
+            "SELECT table_schema FROM information_schema.tables WHERE table_name = 'charges'"
+            " AND table_schema <> 'public'"
+        ) == [(database.schema,)]
+        assert database.query("SELECT event_id FROM charges") == [("e-1",)]
+        database.execute("CREATE INDEX charges_amount ON charges (amount)")
+
+    assert _catalog(server, database.schema) == before
+    assert server.query(
+        f"SELECT to_regnamespace('{database.schema}') IS NULL, count(*) FROM public.ledger"
+    ) == [(True, 1)]
+    database.stop()  # a second stop does nothing
+
+
+@needs_postgres
+def test_spark_reads_an_external_schema_through_its_jdbc_url(
+    server: PostgresServer, spark_with_driver: SparkSession
+) -> None:
+    with ExternalDatabase(server.url) as database:
+        database.execute(CHARGES + "; INSERT INTO charges VALUES ('x-1', 7)")
+        frame = (
+            spark_with_driver.read.format("jdbc")
+            .option("url", database.jdbc_url)
+            .option("dbtable", "charges")  # unqualified: currentSchema finds it
+            .option("driver", "org.postgresql.Driver")
+            .load()
+        )
+        assert [row.event_id for row in frame.collect()] == ["x-1"]
+
+
+@needs_postgres
+def test_a_drop_that_would_reach_outside_the_schema_is_refused(server: PostgresServer) -> None:
+    database = ExternalDatabase(server.url).start()
+    try:
+        database.execute("CREATE TABLE shared (id int PRIMARY KEY)")
+        server.execute(f"CREATE VIEW public.shared_ids AS SELECT id FROM {database.schema}.shared")
+        with pytest.raises(PostgresError, match=r"kept schema .*shared_ids") as refused:
+            database.stop()
+        assert f"DROP SCHEMA {database.schema} CASCADE" in str(refused.value)
+        assert server.query(
+            f"SELECT to_regclass('public.shared_ids') IS NOT NULL, "
+            f"to_regclass('{database.schema}.shared') IS NOT NULL"
+        ) == [(True, True)]
+    finally:
+        server.execute("DROP VIEW IF EXISTS public.shared_ids")
+        database.stop()
+    assert server.query(f"SELECT to_regnamespace('{database.schema}')") == [(None,)]
+
+
+def test_a_database_that_does_not_answer_fails_fast_with_its_password_hidden() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(PostgresError, match=rf"127\.0\.0\.1:{port}") as refused:
+        ExternalDatabase(f"postgresql://team:s3cret@127.0.0.1:{port}/orders").start()
+    assert "team:***@" in str(refused.value) and "s3cret" not in str(refused.value)
+    assert time.monotonic() - started < 2
+
+    with socket.socket() as silent:  # accepts connections, never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"postgresql://team@127.0.0.1:{silent.getsockname()[1]}/orders?password=s3cret"
+        started = time.monotonic()
+        with pytest.raises(PostgresError, match="did not answer") as silent_error:
+            ExternalDatabase(url).start()
+    assert time.monotonic() - started < CONNECT_TIMEOUT_S + 3
+    assert "password=***" in str(silent_error.value) and "s3cret" not in str(silent_error.value)

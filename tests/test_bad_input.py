@@ -283,6 +283,15 @@ ONE_LINE = {
         NOT_APPLICABLE_TO_APPS, ["run", "broken", "--app", "python3 -c pass"],
         ["no run applied here, so nothing was tested", "--allow-not-applicable"],
     ),
+    "payload-missing": (
+        None, ["run", "zombie-commit", "--payload", "{tmp}/orders.toml"],
+        ["orders.toml: no such file (give a TOML file of your messages)"],
+    ),
+    "capture-no-broker": (
+        None, ["capture", "--kafka-bootstrap", "127.0.0.1:1", "--topic", "t", "--from", "-1m",
+               "--to", "now", "--out", "{tmp}/t.capture"],
+        ["Kafka at 127.0.0.1:1 did not answer"],
+    ),
 }  # fmt: skip
 
 

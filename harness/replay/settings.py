@@ -115,6 +115,8 @@ def _command(value: str) -> None:
 def _payload(path: Path) -> None:
     from .workload_table import read_payload_file
 
+    if not path.is_file():
+        raise ValueError(f"--payload {path}: no such file (give a TOML file of your messages)")
     read_payload_file(path)  # a DefinitionError names the file and field
 
 

@@ -23,16 +23,13 @@ from pyspark.sql import SparkSession
 from kafka_replay.checker.spark import jdbc_driver_class
 from kafka_replay.cluster.reaper import LEASE_ENV, reap_orphans
 from kafka_replay.sinks import postgres as postgres_module
+from kafka_replay.sinks.database import CONNECT_TIMEOUT_S, PostgresError, postgres_jdbc_jar, redact
+from kafka_replay.sinks.external import ExternalDatabase
 from kafka_replay.sinks.postgres import (
     BIN_ENV,
-    CONNECT_TIMEOUT_S,
-    ExternalDatabase,
-    PostgresError,
     PostgresServer,
     find_postgres_bin,
-    postgres_jdbc_jar,
     postgres_unavailable,
-    redact,
 )
 
 needs_postgres = pytest.mark.skipif(

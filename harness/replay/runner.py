@@ -429,9 +429,9 @@ class _Run:
         self._enter("clean-up")
         if self.outcome.failed_stage:
             self.outcome.result = f"{self.outcome.failed_stage} failed"
+        if self.registry is not None:
+            self.registry.stop()  # SIGTERM, then SIGKILL: it never raises
         try:
-            if self.registry is not None:
-                self.registry.stop()
             if self.cluster is not None:
                 self.history.keep_logs(self.cluster.log_files())
                 self.cluster.delete_topics(list(self.topics.values()))

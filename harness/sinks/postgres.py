@@ -2,8 +2,8 @@
 
 :class:`PostgresServer` makes a throw-away cluster with the machine's own ``initdb`` and runs
 ``postgres`` on a free 127.0.0.1 port, its process leased like a broker's so a run killed with
--9 leaves nothing running once the next run reaps. :class:`ExternalDatabase` is a team's own
-server (``--database-url``): the run gets a schema of its own there and drops only that.
+-9 leaves nothing running once the next run reaps. A team's own server (``--database-url``) is
+:class:`~.external.ExternalDatabase`.
 
 Root. ``initdb`` and ``postgres`` refuse to run as root, and this machine and CI run as root.
 The usual way round it, the one Debian's own clusters and the official container image take,
@@ -32,17 +32,13 @@ import logging
 import os
 import pwd
 import re
-import secrets
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from abc import ABC, abstractmethod
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from typing import Self
 
 import psycopg
 from psycopg import sql
@@ -50,6 +46,11 @@ from psycopg import sql
 from kafka_replay.cluster.ports import free_ports
 from kafka_replay.cluster.process import spawn
 from kafka_replay.cluster.reaper import Lease, reap_orphans
+
+from .database import (
+    Database,
+    PostgresError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +62,9 @@ PROGRAMS = ("initdb", "pg_ctl", "postgres")
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 SUPERUSER = "replay"
 DATABASE = "replay"
-JDBC_DRIVER = "org.postgresql:postgresql:42.7.14"
 INITDB_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0
-#: How long a connection may take before the database counts as not answering.
-CONNECT_TIMEOUT_S = 5
 #: ``sun_path`` holds 108 bytes with its NUL: a longer socket path makes postgres refuse.
 _SOCKET_PATH_MAX = 107
 #: A test database: nothing in it must survive a crash, so nothing waits for the disk; and the
@@ -82,10 +80,6 @@ SETTINGS = {
 #: What a failed bind says in the log: the port was taken meanwhile, so start again.
 _PORT_TAKEN = re.compile(r"Address already in use")
 _IPC_RMID = 0
-
-
-class PostgresError(RuntimeError):
-    """A database could not be started, reached or cleaned up; the message says why."""
 
 
 def _has_programs(directory: Path) -> bool:
@@ -174,106 +168,6 @@ def _as_account(command: list[str], account: pwd.struct_passwd | None) -> list[s
         "--",
     ]
     return [*switch, *command]
-
-
-def redact(url: str) -> str:
-    """``url`` with its password, in the user part or the query, shown as ``***``."""
-    parts = urlsplit(url)
-    userinfo, at, hosts = parts.netloc.rpartition("@")
-    if ":" in userinfo:
-        userinfo = userinfo.split(":", 1)[0] + ":***"
-    pairs = [
-        "password=***" if pair.split("=", 1)[0] == "password" else pair
-        for pair in parts.query.split("&")
-        if pair
-    ]
-    return urlunsplit(parts._replace(netloc=f"{userinfo}{at}{hosts}", query="&".join(pairs)))
-
-
-def _query_pairs(query: str) -> list[tuple[str, str]]:
-    """A URI's query as libpq reads it: percent-decoded, ``+`` left as it is."""
-    pairs = []
-    for pair in query.split("&"):
-        if pair:
-            key, _, value = pair.partition("=")
-            pairs.append((unquote(key), unquote(value)))
-    return pairs
-
-
-def _encode(pairs: list[tuple[str, str]]) -> str:
-    return "&".join(f"{quote(key, safe='')}={quote(value, safe='')}" for key, value in pairs)
-
-
-def postgres_jdbc_jar() -> Path:
-    """PostgreSQL's JDBC driver (:data:`JDBC_DRIVER`) from Maven Central, cached."""
-    from kafka_replay.checker.spark import maven_jars  # pulls in pyspark: only when asked
-
-    jars = maven_jars([JDBC_DRIVER])
-    artifact = JDBC_DRIVER.split(":")[1]
-    return next(jar for jar in jars if jar.name.startswith(f"{artifact}-"))
-
-
-class Database(ABC):
-    """A database a run's apps write rows to: a URL for libpq and one for JDBC, both landing
-    unqualified tables in :attr:`schema`, and the DDL and queries the harness itself runs."""
-
-    schema: str
-
-    @property
-    @abstractmethod
-    def url(self) -> str:
-        """A libpq URI (psycopg, most drivers)."""
-
-    @property
-    @abstractmethod
-    def jdbc_url(self) -> str:
-        """The same database for PostgreSQL's JDBC driver (Spark, JVM apps)."""
-
-    @abstractmethod
-    def start(self) -> Self: ...
-
-    @abstractmethod
-    def stop(self) -> None:
-        """Remove what :meth:`start` made; safe to call twice."""
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def execute(self, statements: str) -> None:
-        """Run ``statements`` (DDL an incident declares, say) in :attr:`schema`."""
-        self._run(statements, fetch=False)
-
-    def query(self, statement: str) -> list[tuple[Any, ...]]:
-        """The rows ``statement`` returns, unqualified names read from :attr:`schema`."""
-        return self._run(statement, fetch=True)
-
-    def _run(self, statement: str, fetch: bool) -> list[tuple[Any, ...]]:
-        connection = self._connect(self.url)
-        try:
-            with connection:
-                cursor = connection.execute(statement)  # type: ignore[arg-type]
-                return cursor.fetchall() if fetch else []
-        except psycopg.Error as exc:
-            raise PostgresError(f"{statement!r} failed in schema {self.schema}: {exc}") from exc
-
-    @staticmethod
-    def _connect(url: str, autocommit: bool = True) -> psycopg.Connection[Any]:
-        """A connection, or :class:`PostgresError` naming the URL (its password hidden)."""
-        try:
-            return psycopg.connect(url, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S)
-        except psycopg.Error as exc:
-            message = str(exc)
-            if password := urlsplit(url).password:
-                message = message.replace(password, "***").replace(unquote(password), "***")
-            raise PostgresError(f"the database at {redact(url)} did not answer: {message}") from exc
 
 
 class PostgresServer(Database):
@@ -469,113 +363,3 @@ class PostgresServer(Database):
         if self.lease is not None:
             self.lease.release()  # removes the data directory
             self.lease = None
-
-
-class ExternalDatabase(Database):
-    """A database someone else runs (``--database-url``): the run works in a schema of its
-    own, ``kafka_replay_<id>``, and :meth:`stop` drops exactly that schema."""
-
-    def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("postgresql", "postgres") or not parts.netloc.rpartition("@")[2]:
-            raise ValueError(
-                f"{redact(url)} is not a PostgreSQL URL with a host: "
-                "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
-            )
-        self.base_url = url
-        self.schema = f"kafka_replay_{secrets.token_hex(6)}"
-        self._created = False
-
-    @property
-    def url(self) -> str:
-        parts = urlsplit(self.base_url)
-        pairs = _query_pairs(parts.query)
-        options = " ".join(v for k, v in pairs if k == "options")
-        search_path = f"-csearch_path={self.schema}"
-        pairs = [(k, v) for k, v in pairs if k != "options"]
-        pairs.append(("options", f"{options} {search_path}".strip()))
-        return urlunsplit(parts._replace(query=_encode(pairs)))
-
-    @property
-    def jdbc_url(self) -> str:
-        parts = urlsplit(self.base_url)
-        userinfo, _, hosts = parts.netloc.rpartition("@")
-        user, _, password = userinfo.partition(":")
-        renamed = {"connect_timeout": "connectTimeout", "application_name": "ApplicationName"}
-        pairs = [(name, unquote(value)) for name, value in (("user", user), ("password", password))]
-        pairs = [(k, v) for k, v in pairs if v]
-        pairs += [(renamed.get(k, k), v) for k, v in _query_pairs(parts.query)]
-        pairs.append(("currentSchema", self.schema))
-        return f"jdbc:postgresql://{hosts}{parts.path}?{_encode(pairs)}"
-
-    def start(self) -> Self:
-        """Create the run's schema; :class:`PostgresError` within seconds if nobody answers."""
-        create = sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema))
-        with self._connect(self.base_url) as connection:
-            try:
-                connection.execute(create)
-            except psycopg.Error as exc:
-                where = redact(self.base_url)
-                message = f"could not create schema {self.schema} in {where}: {exc}"
-                raise PostgresError(message) from exc
-        self._created = True
-        return self
-
-    def stop(self) -> None:
-        """``DROP SCHEMA ... CASCADE`` of the run's schema, refused (and rolled back) if the
-        cascade would reach anything outside it: a view, key or column of the team's own."""
-        if not self._created:
-            return
-        with self._connect(self.base_url, autocommit=False) as connection:
-            connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            found = connection.execute(
-                "SELECT oid FROM pg_namespace WHERE nspname = %s", (self.schema,)
-            ).fetchone()
-            if found is not None:
-                self._drop(connection, found[0])
-        self._created = False
-
-    def _drop(self, connection: psycopg.Connection[Any], namespace: int) -> None:
-        """Drop the schema in a transaction that sees no one else's changes, so anything that
-        went missing outside it went with it."""
-        before = set(connection.execute(_OUTSIDE, {"ns": namespace}).fetchall())
-        connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(self.schema)))
-        lost = before - set(connection.execute(_OUTSIDE, {"ns": namespace}).fetchall())
-        if not lost:
-            return
-        connection.rollback()
-        described = [
-            row[0]
-            for address in sorted(lost)[:10]
-            if (row := connection.execute(_DESCRIBE, address).fetchone()) is not None
-        ]
-        raise PostgresError(
-            f"kept schema {self.schema} in {redact(self.base_url)}: dropping it would also drop "
-            f"{len(lost)} object(s) outside it ({'; '.join(described)}); "
-            f"look, then DROP SCHEMA {self.schema} CASCADE yourself"
-        )
-
-
-#: Catalog rows outside a schema that ``DROP SCHEMA ... CASCADE`` could take with it, as
-#: ``pg_describe_object`` addresses: relations, columns, types, functions and constraints
-#: elsewhere, and the defaults, triggers, rules and policies of tables elsewhere. ``pg_toast``
-#: is not elsewhere: the toast tables there go with the schema's own tables.
-_OUTSIDE = """
-SELECT 'pg_class'::regclass::oid, oid, 0 FROM pg_class WHERE relnamespace {away}
-UNION ALL SELECT 'pg_class'::regclass::oid, a.attrelid, a.attnum
-  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-  WHERE c.relnamespace {away} AND a.attnum > 0 AND NOT a.attisdropped
-UNION ALL SELECT 'pg_type'::regclass::oid, oid, 0 FROM pg_type WHERE typnamespace {away}
-UNION ALL SELECT 'pg_proc'::regclass::oid, oid, 0 FROM pg_proc WHERE pronamespace {away}
-UNION ALL SELECT 'pg_constraint'::regclass::oid, oid, 0
-  FROM pg_constraint WHERE connamespace {away}
-UNION ALL SELECT 'pg_attrdef'::regclass::oid, d.oid, 0
-  FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid WHERE c.relnamespace {away}
-UNION ALL SELECT 'pg_trigger'::regclass::oid, t.oid, 0
-  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace {away}
-UNION ALL SELECT 'pg_rewrite'::regclass::oid, r.oid, 0
-  FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class WHERE c.relnamespace {away}
-UNION ALL SELECT 'pg_policy'::regclass::oid, p.oid, 0
-  FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid WHERE c.relnamespace {away}
-""".format(away="NOT IN (%(ns)s::oid, 'pg_toast'::regnamespace)")
-_DESCRIBE = "SELECT pg_describe_object(%s, %s, %s)"

@@ -51,6 +51,16 @@ CLIENT_CONFIG = "REPLAY_CLIENT_CONFIG"
 CLIENT_PROPERTIES = "REPLAY_CLIENT_PROPERTIES"
 MAX_POLL_RECORDS = "REPLAY_MAX_POLL_RECORDS"
 SCHEMA_REGISTRY = "REPLAY_SCHEMA_REGISTRY_URL"
+DATABASE_URL = "REPLAY_DATABASE_URL"
+JDBC_URL = "REPLAY_JDBC_URL"
+DATABASE_SCHEMA = "REPLAY_DATABASE_SCHEMA"
+#: The placeholder a command line may use for each service the run started beside Kafka.
+PLACEHOLDERS = {
+    SCHEMA_REGISTRY: "schema_registry",
+    DATABASE_URL: "database_url",
+    JDBC_URL: "jdbc_url",
+    DATABASE_SCHEMA: "database_schema",
+}
 TRANSACTIONAL_ID = "REPLAY_TRANSACTIONAL_ID"
 INSTANCE = "REPLAY_INSTANCE"
 REPORT_FILE = "REPLAY_REPORT_FILE"
@@ -58,7 +68,7 @@ REPORT_FILE = "REPLAY_REPORT_FILE"
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _PLACEHOLDER = re.compile(
     r"\{(bootstrap|input_topic|output_topic|group_id|transactional_id|instance"
-    r"|client_properties|schema_registry)\}"
+    r"|client_properties|schema_registry|database_url|jdbc_url|database_schema)\}"
 )
 
 
@@ -102,6 +112,11 @@ class AppContext:
     poll_records: int | None = None
     #: the schema registry the values are framed for (Confluent's API), when a run has one
     schema_registry: str | None = None
+    #: the run's database, when its incident has a ``[sink]``: a libpq URI, a JDBC URL and
+    #: the schema its tables are in
+    database_url: str | None = None
+    jdbc_url: str | None = None
+    database_schema: str | None = None
 
     @property
     def transactional_id(self) -> str:
@@ -149,9 +164,19 @@ class AppContext:
             env[CLIENT_PROPERTIES] = str(properties)
         if self.max_poll_records is not None:
             env[MAX_POLL_RECORDS] = str(self.max_poll_records)
-        if self.schema_registry is not None:
-            env[SCHEMA_REGISTRY] = self.schema_registry
+        for name, value in self._services().items():
+            if value is not None:
+                env[name] = value
         return env
+
+    def _services(self) -> dict[str, str | None]:
+        """What the run started beside Kafka, by variable."""
+        return {
+            SCHEMA_REGISTRY: self.schema_registry,
+            DATABASE_URL: self.database_url,
+            JDBC_URL: self.jdbc_url,
+            DATABASE_SCHEMA: self.database_schema,
+        }
 
     def placeholders(self) -> dict[str, str]:
         values = {
@@ -165,8 +190,9 @@ class AppContext:
         properties = self.write_client_properties()
         if properties is not None:
             values["client_properties"] = str(properties)
-        if self.schema_registry is not None:
-            values["schema_registry"] = self.schema_registry
+        for name, value in self._services().items():
+            if value is not None:
+                values[PLACEHOLDERS[name]] = value
         return values
 
     @classmethod
@@ -189,6 +215,9 @@ class AppContext:
             instance=int(env.get(INSTANCE, "0")),
             poll_records=int(poll_records) if poll_records else None,
             schema_registry=env.get(SCHEMA_REGISTRY),
+            database_url=env.get(DATABASE_URL),
+            jdbc_url=env.get(JDBC_URL),
+            database_schema=env.get(DATABASE_SCHEMA),
         )
 
 

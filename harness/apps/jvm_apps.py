@@ -2,8 +2,10 @@
 
 A definition's ``[app] jvm`` command starts with ``{java}``; it expands to ``java`` with a
 classpath of the compiled ``apps/jvm/*.java`` found beside the definition file and the chosen
-kafka-clients release from Maven Central. Jars and classes are cached (classes per release and
-per content of the sources), so only the first run of a release needs the network and javac.
+kafka-clients release from Maven Central, plus PostgreSQL's JDBC driver when the sources use
+JDBC (``java.sql``: an app writing to the run's database). Jars and classes are cached (classes
+per release and per content of the sources), so only the first run of a release needs the
+network and javac.
 """
 
 from __future__ import annotations
@@ -35,10 +37,21 @@ def kafka_clients_classpath(version: str) -> list[Path]:
     )
 
 
+def database_drivers(sources: Path) -> list[Path]:
+    """PostgreSQL's JDBC driver when the apps in ``sources`` use JDBC, else nothing: only
+    then is it fetched (once, from Maven Central)."""
+    if not any("java.sql" in path.read_text() for path in sources.glob("*.java")):
+        return []
+    from kafka_replay.sinks.database import postgres_jdbc_jar  # psycopg, pyspark: only if used
+
+    return [postgres_jdbc_jar()]
+
+
 def java_command(definition_dir: Path, version: str) -> str:
     """What ``{java}`` stands for: ``java <options> -cp <classes>:<jars>``, shell-quoted."""
-    jars = kafka_clients_classpath(version)
-    classes = compiled_apps(definition_dir / SOURCES, jars, version)
+    sources = definition_dir / SOURCES
+    jars = [*kafka_clients_classpath(version), *database_drivers(sources)]
+    classes = compiled_apps(sources, jars, version)
     classpath = ":".join([str(classes), *(str(jar) for jar in jars)])
     return shlex.join([find_java(), *JAVA_OPTIONS, "-cp", classpath])
 

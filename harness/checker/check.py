@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from kafka_replay.apps.correlation import OutputRecord
 from kafka_replay.history.stable_offsets import held_partitions
@@ -41,15 +42,22 @@ class FileOutput:
 
 @dataclass(frozen=True)
 class JdbcOutput:
-    """Output the app wrote to a database table with an ``event_id`` column.
+    """Output the app wrote to a database table: a row per delivery, naming its input in
+    ``id_column``.
 
     The JDBC driver must be on the session's classpath (``spark_session(extra_jars=...)``);
     ``driver`` names its class (see :func:`kafka_replay.checker.spark.jdbc_driver_class`).
+    ``table`` may be a query as a derived table (``(SELECT ...) AS rows``). With
+    ``effect_column``, an input whose rows add up to more than ``effect_each`` (default: its
+    first row's value) had its effect applied again: ``effect_repeated``.
     """
 
     url: str
     table: str
     driver: str | None = None
+    id_column: str = "event_id"
+    effect_column: str | None = None
+    effect_each: float | None = None
 
 
 @dataclass
@@ -187,7 +195,8 @@ def check_run(
             spark, output.bootstrap_servers, output.topic, "read_uncommitted", event_id
         )
     elif isinstance(output, JdbcOutput):
-        committed = sources.jdbc_table(spark, output.url, output.table, output.driver)
+        rows = sources.jdbc_table(spark, output)
+        committed = sources.positionless(rows)
     else:
         committed = sources.files(spark, output.path, output.file_format)
     log = None
@@ -202,6 +211,8 @@ def check_run(
             for frame in (inputs.committed, uncommitted):  # aborted records are only in the latter
                 sources.raise_for_failed_ids(frame, output.topic, output.event_id)
         findings = analysis.findings()
+        if isinstance(output, JdbcOutput) and output.effect_column is not None:
+            findings["effect_repeated"] = effects_repeated(rows, inputs.acks, output, examples)
         totals = analysis.totals()
         timeline = _deliveries(analysis) if deliveries else []
     finally:
@@ -213,6 +224,8 @@ def check_run(
         for n in ("lost", "duplicate", "unseen_at_deadline", "behind_open_transaction")
     )
     unseen += pending  # neither delivered nor lost until its transaction ends
+    if "effect_repeated" in findings:  # charged twice in one row is a duplicate too
+        dup += findings["effect_repeated"].count
     return CheckResult(
         guarantee,
         verdict(lost, dup, unseen),
@@ -221,6 +234,26 @@ def check_run(
         findings,
         timeline,
     )
+
+
+def effects_repeated(
+    rows: DataFrame, acks: DataFrame, output: JdbcOutput, examples: int
+) -> Finding:
+    """Acknowledged inputs whose rows add up to more than one application of their effect."""
+    once = F.lit(output.effect_each) if output.effect_each is not None else F.first("effect")
+    per_input = rows.groupBy("event_id").agg(
+        F.sum("effect").alias("effect"), once.alias("effect_each"), F.count("*").alias("rows")
+    )
+    repeated = per_input.filter(F.col("effect") > F.col("effect_each")).join(
+        acks.select("event_id", "key", "seq"), "event_id"
+    )
+    found = repeated.orderBy("event_id").cache()
+    try:
+        count = found.count()
+        shown = [row.asDict() for row in found.limit(examples).collect()]
+    finally:
+        found.unpersist()
+    return Finding(count, shown, {"column": output.effect_column})
 
 
 def _deliveries(analysis: Analysis) -> list[dict[str, Any]]:

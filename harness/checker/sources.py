@@ -14,6 +14,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -22,6 +23,9 @@ from pyspark.sql import types as T
 from kafka_replay.apps.correlation import EVENT_ID, OutputRecord
 
 from .log_end import ending_offsets
+
+if TYPE_CHECKING:
+    from .check import JdbcOutput
 
 _POSITION = T.StructType(
     [
@@ -318,15 +322,30 @@ def kafka_log(spark: SparkSession, bootstrap_servers: str, topic: str) -> DataFr
     )
 
 
-def jdbc_table(spark: SparkSession, url: str, table: str, driver: str | None = None) -> DataFrame:
-    """Output written to a database table with an ``event_id`` column.
+def jdbc_table(spark: SparkSession, output: JdbcOutput) -> DataFrame:
+    """The rows of a database table (or query): ``event_id`` from its id column, and
+    ``effect`` from its effect column (null without one).
 
-    Rows carry no Kafka position or time; their order is the table's order, in one partition.
+    A PostgreSQL table is read in as many parallel parts as Spark has cores, split by a hash
+    of the id; other databases in one read.
     """
-    reader = spark.read.format("jdbc").option("url", url).option("dbtable", table)
-    if driver:
-        reader = reader.option("driver", driver)
-    return _positionless(reader.load())
+    reader = spark.read.format("jdbc").option("url", output.url)
+    if output.driver:
+        reader = reader.option("driver", output.driver)
+    parts = spark.sparkContext.defaultParallelism
+    if output.url.startswith("jdbc:postgresql:") and parts > 1:
+        key = f"abs(hashtext({output.id_column}::text)) % {parts}"
+        properties = {"driver": output.driver} if output.driver else {}
+        predicates = [f"{key} = {n}" for n in range(parts)]
+        frame = spark.read.jdbc(output.url, output.table, predicates=predicates,
+                                properties=properties)  # fmt: skip
+    else:
+        frame = reader.option("dbtable", output.table).load()
+    effect = F.col(output.effect_column) if output.effect_column else F.lit(None)
+    return frame.select(
+        F.col(output.id_column).cast("string").alias("event_id"),
+        effect.cast("double").alias("effect"),
+    )
 
 
 def files(spark: SparkSession, path: str, file_format: str = "json") -> DataFrame:
@@ -335,10 +354,11 @@ def files(spark: SparkSession, path: str, file_format: str = "json") -> DataFram
     Files carry no Kafka position: a row's position is its order in the input, in one
     partition, and its time is unknown.
     """
-    return _positionless(spark.read.format(file_format).load(path))
+    return positionless(spark.read.format(file_format).load(path))
 
 
-def _positionless(frame: DataFrame) -> DataFrame:
+def positionless(frame: DataFrame) -> DataFrame:
+    """Rows with an ``event_id`` as outputs: their order for a position, no time."""
     return frame.select(
         F.col("event_id").cast("string"),
         F.lit(0).alias("out_partition"),

@@ -9,6 +9,7 @@ field and what is allowed, before anything starts.
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ from .model import (
     Incident,
     Profile,
     SettingNeed,
+    Sink,
     Step,
     YourApp,
     toml_error,
@@ -39,7 +41,7 @@ from .table import Table
 from .workload_table import read_workload
 
 #: What a profile may change.
-OVERRIDABLE = ("broker", "client", "producer", "app", "workloads")
+OVERRIDABLE = ("broker", "client", "producer", "app", "workloads", "sink")
 #: The most nodes a definition may ask for: each is a JVM (or container) of its own.
 MAX_BROKERS = 5
 
@@ -157,9 +159,36 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
         _config(table, "producer"),
         definition,
         built,
+        _sink(table.table("sink", None)) if "sink" in table.data else None,
     )
     table.finish()
     return profile
+
+
+#: A SQL name the checker reads: a table (``schema.table`` too) or a column.
+_SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
+
+
+def _sink(table: Table) -> Sink:
+    """``[sink]``: the tables to create, and where the checker finds each input's rows."""
+    sink = Sink(
+        tables=table.get("tables", str),
+        table=table.get("table", str, None),
+        query=table.get("query", str, None),
+        id_column=table.get("id_column", str, "event_id"),
+        effect_column=table.get("effect_column", str, None),
+        effect_each=table.number("effect_each", None, 0, above=True),
+    )
+    table.finish()
+    if (sink.table is None) == (sink.query is None):
+        raise table.fail("table", "give the table the app writes (table) or a query, one of them")
+    for name in ("table", "id_column", "effect_column"):
+        value = getattr(sink, name)
+        if value is not None and not _SQL_NAME.match(value):
+            raise table.fail(name, f"{value!r} is not a table or column name")
+    if sink.effect_each is not None and sink.effect_column is None:
+        raise table.fail("effect_each", "needs effect_column: the column it is an amount of")
+    return sink
 
 
 def _drift(path: Path, table: dict[str, Any], symptoms: tuple[str, ...]) -> dict[str, float]:

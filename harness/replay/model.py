@@ -119,6 +119,30 @@ class AppDefinition:
 
 
 @dataclass(frozen=True)
+class Sink:
+    """``[sink]``: the database table the app writes its results to, instead of a topic.
+
+    The run gets a database with ``tables`` created before the app starts; the checker
+    accounts for every acknowledged input against the rows of ``table`` (or what ``query``
+    returns), each row naming its input in ``id_column``. With ``effect_column``, an input's
+    effect is the sum of that column over its rows, and more than ``effect_each`` (what one
+    application adds; default: its first row's value) is the effect applied again.
+    """
+
+    tables: str
+    table: str | None = None
+    query: str | None = None
+    id_column: str = "event_id"
+    effect_column: str | None = None
+    effect_each: float | None = None
+
+    @property
+    def relation(self) -> str:
+        """What the checker reads: the table, or the query as a derived table."""
+        return self.table if self.table is not None else f"({self.query}) AS sink"
+
+
+@dataclass(frozen=True)
 class Profile:
     """The conditions of one profile: everything a run needs, profile overrides applied."""
 
@@ -129,6 +153,7 @@ class Profile:
     producer: Mapping[str, Any]
     app: AppDefinition
     workloads: Mapping[str, Workload]
+    sink: Sink | None = None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from kafka_replay.apps import (
 )
 from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
 from kafka_replay.apps.jvm_apps import JvmAppError, java_command
-from kafka_replay.checker import CheckResult, KafkaOutput, check_run
+from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.faults import holders
@@ -50,7 +50,7 @@ from .symptoms import Evidence, measure
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from kafka_replay.workload import Workload
+    from kafka_replay.sinks.database import Database
     from kafka_replay.workload.registry import SchemaRegistry
 
 #: Client settings the KIP-848 ``consumer`` protocol moves to the broker.
@@ -70,6 +70,9 @@ class RunOptions:
     output_id: str | None = None  # module:function(OutputRecord) -> event_id
     #: a ``--payload`` file: a team's messages in every workload's records
     payload: Path | None = None
+    #: a PostgreSQL database of the user's for incidents with a ``[sink]`` (the run owns one
+    #: schema there); None: a server of the run's own
+    database_url: str | None = None
     guarantee: str | None = None  # what the user's app declares
     group_protocol: str | None = None  # classic or consumer (KIP-848)
     restart: str | None = None  # the app's restart policy (default: the definition's)
@@ -243,6 +246,7 @@ class _Run:
         self.check_result: CheckResult | None = None
         self.side_effects: CheckResult | None = None
         self.registry: SchemaRegistry | None = None
+        self.database: Database | None = None
         if options.settings:
             history.write_meta(settings=dict(options.settings))
         self.outcome = Outcome(
@@ -285,6 +289,7 @@ class _Run:
         group = cluster.unique_name(incident.name)
         profile = self.profile = self._registered(profile, topics["input"])
         registry_url = self.registry.url if self.registry is not None else None
+        database = self._database(profile)
         spec = app_command(incident, profile, self.options, topics)
         self.outcome.app = app_label(spec)
         config = client_config(profile, self.options.group_protocol)
@@ -315,6 +320,9 @@ class _Run:
                 i,
                 properties_dir=history.root,
                 schema_registry=registry_url,
+                database_url=database.url if database else None,
+                jdbc_url=database.jdbc_url if database else None,
+                database_schema=database.schema if database else None,
             ),
             history.logs_dir,
             on_event=history.stream("lifecycle"),
@@ -355,6 +363,29 @@ class _Run:
         self.history.write_meta(schema_registry=self.registry.url)
         return replace(profile, workloads=framed)
 
+    def _database(self, profile: Profile) -> Database | None:
+        """The run's database, its ``[sink]`` tables created, when the profile has a sink."""
+        if profile.sink is None:
+            return None
+        from kafka_replay.sinks.database import redact
+        from kafka_replay.sinks.external import ExternalDatabase
+        from kafka_replay.sinks.postgres import PostgresServer, postgres_unavailable
+
+        if self.options.database_url:
+            self.database = ExternalDatabase(self.options.database_url)
+        else:
+            reason = postgres_unavailable()
+            if reason:
+                raise RuntimeError(f"this incident's [sink] needs a PostgreSQL server: {reason}")
+            self.database = PostgresServer(self.history.logs_dir)
+        self.progress("starting the run's database")
+        self.database.start()
+        self.database.execute(profile.sink.tables)
+        self.history.write_meta(
+            database=redact(self.database.url), database_schema=self.database.schema
+        )
+        return self.database
+
     def settle(self) -> None:
         """Wait until no open transaction holds an output partition, or record which still do.
 
@@ -389,7 +420,8 @@ class _Run:
             self.topics,
             self.guarantee,
             self.options,
-            self.profile.workloads,
+            self.profile,
+            self.database,
         )
         self.outcome.verdict = self.check_result.verdict
         self.outcome.check = self.check_result.result
@@ -431,6 +463,11 @@ class _Run:
             self.outcome.result = f"{self.outcome.failed_stage} failed"
         if self.registry is not None:
             self.registry.stop()  # SIGTERM, then SIGKILL: it never raises
+        if self.database is not None:
+            try:
+                self.database.stop()
+            except Exception as exc:  # a team's schema kept: said, never hidden
+                self.outcome.reasons.append(f"cleaning up the run's database failed: {exc}")
         try:
             if self.cluster is not None:
                 self.history.keep_logs(self.cluster.log_files())
@@ -509,11 +546,10 @@ def _check(
     topics: dict[str, str],
     guarantee: str,
     options: RunOptions,
-    workloads: Mapping[str, Workload],
+    profile: Profile,
+    database: Database | None,
 ) -> tuple[CheckResult, CheckResult | None]:
-    extractor = load_callable(options.output_id) if options.output_id else None
-    id_fields = tuple(sorted({w.id_field for w in workloads.values() if w.id_field}))
-    output = KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor, id_fields)
+    output = _output(spark, cluster, topics, options, profile, database)
     source = KafkaOutput(cluster.bootstrap_servers, topics["input"])  # what the brokers kept
     check = check_run(spark, history.root, output, guarantee, source=source, deliveries=True)
     (history.root / "check.json").write_text(json.dumps(check.to_json(), indent=2, default=str))
@@ -527,6 +563,34 @@ def _check(
             json.dumps(side_effects.to_json(), indent=2, default=str)
         )
     return check, side_effects
+
+
+def _output(
+    spark: SparkSession,
+    cluster: Cluster,
+    topics: dict[str, str],
+    options: RunOptions,
+    profile: Profile,
+    database: Database | None,
+) -> KafkaOutput | JdbcOutput:
+    """What the app's results are read from: its ``[sink]`` table, else the output topic."""
+    sink = profile.sink
+    if sink is not None and database is not None:
+        from kafka_replay.sinks.database import postgres_jdbc_jar
+
+        spark.sql(f"ADD JAR '{postgres_jdbc_jar()}'")  # the driver's class loader sees it too
+        return JdbcOutput(
+            database.jdbc_url,
+            sink.relation,
+            "org.postgresql.Driver",
+            sink.id_column,
+            sink.effect_column,
+            sink.effect_each,
+        )
+    extractor = load_callable(options.output_id) if options.output_id else None
+    workloads = profile.workloads.values()
+    id_fields = tuple(sorted({w.id_field for w in workloads if w.id_field}))
+    return KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor, id_fields)
 
 
 def _evidence(

@@ -55,6 +55,8 @@ class Option:
     child: bool = True
     #: Raises ValueError, naming the option and what is wrong, for a value that cannot be used.
     check: Callable[[Any], None] | None = None
+    #: How the value is recorded in ``run.json`` and reports (a password hidden); None: as is.
+    shown: Callable[[Any], Any] | None = None
 
     @property
     def flag(self) -> str:
@@ -120,6 +122,18 @@ def _payload(path: Path) -> None:
     read_payload_file(path)  # a DefinitionError names the file and field
 
 
+def _database_url(url: str) -> None:
+    from kafka_replay.sinks.external import ExternalDatabase
+
+    ExternalDatabase(url)  # a ValueError says what a URL looks like (its password hidden)
+
+
+def _redacted(url: str) -> str:
+    from kafka_replay.sinks.database import redact
+
+    return redact(url)
+
+
 def _directory(flag: str) -> Callable[[Path], None]:
     def check(path: Path) -> None:
         if path.exists() and not path.is_dir():
@@ -158,6 +172,10 @@ for _option in (
            "with a team generator, a schema or a capture (docs/incidents.md#your-apps-messages);"
            " each workload keeps its keys, timing and pauses", type=Path, metavar="FILE",
            check=_payload),
+    Option("database_url", "a PostgreSQL database of yours (postgresql://USER:PASSWORD@HOST/DB)"
+           " for incidents whose app writes rows ([sink]): each run works in a schema of its own "
+           "there and drops only that (default: a server of the run's own)", metavar="URL",
+           check=_database_url, shown=_redacted),
     Option("output_id", "how to find the input's event_id in your app's output records: "
            "module:function(record) -> event_id", metavar="MODULE:FUNCTION"),
     Option("guarantee", "the delivery guarantee your app declares (default: each incident's)",
@@ -300,7 +318,11 @@ class RunSettings:
 
     def to_json(self) -> dict[str, Any]:
         """Every setting with its value, as recorded in each run's ``run.json``."""
-        return {o.name: _plain(getattr(self, o.name)) for o in options()}
+        shown = {o.name: getattr(self, o.name) for o in options()}
+        for option in options():
+            if option.shown is not None and shown[option.name] is not None:
+                shown[option.name] = option.shown(shown[option.name])
+        return {name: _plain(value) for name, value in shown.items()}
 
     def run_options(self) -> RunOptions:
         """What one run of the engine takes from these settings."""
@@ -310,6 +332,7 @@ class RunSettings:
             app=self.app,
             output_id=self.output_id,
             payload=self.payload,
+            database_url=self.database_url,
             guarantee=self.guarantee,
             group_protocol=self.group_protocol,
             restart=self.restart,

@@ -1,0 +1,99 @@
+"""The checker's accounting of a database sink, against tables built by hand on a real
+PostgreSQL and read through Spark's JDBC source: every acknowledged input is charged once,
+never (lost), in several rows (duplicate), or once with its effect applied again."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kafka_replay.checker import JdbcOutput, check_run
+from kafka_replay.sinks.database import postgres_jdbc_jar
+from kafka_replay.sinks.postgres import PostgresServer, postgres_unavailable
+from tests.test_checker import commit, write_run
+
+pytestmark = pytest.mark.skipif(
+    postgres_unavailable() is not None, reason=postgres_unavailable() or ""
+)
+
+ACKS = [(f"e{i}", f"student-{i}", 0, 0, i) for i in range(6)]
+#: (event_id, amount_cents): e0, e1, e4 and e5 charged once, e2 twice, e3 never; one charge
+#: for an input nobody sent
+CHARGES = [("e0", 500), ("e1", 1500), ("e2", 500), ("e2", 500), ("e4", 500), ("e5", 500)]
+CHARGES += [("x9", 500)]
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    with PostgresServer(tmp_path_factory.mktemp("postgres")) as server:
+        server.execute(
+            "CREATE TABLE charges (event_id text NOT NULL, amount_cents bigint NOT NULL);"
+            "CREATE TABLE counters (event_id text PRIMARY KEY, times int NOT NULL);"
+        )
+        values = ", ".join(f"('{event_id}', {amount})" for event_id, amount in CHARGES)
+        server.execute(f"INSERT INTO charges VALUES {values}")
+        # an idempotent upsert that still counted e1 twice in its one row
+        server.execute("INSERT INTO counters VALUES ('e0', 1), ('e1', 2), ('e2', 1), ('e3', 1),"
+                       " ('e4', 1), ('e5', 1)")  # fmt: skip
+        yield server
+
+
+@pytest.fixture(scope="module")
+def with_driver(spark: SparkSession) -> SparkSession:
+    spark.sql(f"ADD JAR '{postgres_jdbc_jar()}'")
+    return spark
+
+
+def check(spark: SparkSession, tmp_path: Path, output: JdbcOutput, guarantee: str):
+    run = write_run(tmp_path, ACKS, offsets=[commit(len(ACKS))])
+    return check_run(spark, run, output, guarantee)
+
+
+def test_rows_account_for_every_input(
+    with_driver: SparkSession, database: PostgresServer, tmp_path: Path
+) -> None:
+    output = JdbcOutput(
+        database.jdbc_url, "charges", "org.postgresql.Driver", effect_column="amount_cents"
+    )
+    result = check(with_driver, tmp_path, output, "at-least-once")
+    counts = {name: count for name, count in result.counts.items() if count}
+    assert counts == {"lost": 1, "duplicate": 1, "unexpected": 1, "effect_repeated": 1}
+    assert [e["event_id"] for e in result.findings["lost"].examples] == ["e3"]
+    (charged_twice,) = result.findings["effect_repeated"].examples
+    assert (charged_twice["event_id"], charged_twice["effect"], charged_twice["rows"]) == (
+        "e2", 1000.0, 2,
+    )  # fmt: skip
+    assert (result.verdict, result.result) == ("lossy", "fail")
+
+
+def test_an_effect_counted_twice_in_one_row_is_a_duplicate(
+    with_driver: SparkSession, database: PostgresServer, tmp_path: Path
+) -> None:
+    output = JdbcOutput(
+        database.jdbc_url,
+        "(SELECT event_id, times FROM counters) AS counted",
+        "org.postgresql.Driver",
+        effect_column="times",
+        effect_each=1,
+    )
+    result = check(with_driver, tmp_path, output, "exactly-once")
+    counts = {name: count for name, count in result.counts.items() if count}
+    assert counts == {"effect_repeated": 1}
+    assert result.findings["effect_repeated"].examples[0]["event_id"] == "e1"
+    assert (result.verdict, result.result) == ("at-least-once", "fail")
+
+
+def test_an_exactly_once_table_passes(
+    with_driver: SparkSession, database: PostgresServer, tmp_path: Path
+) -> None:
+    output = JdbcOutput(
+        database.jdbc_url,
+        "(SELECT DISTINCT event_id, amount_cents FROM charges WHERE event_id LIKE 'e%') AS once",
+        "org.postgresql.Driver",
+        effect_column="amount_cents",
+    )
+    result = check(with_driver, tmp_path, output, "exactly-once")
+    assert {n: c for n, c in result.counts.items() if c} == {"lost": 1}  # e3 was never charged

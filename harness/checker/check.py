@@ -195,7 +195,9 @@ def check_run(
             spark, output.bootstrap_servers, output.topic, "read_uncommitted", event_id
         )
     elif isinstance(output, JdbcOutput):
-        rows = sources.jdbc_table(spark, output)
+        rows = sources.jdbc_table(
+            spark, output.url, output.table, output.driver, output.id_column, output.effect_column
+        )
         committed = sources.positionless(rows)
     else:
         committed = sources.files(spark, output.path, output.file_format)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,9 +22,6 @@ from pyspark.sql import types as T
 from kafka_replay.apps.correlation import EVENT_ID, OutputRecord
 
 from .log_end import ending_offsets
-
-if TYPE_CHECKING:
-    from .check import JdbcOutput
 
 _POSITION = T.StructType(
     [
@@ -322,28 +318,32 @@ def kafka_log(spark: SparkSession, bootstrap_servers: str, topic: str) -> DataFr
     )
 
 
-def jdbc_table(spark: SparkSession, output: JdbcOutput) -> DataFrame:
+def jdbc_table(
+    spark: SparkSession,
+    url: str,
+    table: str,
+    driver: str | None = None,
+    id_column: str = "event_id",
+    effect_column: str | None = None,
+) -> DataFrame:
     """The rows of a database table (or query): ``event_id`` from its id column, and
     ``effect`` from its effect column (null without one).
 
     A PostgreSQL table is read in as many parallel parts as Spark has cores, split by a hash
     of the id; other databases in one read.
     """
-    reader = spark.read.format("jdbc").option("url", output.url)
-    if output.driver:
-        reader = reader.option("driver", output.driver)
     parts = spark.sparkContext.defaultParallelism
-    if output.url.startswith("jdbc:postgresql:") and parts > 1:
-        key = f"abs(hashtext({output.id_column}::text)) % {parts}"
-        properties = {"driver": output.driver} if output.driver else {}
+    if url.startswith("jdbc:postgresql:") and parts > 1:
+        key = f"abs(hashtext({id_column}::text)) % {parts}"
         predicates = [f"{key} = {n}" for n in range(parts)]
-        frame = spark.read.jdbc(output.url, output.table, predicates=predicates,
-                                properties=properties)  # fmt: skip
+        properties = {"driver": driver} if driver else {}
+        frame = spark.read.jdbc(url, table, predicates=predicates, properties=properties)
     else:
-        frame = reader.option("dbtable", output.table).load()
-    effect = F.col(output.effect_column) if output.effect_column else F.lit(None)
+        reader = spark.read.format("jdbc").option("url", url).option("dbtable", table)
+        frame = (reader.option("driver", driver) if driver else reader).load()
+    effect = F.col(effect_column) if effect_column else F.lit(None)
     return frame.select(
-        F.col(output.id_column).cast("string").alias("event_id"),
+        F.col(id_column).cast("string").alias("event_id"),
         effect.cast("double").alias("effect"),
     )
 

@@ -5,14 +5,14 @@
 The database is the contract's ``REPLAY_DATABASE_URL`` (its tables made by the incident); the
 batch is ``REPLAY_MAX_POLL_RECORDS``, else ``--batch``. ``--work-ms`` is each record's work.
 
-- ``insert-then-commit`` (the post's code): insert the batch's charges, commit the database
-  transaction, then the offsets. A crash between the two commits, or a rebalance, charges
-  again.
+- ``insert-then-commit`` (the post's code): insert each event's charge as it is worked on
+  (each insert its own transaction, as most data layers do), commit the offsets after the
+  batch. A crash in the middle of a batch, or a rebalance, charges its first events again.
 - ``offsets-in-db``: the charges and the partitions' next offsets (``consumer_positions``)
   commit in one database transaction; an assigned partition starts where the table says.
   Kafka's commit afterwards only tells lag monitors.
 - ``upsert``: as the first, but ``ON CONFLICT (event_id) DO NOTHING`` makes a second charge
-  for an event a no-op.
+  for an event a no-op (at-least-once delivery, an exactly-once effect).
 
 A database error ends the process; the supervisor restarts it as a deployment would.
 """
@@ -90,18 +90,22 @@ class Billing:
             consumer.incremental_assign(partitions)
 
     def charge(self, batch: list[Message], work_ms: float) -> None:
-        """Insert the batch's charges (and, in ``offsets-in-db``, the positions) and commit."""
-        with self.database.transaction():  # BEGIN ... COMMIT (the connection autocommits)
-            if self.mode == "offsets-in-db":
-                batch = self._unclaimed(batch)
+        """Insert the batch's charges: each on its own (the connection autocommits), or, in
+        ``offsets-in-db``, all of them and the positions in one transaction."""
+        if self.mode != "offsets-in-db":
             statement = UPSERT if self.mode == "upsert" else INSERT
             for message in batch:
                 time.sleep(work_ms / 1000)  # the record's work
                 self.database.execute(statement, charge_of(message))
-            if self.mode == "offsets-in-db":
-                group = self.service.context.group_id
-                for p in next_offsets(batch):
-                    self.database.execute(ADVANCE, (p.offset, group, p.topic, p.partition))
+            return
+        with self.database.transaction():  # BEGIN ... COMMIT
+            batch = self._unclaimed(batch)
+            for message in batch:
+                time.sleep(work_ms / 1000)
+                self.database.execute(INSERT, charge_of(message))
+            group = self.service.context.group_id
+            for p in next_offsets(batch):
+                self.database.execute(ADVANCE, (p.offset, group, p.topic, p.partition))
 
     def _unclaimed(self, batch: list[Message]) -> list[Message]:
         """Lock the batch's partitions' rows; drop records another instance already charged."""

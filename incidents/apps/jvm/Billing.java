@@ -32,8 +32,9 @@ import org.apache.kafka.common.header.Header;
  *
  * The database is the contract's {@code REPLAY_JDBC_URL} (its tables made by the incident),
  * through {@code org.postgresql.Driver} on the classpath. {@code insert-then-commit} (the
- * post's code) commits the batch's charges, then the offsets: a crash between the two, or a
- * rebalance, charges again. {@code offsets-in-db} commits the charges and the partitions' next
+ * post's code) inserts each event's charge on its own and commits the offsets after the batch:
+ * a crash in the middle of a batch, or a rebalance, charges its first events again.
+ * {@code offsets-in-db} commits the charges and the partitions' next
  * offsets ({@code consumer_positions}) in one database transaction and starts an assigned
  * partition where the table says; Kafka's commit afterwards only tells lag monitors.
  * {@code upsert} is the first with {@code ON CONFLICT (event_id) DO NOTHING}. A database error
@@ -85,7 +86,7 @@ public final class Billing {
         Map<String, String> own = Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, String.valueOf(batch));
         try (Connection database = DriverManager.getConnection(url);
              KafkaConsumer<byte[], byte[]> consumer = Contract.consumer(own)) {
-            database.setAutoCommit(false);
+            database.setAutoCommit(!positions); // each charge on its own, but with positions
             consumer.subscribe(List.of(Contract.INPUT), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
@@ -117,8 +118,8 @@ public final class Billing {
                 }
                 if (positions) {
                     advance(database, Contract.nextOffsets(charged));
+                    database.commit();
                 }
-                database.commit();
                 try {
                     consumer.commitSync(Contract.nextOffsets(records));
                 } catch (KafkaException e) {

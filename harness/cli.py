@@ -155,7 +155,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         output = FileOutput(args.output_files, args.output_format)
     elif args.jdbc_url and args.jdbc_table:
         driver = jdbc_driver_class(maven_jars(args.jdbc_driver))
-        output = JdbcOutput(args.jdbc_url, args.jdbc_table, driver)
+        output = JdbcOutput(
+            args.jdbc_url,
+            args.jdbc_table,
+            driver,
+            args.jdbc_id_column,
+            args.jdbc_effect_column,
+        )
     else:
         raise ValueError(
             "give the output: --output-topic (with --kafka-bootstrap), --output-files, "
@@ -226,7 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output-files", help="output written as files with an event_id column")
     check.add_argument("--output-format", default="json", choices=OUTPUT_FORMATS)
     check.add_argument("--jdbc-url", help="output written to a database: its JDBC URL")
-    check.add_argument("--jdbc-table", help="the table holding the output's event_id column")
+    check.add_argument(
+        "--jdbc-table", help="the table (or '(SELECT ...) AS rows') holding the output's rows"
+    )
+    check.add_argument(
+        "--jdbc-id-column", default="event_id", help="the column naming each row's input"
+    )
+    check.add_argument(
+        "--jdbc-effect-column",
+        help="a row's effect (an amount, a counter): an input whose rows add up to more than "
+        "its first row's value had its effect applied again (effect_repeated)",
+    )
     check.add_argument(
         "--jdbc-driver",
         action="append",

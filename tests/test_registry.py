@@ -65,7 +65,10 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchemaRegistr
 
 
 def _port_is_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now. With SO_REUSEADDR, as servers bind (the
+    registry's Vert.x does): connections of ours left in TIME_WAIT do not hold the port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

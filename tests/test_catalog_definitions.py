@@ -76,11 +76,13 @@ def test_the_catalog_covers_every_post() -> None:
     incidents = catalog()
     from_posts = {
         "poll-timeout-rebalance",
+        "poll-timeout-rebalance-db",
         "zombie-commit",
         "deal-flood",
         "offset-retention-expiry",
         "transactional-id-expiry",
         "crash-restart-eos",
+        "crash-restart-db",
     }
     assert set(incidents) == from_posts | PUBLIC_WRITE_UPS
     assert {incidents[name].post for name in from_posts} == POSTS
@@ -103,6 +105,14 @@ def test_a_valid_definition_loads(tmp_path: Path) -> None:
     assert str(incident.signature[0]) == "rejected_commits >= 1"
 
 
+def test_an_app_that_writes_only_rows_has_no_output_topic(tmp_path: Path) -> None:
+    rows_only = VALID.replace(
+        "output = 3", 'output = 0\n\n[sink]\ntables = "CREATE TABLE t (event_id text)"\ntable = "t"'
+    )
+    incident = load_incident(write(tmp_path, rows_only))
+    assert incident.topics["output"] == 0 and incident.profiles["vulnerable"].sink is not None
+
+
 @pytest.mark.parametrize(
     ("change", "field", "says"),
     [
@@ -119,6 +129,7 @@ def test_a_valid_definition_loads(tmp_path: Path) -> None:
         ),
         (('[profiles.remediated]\ndescription = "r"\n', ""), "profiles", "exactly"),
         (("input = 3", 'input = "three"'), "topics.input", "an integer"),
+        (("output = 3", "output = 0"), "topics", "or a [sink] the app writes rows to"),
         (('title = "t"\n', 'title = "t"\ncolour = 1\n'), "colour", "unknown field"),
         (('description = "r"', 'description = "r"\nclinet = 1'), "profiles.remediated", "unknown"),
     ],

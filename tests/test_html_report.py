@@ -258,3 +258,55 @@ def test_a_run_without_stable_offsets_is_drawn_as_before(tmp_path: Path) -> None
     titles = [a.text for a in drawn.layout.annotations]  # the panels' titles, then notes
     assert titles[:7] == ["steps", "lag per partition", "committed offset", "records / s", "app",
                           "group", "steps not recorded (events/steps.jsonl)"]  # fmt: skip
+
+
+def _table_run(tmp_path: Path, timed: bool) -> Path:
+    """A run whose app wrote rows to a ``[sink]`` table: e1 written twice, at 103.5 s."""
+    run_dir = tmp_path / "runs" / "x-vulnerable"
+    (run_dir / "events").mkdir(parents=True)
+    meta = {"started": 100.0, "topics": {"input": "in"}, "database": "postgresql://127.0.0.1/x",
+            "database_schema": "public"}  # fmt: skip
+    (run_dir / "run.json").write_text(json.dumps(meta))
+    acks = [{"ts": 101 + i / 4, "kind": "ack", "event_id": f"e{i}", "partition": 0,
+             "offset": i} for i in range(4)]  # fmt: skip
+    (run_dir / "events" / "produce.jsonl").write_text("".join(json.dumps(a) + "\n" for a in acks))
+    rows = [("e0", 0, 101_200), ("e1", 1, 101_400), ("e2", 2, 102_100), ("e3", 3, 102_300),
+            ("e1", 1, 103_500)]  # fmt: skip
+    deliveries = [{"event_id": e, "in_partition": 0, "in_offset": o, "out_partition": 0,
+                   "out_offset": n, "out_ts_ms": ms if timed else None}
+                  for n, (e, o, ms) in enumerate(rows)]  # fmt: skip
+    lines = "".join(json.dumps(d) + "\n" for d in deliveries)
+    (run_dir / "deliveries.jsonl").write_text(lines)
+    duplicate = {"event_id": "e1", "in_partition": 0, "in_offset": 1, "deliveries": 2}
+    check = {"anomalies": {"duplicate": {"count": 1, "examples": [duplicate]}}}
+    (run_dir / "check.json").write_text(json.dumps(check))
+    return run_dir
+
+
+def test_a_tables_rows_written_per_second_are_drawn_beside_the_inputs(tmp_path: Path) -> None:
+    run_dir = _table_run(tmp_path, timed=True)
+    page = render(_report_dir(tmp_path, [_run(run_dir)]))
+    assert "rows written per second" in page and "duplicate row" in page
+    assert "The timeline could not be drawn" not in page
+    drawn = figure(RecordedRun.read(run_dir), _run(run_dir))
+    titles = [a.text for a in drawn.layout.annotations]
+    assert "rows written per second" in titles and "records / s" not in titles
+    rows = next(t for t in drawn.data if t.name == "rows written / s")
+    assert (list(rows.x), list(rows.y)) == ([1.5, 2.5, 3.5], [2, 2, 1])
+    assert next(t for t in drawn.data if t.name == "inputs acknowledged / s")
+    again = next(t for t in drawn.data if t.name == "duplicate row")
+    assert list(again.x) == [3.5]  # the second time e1 was written
+    star = next(t for t in drawn.data if t.name == "checker example: duplicate")
+    assert list(star.x) == [3.5]  # on the rows panel
+
+
+def test_a_table_without_a_time_column_says_so(tmp_path: Path) -> None:
+    run_dir = _table_run(tmp_path, timed=False)
+    page = render(_report_dir(tmp_path, [_run(run_dir)]))
+    assert "The timeline could not be drawn" not in page
+    drawn = figure(RecordedRun.read(run_dir), _run(run_dir))
+    titles = [a.text for a in drawn.layout.annotations]
+    assert "rows written per second" in titles
+    assert "rows written per second not recorded (the table has no time column: name one in " \
+        "[sink] time_column)" in titles  # fmt: skip
+    assert not any(t.name in ("rows written / s", "duplicate row") for t in drawn.data)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from kafka_replay.checker import JdbcOutput, check_run
+from kafka_replay.checker import JdbcOutput, check_run, sources
 from kafka_replay.sinks.database import postgres_jdbc_jar
 from kafka_replay.sinks.postgres import PostgresServer, postgres_unavailable
 from tests.test_checker import commit, write_run
@@ -97,3 +97,25 @@ def test_an_exactly_once_table_passes(
     )
     result = check(with_driver, tmp_path, output, "exactly-once")
     assert {n: c for n, c in result.counts.items() if c} == {"lost": 1}  # e3 was never charged
+
+
+def test_a_time_column_is_each_rows_output_time(
+    with_driver: SparkSession, database: PostgresServer
+) -> None:
+    database.execute(
+        "CREATE TABLE stamped (event_id text NOT NULL, charged_at timestamptz NOT NULL);"
+        "INSERT INTO stamped VALUES ('e0', '2024-05-01 12:00:00.123+00'),"
+        " ('e1', '2024-05-01 14:00:01.5+02'), ('e1', '2024-05-01 12:00:02+00');"
+    )
+
+    def out_times(time_column: str | None) -> list[tuple[str, int | None]]:
+        rows = sources.jdbc_table(
+            with_driver, database.jdbc_url, "stamped", "org.postgresql.Driver",
+            time_column=time_column,
+        )  # fmt: skip
+        found = [(r["event_id"], r["out_ts_ms"]) for r in sources.positionless(rows).collect()]
+        return sorted(found, key=lambda row: (row[0], row[1] or 0))
+
+    written = [("e0", 1714564800123), ("e1", 1714564801500), ("e1", 1714564802000)]
+    assert out_times("charged_at") == written  # epoch milliseconds, whatever the zone written
+    assert out_times(None) == [("e0", None), ("e1", None), ("e1", None)]  # no column, no time

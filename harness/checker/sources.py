@@ -325,9 +325,11 @@ def jdbc_table(
     driver: str | None = None,
     id_column: str = "event_id",
     effect_column: str | None = None,
+    time_column: str | None = None,
 ) -> DataFrame:
-    """The rows of a database table (or query): ``event_id`` from its id column, and
-    ``effect`` from its effect column (null without one).
+    """The rows of a database table (or query): ``event_id`` from its id column, ``effect``
+    from its effect column, and ``out_ts_ms`` (epoch milliseconds) from its time column, a
+    timestamp; each null without its column.
 
     A PostgreSQL table is read in as many parallel parts as Spark has cores, split by a hash
     of the id; other databases in one read.
@@ -342,9 +344,11 @@ def jdbc_table(
         reader = spark.read.format("jdbc").option("url", url).option("dbtable", table)
         frame = (reader.option("driver", driver) if driver else reader).load()
     effect = F.col(effect_column) if effect_column else F.lit(None)
+    written = F.unix_millis(F.col(time_column).cast("timestamp")) if time_column else F.lit(None)
     return frame.select(
         F.col(id_column).cast("string").alias("event_id"),
         effect.cast("double").alias("effect"),
+        written.cast("long").alias("out_ts_ms"),
     )
 
 
@@ -354,14 +358,16 @@ def files(spark: SparkSession, path: str, file_format: str = "json") -> DataFram
     Files carry no Kafka position: a row's position is its order in the input, in one
     partition, and its time is unknown.
     """
-    return positionless(spark.read.format(file_format).load(path))
+    return positionless(spark.read.format(file_format).load(path).select("event_id"))
 
 
 def positionless(frame: DataFrame) -> DataFrame:
-    """Rows with an ``event_id`` as outputs: their order for a position, no time."""
+    """Rows with an ``event_id`` as outputs: their order for a position; their time from an
+    ``out_ts_ms`` column where they have one (:func:`jdbc_table`'s), else none."""
+    written = F.col("out_ts_ms") if "out_ts_ms" in frame.columns else F.lit(None)
     return frame.select(
         F.col("event_id").cast("string"),
         F.lit(0).alias("out_partition"),
         F.monotonically_increasing_id().alias("out_offset"),
-        F.lit(None).cast("long").alias("out_ts_ms"),
+        written.cast("long").alias("out_ts_ms"),
     )

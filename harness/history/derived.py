@@ -45,6 +45,8 @@ def spans_from_output(deliveries: Iterable[Event]) -> list[tuple[float, Span]]:
     open_spans: dict[int, tuple[float, Span]] = {}
     seen: set[tuple[int, int]] = set()
     for row in deliveries:
+        if row.get("out_ts_ms") is None:  # a table's row without a time column: no moment
+            continue
         moment, partition, offset = row["out_ts_ms"] / 1000, row["in_partition"], row["in_offset"]
         repeat = (partition, offset) in seen
         seen.add((partition, offset))

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from . import derived
-from .store import APP_PREFIX, CHECK, DELIVERIES, META, SIDE_EFFECTS_CHECK, RunHistory
+from .store import (
+    APP_PREFIX,
+    CHECK,
+    DELIVERIES,
+    META,
+    OUTPUT_TOPIC_CHECK,
+    SIDE_EFFECTS_CHECK,
+    RunHistory,
+)
 
 Event = dict[str, Any]
 
@@ -30,6 +38,8 @@ class RecordedRun:
     check: dict[str, Any] | None = None  # check.json
     side_effects: dict[str, Any] | None = None  # the check of an app's side-effect topic
     deliveries: list[Event] | None = None  # every output matched to its input, output order
+    #: The output topic's check when a ``[sink]`` table was checked too (``check`` is the table's)
+    output_topic: dict[str, Any] | None = None
 
     @classmethod
     def read(cls, root: Path, *, outputs: bool = True) -> RecordedRun:
@@ -46,6 +56,7 @@ class RecordedRun:
             history.read_json(CHECK),
             history.read_json(SIDE_EFFECTS_CHECK),
             history.read_lines(DELIVERIES),
+            history.read_json(OUTPUT_TOPIC_CHECK),
         )
 
     def stream(self, name: str) -> list[Event] | None:
@@ -86,7 +97,11 @@ class RecordedRun:
 
     def checks(self) -> list[tuple[str, dict[str, Any], list[Event] | None]]:
         """Each of the checker's results: (prefix of its names, result, the outputs it matched)."""
-        found = [("", self.check, self.deliveries), ("side effects: ", self.side_effects, None)]
+        found = [
+            ("", self.check, self.deliveries),
+            ("output topic: ", self.output_topic, None),
+            ("side effects: ", self.side_effects, None),
+        ]
         return [(prefix, check, outputs) for prefix, check, outputs in found if check]
 
     def consumed_spans(self) -> list[tuple[float, derived.Span]]:

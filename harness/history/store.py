@@ -21,6 +21,8 @@ META = "run.json"
 #: The files beside ``events/`` that a finished run's check leaves (see docs/history.md).
 CHECK = "check.json"
 SIDE_EFFECTS_CHECK = "check-side-effects.json"
+#: With a ``[sink]`` as well as an output topic: the topic's check (``check.json`` is the table's).
+OUTPUT_TOPIC_CHECK = "check-output-topic.json"
 DELIVERIES = "deliveries.jsonl"
 OUTCOME = "outcome.json"
 #: An instrumented app instance's stream: ``app-<instance>``.

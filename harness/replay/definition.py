@@ -178,11 +178,12 @@ def _sink(table: Table) -> Sink:
         id_column=table.get("id_column", str, "event_id"),
         effect_column=table.get("effect_column", str, None),
         effect_each=table.number("effect_each", None, 0, above=True),
+        time_column=table.get("time_column", str, None),
     )
     table.finish()
     if (sink.table is None) == (sink.query is None):
         raise table.fail("table", "give the table the app writes (table) or a query, one of them")
-    for name in ("table", "id_column", "effect_column"):
+    for name in ("table", "id_column", "effect_column", "time_column"):
         value = getattr(sink, name)
         if value is not None and not _SQL_NAME.match(value):
             raise table.fail(name, f"{value!r} is not a table or column name")
@@ -316,8 +317,12 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     topics = top.table("topics")
     partitions = {role: topics.get(role, int, 0) for role in TOPIC_ROLES}
     topics.finish()
-    if not partitions["input"] or not partitions["output"]:
-        raise DefinitionError(path, "topics", "needs input and output partition counts")
+    if not partitions["input"]:
+        raise DefinitionError(path, "topics", "needs an input partition count")
+    if not partitions["output"] and "sink" not in data:
+        raise DefinitionError(
+            path, "topics", "needs an output partition count (or a [sink] the app writes rows to)"
+        )
     base = {key: data[key] for key in OVERRIDABLE if key in data}
     top.read.update(base)
     if "app" not in base or "workloads" not in base:

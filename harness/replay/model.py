@@ -126,7 +126,9 @@ class Sink:
     accounts for every acknowledged input against the rows of ``table`` (or what ``query``
     returns), each row naming its input in ``id_column``. With ``effect_column``, an input's
     effect is the sum of that column over its rows, and more than ``effect_each`` (what one
-    application adds; default: its first row's value) is the effect applied again.
+    application adds; default: its first row's value) is the effect applied again. With
+    ``time_column`` (a timestamp the rows carry), a row's time is when it was written: the
+    report draws rows written per second.
     """
 
     tables: str
@@ -135,6 +137,7 @@ class Sink:
     id_column: str = "event_id"
     effect_column: str | None = None
     effect_each: float | None = None
+    time_column: str | None = None
 
     @property
     def relation(self) -> str:

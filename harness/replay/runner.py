@@ -39,11 +39,12 @@ from kafka_replay.history.group import group_members, group_stable
 from kafka_replay.history.lag import commits_from_samples
 from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
+from kafka_replay.history.store import CHECK, OUTPUT_TOPIC_CHECK, SIDE_EFFECTS_CHECK
 from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
 from .judge import judge
-from .model import Incident, Profile
+from .model import Incident, Profile, Sink
 from .steps import STEPS, Stage, StepFailed, run_steps, stop_background
 from .symptoms import Evidence, measure
 
@@ -243,7 +244,8 @@ class _Run:
         self.stage = "start-up"
         self.cluster: Cluster | None = None
         self.topics: dict[str, str] = {}
-        self.check_result: CheckResult | None = None
+        self.check_result: CheckResult | None = None  # what the symptoms read
+        self.judged: CheckResult | None = None  # the output whose check the gate takes
         self.side_effects: CheckResult | None = None
         self.registry: SchemaRegistry | None = None
         self.database: Database | None = None
@@ -314,7 +316,7 @@ class _Run:
             lambda i: AppContext(
                 cluster.client_bootstrap_servers,
                 topics["input"],
-                topics["output"],
+                topics.get("output", ""),  # none when the app's results are only rows
                 group,
                 config,
                 i,
@@ -413,7 +415,7 @@ class _Run:
         assert self.cluster is not None
         self._enter("checker")
         self.progress("checking every record with Spark")
-        self.check_result, self.side_effects = _check(
+        outputs, self.side_effects = _check(
             spark(),
             self.cluster,
             self.history,
@@ -423,12 +425,22 @@ class _Run:
             self.profile,
             self.database,
         )
-        self.outcome.verdict = self.check_result.verdict
-        self.outcome.check = self.check_result.result
-        self.outcome.anomalies = self.check_result.counts
+        self.check_result = next(iter(outputs.values()))  # the table's, when there is one
+        judged = _worst(outputs)
+        self.outcome.verdict = judged.verdict
+        self.outcome.check = judged.result
+        self.outcome.anomalies = judged.counts
+        if len(outputs) > 1:  # each judged and reported; the worse decides the gate
+            self.outcome.outputs = {
+                name: {"verdict": c.verdict, "check": c.result, "anomalies": c.counts}
+                for name, c in outputs.items()
+            }
+            each = ", ".join(f"{name} {c.verdict} ({c.result})" for name, c in outputs.items())
+            self.outcome.reasons.append(f"each output judged, the worse for the run: {each}")
+        self.judged = judged
 
     def judge(self) -> None:
-        assert self.check_result is not None
+        assert self.check_result is not None and self.judged is not None
         assert self.cluster is not None
         self._enter("symptoms")
         evidence = _evidence(self.history, self.cluster, self.check_result, self.side_effects)
@@ -446,9 +458,9 @@ class _Run:
             conditions=self.incident.conditions,
             symptoms=symptoms,
             guarantee=self.guarantee,
-            check=self.check_result.result,
-            verdict=self.check_result.verdict,
-            counts=self.check_result.counts,
+            check=self.judged.result,
+            verdict=self.judged.verdict,
+            counts=self.judged.counts,
         )
         self.outcome.passed = judgement.passed
         self.outcome.reproduced = judgement.reproduced
@@ -548,49 +560,79 @@ def _check(
     options: RunOptions,
     profile: Profile,
     database: Database | None,
-) -> tuple[CheckResult, CheckResult | None]:
-    output = _output(spark, cluster, topics, options, profile, database)
+) -> tuple[dict[str, CheckResult], CheckResult | None]:
+    """Each output the app writes checked against the inputs, by name: its ``[sink]`` table
+    first, then its output topic; and the side-effect topic's check, if it has one."""
     source = KafkaOutput(cluster.bootstrap_servers, topics["input"])  # what the brokers kept
-    check = check_run(spark, history.root, output, guarantee, source=source, deliveries=True)
-    (history.root / "check.json").write_text(json.dumps(check.to_json(), indent=2, default=str))
+    outputs: dict[str, CheckResult] = {}
+    if profile.sink is not None and database is not None:
+        table = _table_output(spark, profile.sink, database)
+        outputs[f"table {profile.sink.relation}"] = check_run(
+            spark, history.root, table, guarantee, source=source, deliveries=True
+        )
+    if "output" in topics:
+        topic = _topic_output(cluster, topics["output"], options, profile)
+        name = f"topic {topics['output']}"
+        outputs[name] = check_run(
+            spark, history.root, topic, guarantee, source=source, deliveries=not outputs
+        )
+    first, *topic_too = outputs.values()
+    _write_check(history.root / CHECK, first)
+    for check in topic_too:  # the table's is check.json, as the one the report reads first
+        _write_check(history.root / OUTPUT_TOPIC_CHECK, check)
     with (history.root / "deliveries.jsonl").open("w") as deliveries:  # for the HTML report
-        deliveries.writelines(json.dumps(d, default=str) + "\n" for d in check.deliveries)
+        deliveries.writelines(json.dumps(d, default=str) + "\n" for d in first.deliveries)
     side_effects = None
     if "side_effects" in topics:
         side = KafkaOutput(cluster.bootstrap_servers, topics["side_effects"])
         side_effects = check_run(spark, history.root, side, guarantee, source=source)
-        (history.root / "check-side-effects.json").write_text(
-            json.dumps(side_effects.to_json(), indent=2, default=str)
-        )
-    return check, side_effects
+        _write_check(history.root / SIDE_EFFECTS_CHECK, side_effects)
+    return outputs, side_effects
 
 
-def _output(
-    spark: SparkSession,
-    cluster: Cluster,
-    topics: dict[str, str],
-    options: RunOptions,
-    profile: Profile,
-    database: Database | None,
-) -> KafkaOutput | JdbcOutput:
-    """What the app's results are read from: its ``[sink]`` table, else the output topic."""
-    sink = profile.sink
-    if sink is not None and database is not None:
-        from kafka_replay.sinks.database import postgres_jdbc_jar
+def _write_check(path: Path, check: CheckResult) -> None:
+    path.write_text(json.dumps(check.to_json(), indent=2, default=str))
 
-        spark.sql(f"ADD JAR '{postgres_jdbc_jar()}'")  # the driver's class loader sees it too
-        return JdbcOutput(
-            database.jdbc_url,
-            sink.relation,
-            "org.postgresql.Driver",
-            sink.id_column,
-            sink.effect_column,
-            sink.effect_each,
-        )
+
+def _worst(outputs: Mapping[str, CheckResult]) -> CheckResult:
+    """The check the gate takes when the app writes more than one output: a failure, else
+    one that could not be judged, else a pass (the first, on a tie)."""
+    rank = {"fail": 0, "unknown": 1, "pass": 2}
+    return min(outputs.values(), key=lambda check: rank.get(check.result, 1))
+
+
+def _table_output(spark: SparkSession, sink: Sink, database: Database) -> JdbcOutput:
+    """The app's ``[sink]`` rows, read through PostgreSQL's JDBC driver; a table, column or
+    query that is not there, or no rows at all, is an error naming it (not a Spark trace)."""
+    from kafka_replay.sinks.database import postgres_jdbc_jar, read_back
+
+    columns = {
+        "id_column": sink.id_column,
+        "effect_column": sink.effect_column,
+        "time_column": sink.time_column,
+    }
+    read_back(database, sink.table, sink.query, columns)
+    spark.sql(f"ADD JAR '{postgres_jdbc_jar()}'")  # the driver's class loader sees it too
+    return JdbcOutput(
+        database.jdbc_url,
+        sink.relation,
+        "org.postgresql.Driver",
+        sink.id_column,
+        sink.effect_column,
+        sink.effect_each,
+        time_column=sink.time_column,
+    )
+
+
+def _topic_output(
+    cluster: Cluster, topic: str, options: RunOptions, profile: Profile
+) -> KafkaOutput:
+    """The app's output topic, each record's input found by ``--output-id`` or the
+    workloads' ``id_field``, else the ``event_id`` header."""
     extractor = load_callable(options.output_id) if options.output_id else None
     workloads = profile.workloads.values()
     id_fields = tuple(sorted({w.id_field for w in workloads if w.id_field}))
-    return KafkaOutput(cluster.bootstrap_servers, topics["output"], extractor, id_fields)
+    return KafkaOutput(cluster.bootstrap_servers, topic, extractor, id_fields)
 
 
 def _evidence(

@@ -92,8 +92,10 @@ def example_moments(
 ) -> list[float]:
     """When a checker example happened (Unix seconds); empty when the history cannot tell.
 
-    ``outputs`` are the matched output records of the check the example comes from.
+    ``outputs`` are the matched output records of the check the example comes from (those
+    with no time, a table's without a time column, tell none).
     """
+    outputs = [d for d in outputs or [] if d.get("out_ts_ms") is not None]
     for key, scale in (("ts", 1), ("commit_ts_ms", 1000), ("out_ts_ms", 1000), ("ack_ts", 1)):
         if example.get(key) is not None:
             return [example[key] / scale]
@@ -274,9 +276,19 @@ def offsets_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     return Panel("committed offset", traces, note)
 
 
+RECORDS_TITLE = "records / s"
+ROWS_TITLE = "rows written per second"
+
+
+def records_title(recorded: RecordedRun) -> str:
+    """The records panel's title: rows written when the run's output is a ``[sink]`` table."""
+    return ROWS_TITLE if recorded.meta.get("database") else RECORDS_TITLE
+
+
 @panel
 def records_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
-    """Inputs acknowledged and outputs delivered per second; duplicates and losses marked."""
+    """Inputs acknowledged and outputs delivered (rows written) per second; duplicates and
+    losses marked."""
     import plotly.graph_objects as go
 
     traces: list[Any] = []
@@ -287,18 +299,24 @@ def records_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
             x=[x + 0.5 for x in xs], y=ys, mode="lines", name="inputs acknowledged / s",
             line={"shape": "hvh", "color": "#7f7f7f", "width": 1.5},
         ))  # fmt: skip
-    note = None
+    title = records_title(recorded)
+    outputs, output = ("rows written", "row") if title == ROWS_TITLE else ("outputs", "output")
+    timed = [d for d in recorded.deliveries or [] if d.get("out_ts_ms") is not None]
+    why = None
     if recorded.deliveries is None:
-        note = "outputs per second not recorded (no deliveries.jsonl: the checker did not write it)"
+        why = "no deliveries.jsonl: the checker did not write it"
+    elif recorded.deliveries and not timed:
+        why = ("the table has no time column: name one in [sink] time_column"
+               if output == "row" else "the outputs carry no time")  # fmt: skip
     else:
-        xs, ys = per_second(recorded.t(d["out_ts_ms"] / 1000) for d in recorded.deliveries)
-        traces.insert(0, go.Bar(x=[x + 0.5 for x in xs], y=ys, name="outputs / s",
+        xs, ys = per_second(recorded.t(d["out_ts_ms"] / 1000) for d in timed)
+        traces.insert(0, go.Bar(x=[x + 0.5 for x in xs], y=ys, name=f"{outputs} / s",
                                 marker_color="#636efa", width=0.9))  # fmt: skip
         again = [(recorded.t(d["out_ts_ms"] / 1000), 0, f"{d['event_id']} delivered again "
                   f"(input p{d['in_partition']}@{d['in_offset']})") for d in repeats(
-                  recorded.deliveries)]  # fmt: skip
+                  timed)]  # fmt: skip
         if again:
-            traces.append(_markers("duplicate output", again, "triangle-up", "crimson", 9))
+            traces.append(_markers(f"duplicate {output}", again, "triangle-up", "crimson", 9))
     lost = (recorded.check or {}).get("anomalies", {}).get("lost", {})
     points = [
         (recorded.t(ts), 0, f"{e.get('event_id')} acknowledged here, never delivered")
@@ -307,7 +325,8 @@ def records_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     ]
     if points:
         traces.append(_markers(f"lost ({lost.get('count')} in all)", points, "x", "black", 12))
-    return Panel("records / s", traces, note, yaxis={"rangemode": "tozero"})
+    note = f"{outputs} per second not recorded ({why})" if why else None
+    return Panel(title, traces, note, yaxis={"rangemode": "tozero"})
 
 
 STABLE_TITLE = "output: records held behind the last stable offset"
@@ -521,7 +540,7 @@ def _example_traces(recorded: RecordedRun, rows: dict[str, int]) -> list[tuple[i
     by_row: dict[tuple[int, str], list[tuple[float, Any, str]]] = defaultdict(list)
     for prefix, check, outputs in recorded.checks():
         for kind, anomaly in (check.get("anomalies") or {}).items():
-            panel = EXAMPLE_PANEL.get(kind, "records / s")
+            panel = EXAMPLE_PANEL.get(kind, records_title(recorded))
             if kind == "lost" and not prefix:
                 continue  # the records panel marks them already, with the count
             for example in anomaly.get("examples", []) if panel in rows else []:

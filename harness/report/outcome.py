@@ -46,6 +46,9 @@ class Outcome:
     #: unseen, or behind a transaction still open); None when it was judged, or the run never
     #: got to the check (``failed_stage`` says where it stopped).
     not_judged: str | None = None
+    #: With a ``[sink]`` table and an output topic, each one's check by name (``table charges``,
+    #: ``topic NAME``): ``verdict``, ``check`` and ``anomalies``; the worse one is the run's.
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def gate(self) -> str:
@@ -70,6 +73,10 @@ class Outcome:
             f"{self.incident} [{self.profile}] app {self.app}: "
             f"{said} ({self.result}) in {self.duration_s:.0f}s",
             f"  verdict {self.verdict} against declared {self.guarantee}: {self.check}",
+            *(
+                f"    {name}: {each['verdict']}, {each['check']}"
+                for name, each in self.outputs.items()
+            ),
             f"  reproduced: {self.reproduced}",
             "  symptoms: " + ", ".join(f"{k}={v}" for k, v in self.symptoms.items()),
         ]

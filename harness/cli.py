@@ -21,7 +21,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
@@ -44,7 +43,7 @@ from kafka_replay.cluster.images import build_kafka_image
 from kafka_replay.cluster.nodes import NodeCluster
 from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
 from kafka_replay.history.store import EventStream
-from kafka_replay.interrupts import interrupted
+from kafka_replay.interrupts import interrupted, stop_on_signals
 from kafka_replay.replay.model import PROFILES
 from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
 
@@ -59,12 +58,9 @@ LANE_CLUSTERS = 1
 
 
 def _interrupt_on_sigterm() -> None:
-    """SIGTERM behaves like Ctrl-C, so the ``finally`` blocks stop the brokers in order."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
+    """SIGTERM behaves like Ctrl-C, so the ``finally`` blocks stop the brokers in order; and
+    either is remembered, so one a C extension swallowed still stops the runs."""
+    stop_on_signals()
 
 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -161,6 +157,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             driver,
             args.jdbc_id_column,
             args.jdbc_effect_column,
+            time_column=args.jdbc_time_column,
         )
     else:
         raise ValueError(
@@ -242,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--jdbc-effect-column",
         help="a row's effect (an amount, a counter): an input whose rows add up to more than "
         "its first row's value had its effect applied again (effect_repeated)",
+    )
+    check.add_argument(
+        "--jdbc-time-column",
+        help="a timestamp column: when each row was written (its output time, out_ts_ms)",
     )
     check.add_argument(
         "--jdbc-driver",
@@ -374,6 +375,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     profiles = [settings.profile] if settings.profile else list(PROFILES)
     options = settings.run_options()
     _check_before_starting(settings)
+    _check_database(settings, incidents)
     _interrupt_on_sigterm()
     started = time.monotonic()
     with leased_temp_dir("kafka-replay-") as scratch:
@@ -498,6 +500,22 @@ def _check_before_starting(settings: RunSettings) -> None:
                 "release: https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13/). "
                 f"{cause}"
             ) from exc
+
+
+def _check_database(settings: RunSettings, incidents: Sequence[Incident]) -> None:
+    """A team's database (``--database-url``) that the runs' ``[sink]`` need answers, and lets
+    its user make the schema each run works in: refused now, not at each run's start-up."""
+    if not settings.database_url:
+        return
+    if not any(profile.sink for i in incidents for profile in i.profiles.values()):
+        return
+    from kafka_replay.sinks.database import PostgresError
+    from kafka_replay.sinks.external import ExternalDatabase
+
+    try:
+        ExternalDatabase(settings.database_url).check_reachable()
+    except PostgresError as exc:
+        raise ValueError(f"--database-url: {exc}") from None
 
 
 def _stage_times(stage_s: Sequence[Mapping[str, float]]) -> str:

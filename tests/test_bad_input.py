@@ -22,6 +22,9 @@ after it:
 - no space where brokers keep their data: ``test_no_space_for_the_brokers_data_is_named``;
 - a Spark master that does not answer, or that is no master URL: named before any run (Spark
   itself would wait a minute and then fail with "Cannot call methods on a stopped SparkContext").
+- a team's database (``--database-url``) that does not answer: named before any run, its
+  password hidden; the other mistakes of a ``[sink]`` come after the app ran, in
+  ``test_database_sink.py``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ ROW_TIMEOUT_S = 60
 
 BROKEN_TOML = 'name = "broken"\ntitle = "t\npost = "000"\n'  # the title's string never ends
 UNCLOSED_TOML = 'name = "broken"\ntitle = [\n'  # the file ends inside a list
+#: A password given on the command line: no message may show it.
+PASSWORD = "s3cret-pw"
 
 
 def definition(*changes: tuple[str, str]) -> str:
@@ -139,6 +144,12 @@ ROWS = {
         ["Spark master 'spark-host:7077' is not a Spark master URL", "spark://HOST:PORT"],
     ),
     "report-of-nothing": (None, ["report", "{tmp}"], ["has no report.json", "--report DIR"]),
+    "database-does-not-answer": (
+        None, ["run", "billing-quick", "--incidents", "tests/sink_incidents", "--database-url",
+               f"postgresql://team:{PASSWORD}@127.0.0.1:{{closed}}/orders"],
+        ["error: --database-url: the database at postgresql://team:***@127.0.0.1:{closed}/orders "
+         "did not answer", "Connection refused"],
+    ),
 }  # fmt: skip
 
 #: Rows that need a whole run and live beside the code they exercise.
@@ -223,6 +234,7 @@ def test_bad_input_gets_a_clear_error_and_leaves_nothing(
     message = said(result)
     assert result.returncode == 2, message
     assert "error" in message and "Traceback" not in message, message
+    assert PASSWORD not in result.stdout + result.stderr, message
     for words in says:
         assert fill(words) in message, message
     assert not accepts_connections(closed_port)

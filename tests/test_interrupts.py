@@ -1,8 +1,13 @@
-"""A Ctrl-C wrapped by a C extension is still a Ctrl-C (pure logic, no broker)."""
+"""A Ctrl-C wrapped by a C extension, or swallowed by one, is still a Ctrl-C (no broker)."""
 
 from __future__ import annotations
 
-from kafka_replay.interrupts import interrupted
+import signal
+
+import pytest
+
+from kafka_replay import interrupts
+from kafka_replay.interrupts import interrupted, stop_on_signals
 
 
 def _wrapped(*, cause: bool) -> Exception:
@@ -41,3 +46,20 @@ def test_a_cycle_in_the_chain_ends() -> None:
     first, second = RuntimeError("a"), RuntimeError("b")
     first.__context__, second.__context__ = second, first
     assert not interrupted(first)
+
+
+def test_an_error_after_a_ctrl_c_is_an_interrupt() -> None:
+    """librdkafka's client can swallow the KeyboardInterrupt a callback raised and fail with
+    nothing attached: the signal itself is remembered."""
+    swallowed = SystemError("<method 'poll' of 'cimpl.Producer' objects> returned NULL")
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        stop_on_signals()
+        assert not interrupted(swallowed)
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        assert interrupted(swallowed)
+    finally:
+        signal.signal(signal.SIGINT, handlers[0])
+        signal.signal(signal.SIGTERM, handlers[1])
+        interrupts._received.clear()

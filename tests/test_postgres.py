@@ -21,9 +21,17 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_replay.checker.spark import jdbc_driver_class
+from kafka_replay.cluster.paths import REGISTRY_ENV
 from kafka_replay.cluster.reaper import LEASE_ENV, reap_orphans
 from kafka_replay.sinks import postgres as postgres_module
-from kafka_replay.sinks.database import CONNECT_TIMEOUT_S, PostgresError, postgres_jdbc_jar, redact
+from kafka_replay.sinks.database import (
+    CONNECT_TIMEOUT_S,
+    PostgresError,
+    SinkError,
+    postgres_jdbc_jar,
+    read_back,
+    redact,
+)
 from kafka_replay.sinks.external import ExternalDatabase
 from kafka_replay.sinks.postgres import (
     BIN_ENV,
@@ -330,6 +338,104 @@ def test_a_drop_that_would_reach_outside_the_schema_is_refused(server: PostgresS
         server.execute("DROP VIEW IF EXISTS public.shared_ids")
         database.stop()
     assert server.query(f"SELECT to_regnamespace('{database.schema}')") == [(None,)]
+
+
+@needs_postgres
+def test_a_schema_left_by_a_killed_run_is_dropped_by_the_next_run_on_that_database(
+    server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = tmp_path / "registry"  # private: no other test's notes; the child inherits it
+    monkeypatch.setenv(REGISTRY_ENV, str(registry))
+    server.execute(TEAM_TABLE)
+    password = "n0t-on-disk"  # trust auth takes any password: here it is only to be kept off disk
+    url = server.url.replace("replay@", f"replay:{password}@")
+    ready = tmp_path / "ready.json"
+    script = textwrap.dedent(
+        f"""
+        import os, threading
+        from pathlib import Path
+        from kafka_replay.sinks.external import ExternalDatabase
+
+        database = ExternalDatabase({url!r}).start()
+        database.execute("CREATE TABLE charges (event_id text PRIMARY KEY)")
+        Path({str(ready)!r} + ".part").write_text(database.schema)
+        os.replace({str(ready)!r} + ".part", {str(ready)!r})
+        threading.Event().wait()
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert owner.poll() is None, f"the owner exited with {owner.returncode}"
+            assert time.monotonic() < deadline, "the owner's schema was not made"
+            time.sleep(0.1)
+    finally:
+        owner.send_signal(signal.SIGKILL)  # no clean-up of its own
+        owner.wait(timeout=30)
+    orphan = ready.read_text()
+    assert server.query(f"SELECT to_regnamespace('{orphan}') IS NOT NULL") == [(True,)]
+    (note,) = (registry / "schemas").iterdir()
+    assert note.name == f"{orphan}.json" and note.stat().st_mode & 0o777 == 0o600
+    assert password not in note.read_text()
+    before = _catalog(server, orphan)
+
+    with ExternalDatabase(server.url) as following:  # the same database as the same user
+        assert server.query(f"SELECT to_regnamespace('{orphan}') IS NULL") == [(True,)]
+        with ExternalDatabase(server.url):  # a live run's schema is no one's to drop
+            assert server.query(f"SELECT to_regnamespace('{following.schema}') IS NOT NULL") == [
+                (True,)
+            ]
+    assert _catalog(server, orphan) == before
+    assert list((registry / "schemas").iterdir()) == []
+
+
+@needs_postgres
+def test_a_user_who_may_not_make_a_schema_is_told_before_any_run(server: PostgresServer) -> None:
+    server.execute("DROP ROLE IF EXISTS reader; CREATE ROLE reader LOGIN")
+    with pytest.raises(PostgresError, match="user reader may not create a schema") as refused:
+        ExternalDatabase(server.url.replace("replay@", "reader:pw@")).check_reachable()
+    assert "GRANT CREATE ON DATABASE replay TO reader" in str(refused.value)
+    assert "reader:***@" in str(refused.value) and ":pw@" not in str(refused.value)
+    ExternalDatabase(server.url).check_reachable()  # its owner may
+
+
+@needs_postgres
+def test_a_sink_is_read_back_before_spark_reads_it(server: PostgresServer) -> None:
+    """What the checker asks before its JDBC read: each mistake named in one line."""
+    with ExternalDatabase(server.url) as database:
+        database.execute(
+            "CREATE TABLE charges (event_id text, amount_cents bigint); "
+            "CREATE TABLE charge_log (event_id text); "
+            "INSERT INTO charge_log SELECT 'e-' || n FROM generate_series(1, 3) n"
+        )
+        columns = {"id_column": "event_id", "effect_column": "amount_cents"}
+
+        def said(table: str | None, query: str | None, **changed: str) -> str:
+            with pytest.raises(SinkError) as error:
+                read_back(database, table, query, {**columns, **changed})
+            return str(error.value)
+
+        where = f"schema {database.schema} of {server.url}"
+        assert said("charge", None) == (
+            f"[sink] table 'charge' not found in the run's database ({where}; its tables: "
+            "charge_log, charges): [sink] tables must create it, or name the table the app writes"
+        )
+        assert said("charges", None, effect_column="amount") == (
+            "[sink] effect_column 'amount' not found in the run's database: table 'charges' has "
+            "the columns event_id, amount_cents"
+        )
+        assert said(None, "SELECT event_id FROM charges WHERE") == (
+            "[sink] query 'SELECT event_id FROM charges WHERE' failed in the run's database "
+            f'({where}): syntax error at or near ")"'  # read as (QUERY) AS sink
+        )
+        assert said("charges", None) == (
+            "[sink] table 'charges' has no rows after the run, but other tables of the run's "
+            f"database ({where}) have: charge_log (3); does [sink] name what the app writes?"
+        )
+        database.execute("INSERT INTO charges VALUES ('e-1', 500)")
+        read_back(database, "CHARGES", None, {"id_column": "EVENT_ID"})  # any case, as Spark
+        read_back(database, None, "SELECT event_id, amount_cents FROM charges", columns)
 
 
 def test_a_database_that_does_not_answer_fails_fast_with_its_password_hidden() -> None:

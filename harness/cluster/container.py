@@ -33,7 +33,7 @@ DATA_DIR = "/var/lib/kafka/data"
 TEMPLATE_DIR = "/opt/kafka/storage-template"
 
 
-def _docker_container(image: str) -> DockerContainer:
+def docker_container(image: str) -> DockerContainer:
     """A testcontainers container of ``image``: imported here, so listing backends stays light."""
     from testcontainers.core.config import testcontainers_config
     from testcontainers.core.container import DockerContainer
@@ -209,7 +209,7 @@ class ContainerCluster(NodeCluster):
         for address in addresses:
             properties = self._node_properties(address, addresses, DATA_DIR)
             labels = {LEASE_LABEL: self.lease.token, "kafka-replay.node": str(address.node_id)}
-            container = _docker_container(self.image).with_kwargs(network="host", labels=labels)
+            container = docker_container(self.image).with_kwargs(network="host", labels=labels)
             for key, value in properties.items():
                 container.with_env(environment_name(key), value)
             container.with_env("CLUSTER_ID", identity).with_env("KAFKA_HEAP_OPTS", self.heap)

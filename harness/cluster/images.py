@@ -4,6 +4,8 @@ Preference order: an image named by the user; this machine's ``kafka-replay/kafk
 the official ``apache/kafka:<version>`` (local, else pulled); else a local image is built:
 a Debian root filesystem made with debootstrap, a Java 17 runtime from apt, and the same
 Maven Central jars the embedded backend runs. Building a tag that exists is a no-op.
+The Debian base, the build lock and :func:`docker_build` serve the run database's PostgreSQL
+image too (:mod:`kafka_replay.sinks.postgres_image`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -144,12 +147,20 @@ def build_kafka_image(version: str, progress: Progress = log.warning) -> str:
     tag = local_image(version)
     if image_current(client, tag):
         return tag
-    lock = cache_root() / "artifacts" / "image-build.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(lock):  # parallel test workers must not build the same image twice
+    with build_lock():
         if not image_current(client, tag):
             _build_kafka_image(client, version, tag, progress)
     return tag
+
+
+@contextmanager
+def build_lock() -> Iterator[None]:
+    """Held while a local image is built: parallel test workers and runs must not build the
+    same image twice, nor make the Debian root filesystem that every local image starts from."""
+    lock = cache_root() / "artifacts" / "image-build.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(lock):
+        yield
 
 
 def recipe() -> str:
@@ -161,13 +172,18 @@ def recipe() -> str:
 
 def image_current(client: Any, tag: str) -> bool:
     """The local image exists and was built by this recipe."""
+    return built_by(client, tag, recipe())
+
+
+def built_by(client: Any, tag: str, digest: str) -> bool:
+    """The image ``tag`` exists and its recipe label is ``digest``."""
     import docker
 
     try:
         labels = client.images.get(tag).labels or {}
     except docker.errors.ImageNotFound:
         return False
-    return labels.get(RECIPE_LABEL) == recipe()
+    return labels.get(RECIPE_LABEL) == digest
 
 
 def _build_kafka_image(client: Any, version: str, tag: str, progress: Progress) -> None:
@@ -189,27 +205,34 @@ def _build_kafka_image(client: Any, version: str, tag: str, progress: Progress) 
         (root / "Dockerfile").write_text(KAFKA_DOCKERFILE)
         progress(f"Building {tag} from {len(jars)} Maven Central jars")
         labels = {IMAGE_LABEL: "kafka", "kafka.version": version, RECIPE_LABEL: recipe()}
-        _docker_build(client, root, tag, labels)
+        docker_build(client, root, tag, labels)
 
 
 def _build_java_image(client: Any, progress: Progress) -> None:
     if image_exists(client, JAVA_IMAGE):
         return
-    if not image_exists(client, DEBIAN_IMAGE):
-        _import_debian_rootfs(client, progress)
+    debian_base(client, progress)
     with tempfile.TemporaryDirectory(prefix="kafka-replay-image-") as context:
         (Path(context) / "Dockerfile").write_text(JAVA_DOCKERFILE)
         progress(f"Building {JAVA_IMAGE}: Java 17 from Debian's packages")
-        _docker_build(client, Path(context), JAVA_IMAGE, {IMAGE_LABEL: "java"})
+        docker_build(client, Path(context), JAVA_IMAGE, {IMAGE_LABEL: "java"})
+
+
+def debian_base(client: Any, progress: Progress) -> str:
+    """:data:`DEBIAN_IMAGE`, the base of every local image, made from a debootstrap root
+    filesystem when missing (never pulled); call it under :func:`build_lock`."""
+    if not image_exists(client, DEBIAN_IMAGE):
+        _import_debian_rootfs(client, progress)
+    return DEBIAN_IMAGE
 
 
 def _import_debian_rootfs(client: Any, progress: Progress) -> None:
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None or os.geteuid() != 0:
         raise ClusterError(
-            "building a Kafka image without a registry needs debootstrap, run as root "
-            "(Debian: apt-get install debootstrap); or pull apache/kafka where a registry is "
-            "reachable"
+            f"building a local image without a registry starts from {DEBIAN_IMAGE}, which "
+            "needs debootstrap, run as root (Debian: apt-get install debootstrap); for Kafka, "
+            "pull apache/kafka instead where a registry is reachable"
         )
     mirror = debian_mirror()
     with tempfile.TemporaryDirectory(prefix="kafka-replay-rootfs-") as work:
@@ -231,12 +254,20 @@ def _import_debian_rootfs(client: Any, progress: Progress) -> None:
         progress(f"Imported {DEBIAN_IMAGE} in {time.monotonic() - started:.0f}s")
 
 
-def _docker_build(client: Any, context: Path, tag: str, labels: dict[str, str]) -> None:
+def docker_build(client: Any, context: Path, tag: str, labels: dict[str, str]) -> None:
+    """``docker build`` of ``context`` on the host's network (no bridge), from local images
+    only: a failure is a :class:`ClusterError` ending with the build's last lines."""
     import docker
 
     try:
         client.images.build(
-            path=str(context), tag=tag, labels=labels, network_mode="host", rm=True, pull=False
+            path=str(context),
+            tag=tag,
+            labels=labels,
+            network_mode="host",
+            rm=True,
+            pull=False,
+            forcerm=True,  # a failed step's container too
         )
     except docker.errors.BuildError as exc:
         chunks = (chunk.get("stream", chunk.get("error", "")) for chunk in exc.build_log)

@@ -375,6 +375,10 @@ class _Run:
 
         if self.options.database_url:
             self.database = ExternalDatabase(self.options.database_url)
+        elif getattr(self.cluster, "backend", None) == "container":  # beside the brokers
+            from kafka_replay.sinks.container_postgres import ContainerPostgres
+
+            self.database = ContainerPostgres(self.history.logs_dir, progress=self.progress)
         else:
             reason = postgres_unavailable()
             if reason:

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 import pytest
@@ -167,6 +169,23 @@ def closed_port() -> int:
     (port,) = free_ports(1)
     assert not accepts_connections(port)
     return port
+
+
+T = TypeVar("T")
+
+
+def ctrl_c_when(child: subprocess.Popen[str], ready: Callable[[], T]) -> tuple[T, str]:
+    """Once ``ready()`` gives something, Ctrl-C ``child``: what ready gave, and all the child
+    printed. A child still running after that (or after a failure) is killed."""
+    try:
+        seen = ready()
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return seen, output
 
 
 def leftovers(marker: str) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 from junitparser import Error, Failure, JUnitXml
+
+from tests.test_bad_input import ctrl_c_when
 
 REPORT_FIELDS = {
     "incident", "profile", "app", "guarantee", "verdict", "passed", "reproduced", "anomalies",
@@ -143,14 +144,7 @@ def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path, names: list[str])
         text=True,
         env={**os.environ, "TMPDIR": str(scratch)},
     )
-    try:
-        descendants = _wait_for_the_app(child)
-        child.send_signal(signal.SIGINT)
-        output, _ = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    descendants, output = ctrl_c_when(child, lambda: _wait_for_the_app(child))
     assert child.returncode == 130, output
     assert "Interrupted" in output
     alive = [_command(p) for p in descendants if _alive(p)]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from kafka_replay.cluster.paths import REGISTRY_ENV
 from kafka_replay.cluster.ports import free_ports
 from kafka_replay.sinks.database import PostgresError
 from kafka_replay.sinks.postgres import PostgresServer, postgres_unavailable
-from tests.test_bad_input import ROOT, ROW_ENV, kafka_replay, leftovers
+from tests.test_bad_input import ROOT, ROW_ENV, ctrl_c_when, kafka_replay, leftovers
 
 pytestmark = pytest.mark.skipif(
     postgres_unavailable() is not None, reason=postgres_unavailable() or ""
@@ -190,15 +189,13 @@ def test_ctrl_c_on_a_team_database_leaves_every_other_schema_as_it_was(
             env={**os.environ, "TMPDIR": str(scratch), "SPARK_LOCAL_DIRS": str(scratch),
                  ROW_ENV: marker, REGISTRY_ENV: str(registry)},
         )  # fmt: skip
-        try:
+
+        def charging() -> str:
             schema = _wait_for_charges(team, child)
-            assert (registry / "schemas" / f"{schema}.json").exists()
-            child.send_signal(signal.SIGINT)
-            output, _ = child.communicate(timeout=120)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+            assert (registry / "schemas" / f"{schema}.json").exists()  # noted while it runs
+            return schema
+
+        _, output = ctrl_c_when(child, charging)
         assert child.returncode == 130, output
         assert "Interrupted" in output and password not in output, output
         assert _runs_schemas(team) == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -611,6 +612,7 @@ def _run_side_by_side(
             for outcome in outcomes:
                 _show_outcome(outcome)
 
+        os.environ.update(settings.child_environment())  # the lanes inherit it
         try:
             return run_side_by_side(
                 names, settings.argv(), profiles, settings.jobs, scratch, started, done, runs_dir

@@ -152,6 +152,7 @@ def _matrix(args: argparse.Namespace) -> Any:
 def _run_options(args: argparse.Namespace, names: list[str], profile: str | None) -> list[str]:
     """The ``kafka-replay run`` options every side shares: the incidents and the settings."""
     settings = RunSettings.from_args(args, COMPARE)
+    os.environ.update(settings.child_environment())  # each side inherits it
     return [*(names or ["--all"]), *settings.replace(profile=profile).argv()]
 
 

@@ -75,3 +75,16 @@ def test_each_face_offers_its_options() -> None:
     assert "report" in names[RUN] and "report" not in names[COMPARE]
     assert "setup" in names[PYTEST] and "setup" not in names[RUN]
     assert "profile" not in names[PYTEST]  # pytest selects with -k
+
+
+def test_a_password_reaches_a_child_through_its_environment_not_its_command_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = "postgresql://team:s3cret@127.0.0.1:5432/orders"
+    settings = parsed([*GIVEN, "--database-url", url])
+    assert not any("s3cret" in arg for arg in settings.argv())  # `ps` would show it
+    environment = settings.child_environment()
+    assert environment == {"KAFKA_REPLAY_DATABASE_URL": url}
+    monkeypatch.setenv("KAFKA_REPLAY_DATABASE_URL", url)  # what the child inherits
+    assert parsed(settings.argv()).to_json() == settings.to_json()
+    assert "s3cret" not in str(settings.to_json())

@@ -11,6 +11,7 @@ appears in all of them.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,9 @@ class Option:
     check: Callable[[Any], None] | None = None
     #: How the value is recorded in ``run.json`` and reports (a password hidden); None: as is.
     shown: Callable[[Any], Any] | None = None
+    #: An environment variable that gives a child the value instead of its command line, where
+    #: any process could read it (a password); the option's default when it is set.
+    env: str | None = None
 
     @property
     def flag(self) -> str:
@@ -82,7 +86,7 @@ class Option:
     def argparse_kwargs(self, dest: str | None = None) -> dict[str, Any]:
         """The keywords of ``add_argument`` (pytest's ``addoption`` takes the same)."""
         kwargs: dict[str, Any] = {
-            "default": self.empty,
+            "default": os.environ.get(self.env, self.empty) if self.env else self.empty,
             "help": self.help() if callable(self.help) else self.help,
             "dest": dest or self.name,
         }
@@ -174,8 +178,9 @@ for _option in (
            check=_payload),
     Option("database_url", "a PostgreSQL database of yours (postgresql://USER:PASSWORD@HOST/DB)"
            " for incidents whose app writes rows ([sink]): each run works in a schema of its own "
-           "there and drops only that (default: a server of the run's own)", metavar="URL",
-           check=_database_url, shown=_redacted),
+           "there and drops only that (default: $KAFKA_REPLAY_DATABASE_URL, else a server of the run's "
+           "own)", metavar="URL",
+           check=_database_url, shown=_redacted, env="KAFKA_REPLAY_DATABASE_URL"),
     Option("output_id", "how to find the input's event_id in your app's output records: "
            "module:function(record) -> event_id", metavar="MODULE:FUNCTION"),
     Option("guarantee", "the delivery guarantee your app declares (default: each incident's)",
@@ -307,7 +312,7 @@ class RunSettings:
         argv: list[str] = []
         for option in options(RUN):
             value = getattr(self, option.name)
-            if not option.child or not _given(value) or value == option.default:
+            if not option.child or option.env or not _given(value) or value == option.default:
                 continue
             if option.switch:
                 argv.append(option.flag)
@@ -315,6 +320,11 @@ class RunSettings:
             for item in value if option.repeat else [value]:
                 argv += [option.flag, str(item)]
         return argv
+
+    def child_environment(self) -> dict[str, str]:
+        """What a child ``kafka-replay run`` is given in its environment, not in its argv."""
+        given = {o.env: getattr(self, o.name) for o in options(RUN) if o.child and o.env}
+        return {env: str(value) for env, value in given.items() if _given(value)}
 
     def to_json(self) -> dict[str, Any]:
         """Every setting with its value, as recorded in each run's ``run.json``."""

@@ -178,8 +178,8 @@ for _option in (
            check=_payload),
     Option("database_url", "a PostgreSQL database of yours (postgresql://USER:PASSWORD@HOST/DB)"
            " for incidents whose app writes rows ([sink]): each run works in a schema of its own "
-           "there and drops only that (default: $KAFKA_REPLAY_DATABASE_URL, else a server of the run's "
-           "own)", metavar="URL",
+           "there and drops only that (default: $KAFKA_REPLAY_DATABASE_URL, else a server of "
+           "the run's own)", metavar="URL",
            check=_database_url, shown=_redacted, env="KAFKA_REPLAY_DATABASE_URL"),
     Option("output_id", "how to find the input's event_id in your app's output records: "
            "module:function(record) -> event_id", metavar="MODULE:FUNCTION"),

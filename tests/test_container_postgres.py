@@ -1,38 +1,29 @@
 """The run's database on the container backend: PostgreSQL in a container of a local image.
 
 The image is built from Debian's packages with no registry, as the Kafka image is; the tests
-skip, saying how to get one, when no Docker daemon answers.
+skip, saying how to get one, when no Docker daemon answers. What the container holds to as the
+machine's own server does (its URLs, settings, start and failures) is tested on both kinds in
+``test_postgres.py``; here is what only a container does.
 """
 
 from __future__ import annotations
 
-import json
-import signal
-import socket
-import subprocess
-import sys
-import textwrap
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from kafka_replay.checker.spark import jdbc_driver_class
 from kafka_replay.cluster import choose_version
 from kafka_replay.cluster.container import LEASE_LABEL, reap_containers
 from kafka_replay.cluster.images import DEBIAN_IMAGE, IMAGE_LABEL, RECIPE_LABEL, docker_client
 from kafka_replay.cluster.pool import ClusterPool
 from kafka_replay.replay.definition import load_incident
 from kafka_replay.replay.runner import RunOptions, run_incident
-from kafka_replay.sinks import container_postgres as container_module
-from kafka_replay.sinks import postgres as postgres_module
 from kafka_replay.sinks import postgres_image
 from kafka_replay.sinks.container_postgres import ContainerPostgres
-from kafka_replay.sinks.database import PostgresError, postgres_jdbc_jar
+from kafka_replay.sinks.database import PostgresError
 from kafka_replay.sinks.postgres_image import POSTGRES_IMAGE, build_postgres_image, recipe
+from tests.server_helpers import killed_owner
 
 needs_docker = pytest.mark.usefixtures("docker_available")
 
@@ -41,14 +32,6 @@ needs_docker = pytest.mark.usefixtures("docker_available")
 def docker_available() -> None:
     if (reason := ContainerPostgres.unavailable()) is not None:
         pytest.skip(f"no Docker daemon for PostgreSQL in a container: {reason}")
-
-
-@pytest.fixture(scope="module")
-def database(
-    docker_available: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ContainerPostgres]:
-    with ContainerPostgres(tmp_path_factory.mktemp("container-postgres")) as running:
-        yield running
 
 
 def _containers(token: str) -> list[str]:
@@ -69,49 +52,6 @@ def test_the_image_is_built_once_from_the_local_debian_image() -> None:
     assert client.images.get(DEBIAN_IMAGE).id in layers
 
 
-def test_a_table_made_in_the_container_reads_back(database: ContainerPostgres) -> None:
-    assert database.url == f"postgresql://replay@127.0.0.1:{database.port}/replay"
-    database.execute("CREATE TABLE readings (id int PRIMARY KEY, value text)")
-    with psycopg.connect(database.url) as connection:  # as an app would
-        connection.execute("INSERT INTO readings VALUES (1, 'one'), (2, 'two')")
-    assert database.query("SELECT id, value FROM readings ORDER BY id") == [
-        (1, "one"),
-        (2, "two"),
-    ]
-    assert database.query("SELECT current_schema(), current_database()") == [("public", "replay")]
-    assert database.schema == "public"
-    settings = dict(database.query("SELECT name, setting FROM pg_settings"))
-    assert settings["listen_addresses"] == "127.0.0.1"
-    assert (settings["fsync"], settings["synchronous_commit"]) == ("off", "off")
-    rules = database.query(
-        "SELECT type, address, auth_method FROM pg_hba_file_rules ORDER BY line_number"
-    )
-    assert rules == [("local", None, "trust"), ("host", "127.0.0.1", "trust")]
-    with pytest.raises(PostgresError, match="no_such_table"):
-        database.query("SELECT * FROM no_such_table")
-
-
-def test_spark_reads_the_containers_table_through_its_jdbc_url(
-    database: ContainerPostgres, spark: SparkSession
-) -> None:
-    assert database.jdbc_url == (f"jdbc:postgresql://127.0.0.1:{database.port}/replay?user=replay")
-    spark.sql(f"ADD JAR '{postgres_jdbc_jar()}'")
-    database.execute(
-        "CREATE TABLE charges (event_id text PRIMARY KEY, amount numeric);"
-        "INSERT INTO charges VALUES ('e-1', 12.50), ('e-2', 3)"
-    )
-    rows = (
-        spark.read.format("jdbc")
-        .option("url", database.jdbc_url)
-        .option("dbtable", "charges")
-        .option("driver", jdbc_driver_class([postgres_jdbc_jar()]))
-        .load()
-        .orderBy("event_id")
-        .collect()
-    )
-    assert [(row.event_id, float(row.amount)) for row in rows] == [("e-1", 12.5), ("e-2", 3.0)]
-
-
 @needs_docker
 def test_stop_removes_the_container_and_keeps_its_log(tmp_path: Path) -> None:
     database = ContainerPostgres(tmp_path).start()
@@ -129,72 +69,19 @@ def test_stop_removes_the_container_and_keeps_its_log(tmp_path: Path) -> None:
 
 
 @needs_docker
-def test_two_containers_at_once_get_their_own_ports_and_data(tmp_path: Path) -> None:
-    with ContainerPostgres(tmp_path / "a") as first, ContainerPostgres(tmp_path / "b") as second:
-        assert first.port != second.port and first.name != second.name
-        first.execute("CREATE TABLE only_here (id int)")
-        assert second.query("SELECT to_regclass('only_here') IS NULL") == [(True,)]
-
-
-@needs_docker
-def test_a_container_that_cannot_start_says_why_and_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(postgres_module.SETTINGS, "no_such_parameter", "1")
-    database = ContainerPostgres(tmp_path)
-    with pytest.raises(PostgresError, match="exited with") as failed:
-        database.start()
-    assert 'unrecognized configuration parameter "no_such_parameter"' in str(failed.value)
-    assert database.container is None and database.lease is None
-    assert docker_client().containers.list(all=True, filters={"name": database.name}) == []
-
-
-@needs_docker
-def test_a_port_taken_before_the_container_binds_it_means_a_fresh_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    free_ports = container_module.free_ports
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        taken = holder.getsockname()[1]
-        handed = iter([[taken]])
-        monkeypatch.setattr(
-            container_module, "free_ports", lambda n: next(handed, None) or free_ports(n)
-        )
-        with ContainerPostgres(tmp_path) as database:
-            assert database.port != taken
-            assert database.query("SELECT 1") == [(1,)]
-    assert "Address already in use" in (tmp_path / "postgres.log").read_text()
-
-
-@needs_docker
 def test_a_crashed_owners_container_is_reaped(tmp_path: Path) -> None:
-    ready = tmp_path / "ready.json"
-    script = textwrap.dedent(
+    state = killed_owner(
         f"""
-        import json, os, threading
         from pathlib import Path
         from kafka_replay.sinks.container_postgres import ContainerPostgres
 
         database = ContainerPostgres(Path({str(tmp_path)!r})).start()
         state = {{"token": database.lease.token, "name": database.name}}
-        Path({str(ready)!r} + ".part").write_text(json.dumps(state))
-        os.replace({str(ready)!r} + ".part", {str(ready)!r})
-        threading.Event().wait()
-        """
+        """,
+        tmp_path,
+        "container",
+        timeout=120,
     )
-    owner = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 120
-        while not ready.exists():
-            assert owner.poll() is None, f"the owner exited with {owner.returncode}"
-            assert time.monotonic() < deadline, "the owner's container did not start"
-            time.sleep(0.1)
-    finally:
-        owner.send_signal(signal.SIGKILL)  # no clean-up of its own
-        owner.wait(timeout=30)
-    state = json.loads(ready.read_text())
     assert _containers(state["token"]) == [state["name"]]  # a crash leaves it running
 
     assert state["name"] in reap_containers()  # what the next start of a container does first

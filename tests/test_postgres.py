@@ -1,19 +1,18 @@
 """The database a run gives its apps: a real PostgreSQL per run, or a schema in a team's own.
 
-The server is the machine's PostgreSQL (Debian's package); the tests skip without it.
+The run's own server comes in two kinds, the machine's PostgreSQL (Debian's package) and the
+same in a container (the container backend's): what holds for both is tested on both, each
+skipping without what it needs (the server programs, a Docker daemon).
 """
 
 from __future__ import annotations
 
-import json
-import signal
 import socket
-import subprocess
-import sys
-import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 import psutil
 import psycopg
@@ -21,9 +20,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_replay.checker.spark import jdbc_driver_class
+from kafka_replay.cluster.images import docker_client
 from kafka_replay.cluster.paths import REGISTRY_ENV
 from kafka_replay.cluster.reaper import LEASE_ENV, reap_orphans
-from kafka_replay.sinks import postgres as postgres_module
+from kafka_replay.sinks import local_postgres
+from kafka_replay.sinks.container_postgres import ContainerPostgres
 from kafka_replay.sinks.database import (
     CONNECT_TIMEOUT_S,
     PostgresError,
@@ -33,12 +34,15 @@ from kafka_replay.sinks.database import (
     redact,
 )
 from kafka_replay.sinks.external import ExternalDatabase
+from kafka_replay.sinks.local_postgres import LocalPostgres
 from kafka_replay.sinks.postgres import (
     BIN_ENV,
     PostgresServer,
     find_postgres_bin,
     postgres_unavailable,
 )
+from kafka_replay.sinks.postgres_image import build_postgres_image
+from tests.server_helpers import killed_owner, port_taken_first
 
 needs_postgres = pytest.mark.skipif(
     postgres_unavailable() is not None, reason=postgres_unavailable() or ""
@@ -94,6 +98,84 @@ def _catalog(database: PostgresServer, schema: str) -> list[tuple[str, ...]]:
     )
 
 
+D = TypeVar("D", bound=LocalPostgres)
+
+
+@dataclass(frozen=True)
+class Kind(Generic[D]):
+    """One kind of the run's own server, and where a test looks for what one holds."""
+
+    name: str
+    make: Callable[[Path], D]
+    unavailable: Callable[[], str | None]
+    #: Where a running one's data lives: its data directory, or its container.
+    home: Callable[[D], object]
+    #: What a stopped or failed one still holds of the machine's: nothing, when all is well.
+    leftovers: Callable[[D], list[str]]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _server_leftovers(server: PostgresServer) -> list[str]:
+    assert server.process is not None and server.data_dir is not None  # postgres was launched
+    left = [f"postmaster {server.process.pid}"] if server.process.poll() is None else []
+    if server.data_dir.exists():
+        left.append(str(server.data_dir))
+    return left
+
+
+def _container_leftovers(database: ContainerPostgres) -> list[str]:
+    assert database.name  # a container was launched
+    found = docker_client().containers.list(all=True, filters={"name": database.name})
+    left = [container.name for container in found]
+    if database.container is not None:
+        left.append("its container, not forgotten")
+    return left
+
+
+def _container_unavailable() -> str | None:
+    """Why no container can start here; where one can, the image is built now, so that no
+    test times a start with the build in it."""
+    if (reason := ContainerPostgres.unavailable()) is not None:
+        return f"no Docker daemon for PostgreSQL in a container: {reason}"
+    build_postgres_image()
+    return None
+
+
+KINDS: list[Kind[Any]] = [
+    Kind("packages", PostgresServer, postgres_unavailable, lambda s: s.data_dir, _server_leftovers),
+    Kind(
+        "container",
+        ContainerPostgres,
+        _container_unavailable,
+        lambda d: d.name,
+        _container_leftovers,
+    ),
+]
+
+
+def _available(kind: Kind[Any]) -> Kind[Any]:
+    if (reason := kind.unavailable()) is not None:
+        pytest.skip(reason)
+    return kind
+
+
+@pytest.fixture(params=KINDS, ids=str)
+def kind(request: pytest.FixtureRequest) -> Kind[Any]:
+    return _available(request.param)
+
+
+@pytest.fixture(scope="module", params=KINDS, ids=str)
+def own_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalPostgres]:
+    """A running server of each kind, shared by the module's tests."""
+    kind = _available(request.param)
+    with kind.make(tmp_path_factory.mktemp(kind.name)) as running:
+        yield running
+
+
 def test_the_server_programs_come_from_their_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -133,33 +215,40 @@ def test_urls_put_the_runs_schema_first_and_hide_the_password() -> None:
         ExternalDatabase("mysql://u:secret@h/d")
 
 
-@needs_postgres
-def test_a_table_made_in_the_server_reads_back(server: PostgresServer) -> None:
-    assert server.url == f"postgresql://replay@127.0.0.1:{server.port}/replay"
-    server.execute("CREATE TABLE readings (id int PRIMARY KEY, value text)")
-    with psycopg.connect(server.url) as connection:  # as an app would
+def test_a_table_made_in_the_runs_own_server_reads_back(own_server: LocalPostgres) -> None:
+    assert own_server.url == f"postgresql://replay@127.0.0.1:{own_server.port}/replay"
+    own_server.execute("CREATE TABLE readings (id int PRIMARY KEY, value text)")
+    with psycopg.connect(own_server.url) as connection:  # as an app would
         connection.execute("INSERT INTO readings VALUES (1, 'one'), (2, 'two')")
-    assert server.query("SELECT id, value FROM readings ORDER BY id") == [(1, "one"), (2, "two")]
-    assert server.query("SELECT current_schema(), current_database()") == [("public", "replay")]
-    settings = dict(server.query("SELECT name, setting FROM pg_settings"))
+    readings = own_server.query("SELECT id, value FROM readings ORDER BY id")
+    assert readings == [(1, "one"), (2, "two")]
+    where = own_server.query("SELECT current_schema(), current_database()")
+    assert where == [("public", "replay")] and own_server.schema == "public"
+    settings = dict(own_server.query("SELECT name, setting FROM pg_settings"))
     assert settings["listen_addresses"] == "127.0.0.1"
     assert (settings["fsync"], settings["synchronous_commit"]) == ("off", "off")
+    rules = own_server.query(
+        "SELECT type, address, auth_method FROM pg_hba_file_rules ORDER BY line_number"
+    )
+    assert rules == [("local", None, "trust"), ("host", "127.0.0.1", "trust")]
     with pytest.raises(PostgresError, match="no_such_table"):
-        server.query("SELECT * FROM no_such_table")
+        own_server.query("SELECT * FROM no_such_table")
 
 
-@needs_postgres
-def test_spark_reads_the_servers_table_through_its_jdbc_url(
-    server: PostgresServer, spark_with_driver: SparkSession
+def test_spark_reads_the_own_servers_table_through_its_jdbc_url(
+    own_server: LocalPostgres, spark_with_driver: SparkSession
 ) -> None:
+    assert (
+        own_server.jdbc_url == f"jdbc:postgresql://127.0.0.1:{own_server.port}/replay?user=replay"
+    )
     jar = postgres_jdbc_jar()
     assert jar.name == "postgresql-42.7.14.jar"
     driver = jdbc_driver_class([jar])
     assert driver == "org.postgresql.Driver"
-    server.execute(CHARGES + "; INSERT INTO charges VALUES ('e-1', 12.50), ('e-2', 3)")
+    own_server.execute(CHARGES + "; INSERT INTO charges VALUES ('e-1', 12.50), ('e-2', 3)")
     rows = (
         spark_with_driver.read.format("jdbc")
-        .option("url", server.jdbc_url)
+        .option("url", own_server.jdbc_url)
         .option("dbtable", "charges")
         .option("driver", driver)
         .load()
@@ -178,60 +267,44 @@ def test_stop_ends_every_process_and_removes_the_data(tmp_path: Path) -> None:
 
     server.stop()
     assert all(_gone(pid) for pid in pids)
-    assert not server.data_dir.exists()
+    assert _server_leftovers(server) == [] and server.lease is None
     assert "database system is shut down" in (tmp_path / "postgres.log").read_text()
     server.stop()  # a second stop does nothing
 
 
-@needs_postgres
 def test_a_server_that_cannot_start_says_why_and_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kind: Kind[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(postgres_module.SETTINGS, "no_such_parameter", "1")
-    server = PostgresServer(tmp_path)
+    monkeypatch.setitem(local_postgres.SETTINGS, "no_such_parameter", "1")
+    server = kind.make(tmp_path)
     started = time.monotonic()
     with pytest.raises(PostgresError, match="exited with") as failed:
         server.start()
     assert 'unrecognized configuration parameter "no_such_parameter"' in str(failed.value)
     assert time.monotonic() - started < 20
-    assert server.process is not None and server.process.poll() is not None
-    assert server.data_dir is not None and not server.data_dir.exists()
-    assert server.lease is None
+    assert kind.leftovers(server) == [] and server.lease is None
 
 
-@needs_postgres
 def test_a_port_taken_before_the_server_binds_it_means_a_fresh_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kind: Kind[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    free_ports = postgres_module.free_ports
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        taken = holder.getsockname()[1]
-        handed = iter([[taken]])
-        monkeypatch.setattr(
-            postgres_module, "free_ports", lambda n: next(handed, None) or free_ports(n)
-        )
-        with PostgresServer(tmp_path) as server:
-            assert server.port != taken
-            assert server.query("SELECT 1") == [(1,)]
+    with port_taken_first(monkeypatch, local_postgres) as taken, kind.make(tmp_path) as server:
+        assert server.port != taken
+        assert server.query("SELECT 1") == [(1,)]
     assert "Address already in use" in (tmp_path / "postgres.log").read_text()
 
 
-@needs_postgres
-def test_two_servers_at_once_get_their_own_ports_and_data(tmp_path: Path) -> None:
-    with PostgresServer(tmp_path / "a") as first, PostgresServer(tmp_path / "b") as second:
-        assert first.port != second.port and first.data_dir != second.data_dir
+def test_two_servers_at_once_get_their_own_ports_and_data(kind: Kind[Any], tmp_path: Path) -> None:
+    with kind.make(tmp_path / "a") as first, kind.make(tmp_path / "b") as second:
+        assert first.port != second.port and kind.home(first) != kind.home(second)
         first.execute("CREATE TABLE only_here (id int)")
         assert second.query("SELECT to_regclass('only_here') IS NULL") == [(True,)]
 
 
 @needs_postgres
 def test_a_crashed_owners_server_is_reaped(tmp_path: Path) -> None:
-    ready = tmp_path / "ready.json"
-    script = textwrap.dedent(
+    state = killed_owner(
         f"""
-        import json, os, threading
         import psutil
         from pathlib import Path
         from kafka_replay.sinks.postgres import PostgresServer
@@ -246,22 +319,10 @@ def test_a_crashed_owners_server_is_reaped(tmp_path: Path) -> None:
             "data_dir": str(server.data_dir),
             "shmid": int(lines[6].split()[1]),
         }}
-        Path({str(ready)!r} + ".part").write_text(json.dumps(state))
-        os.replace({str(ready)!r} + ".part", {str(ready)!r})
-        threading.Event().wait()
-        """
+        """,
+        tmp_path,
+        "server",
     )
-    owner = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert owner.poll() is None, f"the owner exited with {owner.returncode}"
-            assert time.monotonic() < deadline, "the owner's server did not start"
-            time.sleep(0.1)
-    finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait(timeout=30)
-    state = json.loads(ready.read_text())
     assert psutil.Process(state["pid"]).environ().get(LEASE_ENV) == state["token"]
     assert state["shmid"] in _shared_memory_ids()
 
@@ -349,31 +410,17 @@ def test_a_schema_left_by_a_killed_run_is_dropped_by_the_next_run_on_that_databa
     server.execute(TEAM_TABLE)
     password = "n0t-on-disk"  # trust auth takes any password: here it is only to be kept off disk
     url = server.url.replace("replay@", f"replay:{password}@")
-    ready = tmp_path / "ready.json"
-    script = textwrap.dedent(
+    orphan = killed_owner(
         f"""
-        import os, threading
-        from pathlib import Path
         from kafka_replay.sinks.external import ExternalDatabase
 
         database = ExternalDatabase({url!r}).start()
         database.execute("CREATE TABLE charges (event_id text PRIMARY KEY)")
-        Path({str(ready)!r} + ".part").write_text(database.schema)
-        os.replace({str(ready)!r} + ".part", {str(ready)!r})
-        threading.Event().wait()
-        """
+        state = database.schema
+        """,
+        tmp_path,
+        "schema",
     )
-    owner = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert owner.poll() is None, f"the owner exited with {owner.returncode}"
-            assert time.monotonic() < deadline, "the owner's schema was not made"
-            time.sleep(0.1)
-    finally:
-        owner.send_signal(signal.SIGKILL)  # no clean-up of its own
-        owner.wait(timeout=30)
-    orphan = ready.read_text()
     assert server.query(f"SELECT to_regnamespace('{orphan}') IS NOT NULL") == [(True,)]
     (note,) = (registry / "schemas").iterdir()
     assert note.name == f"{orphan}.json" and note.stat().st_mode & 0o777 == 0o600

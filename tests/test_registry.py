@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import io
 import json
-import signal
 import socket
-import subprocess
-import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +30,7 @@ from kafka_replay.workload.registry import (
     frame,
     registry_unavailable,
 )
+from tests.server_helpers import killed_owner, port_taken_first
 
 needs_java21 = pytest.mark.skipif(
     registry_unavailable() is not None, reason=registry_unavailable() or ""
@@ -183,48 +180,29 @@ def test_a_java_that_exits_at_once_raises_with_its_log_tail(tmp_path: Path) -> N
 def test_a_port_taken_before_the_registry_binds_it_means_fresh_ports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    free_ports = registry_module.free_ports
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        taken = holder.getsockname()[1]
-        handed = iter([[taken, *free_ports(1)]])
-        monkeypatch.setattr(
-            registry_module, "free_ports", lambda n: next(handed, None) or free_ports(n)
-        )
-        with SchemaRegistry(tmp_path) as registry:
-            assert registry.port != taken
-            assert registry.register("retried-value", '"string"') > 0
+    with (
+        port_taken_first(monkeypatch, registry_module, count=2) as taken,
+        SchemaRegistry(tmp_path) as registry,
+    ):
+        assert registry.port != taken
+        assert registry.register("retried-value", '"string"') > 0
     assert "seems to be in use" in (tmp_path / "schema-registry.log").read_text()
 
 
 @needs_java21
 def test_a_crashed_owners_registry_is_reaped(tmp_path: Path) -> None:
-    ready = tmp_path / "ready.json"
-    script = textwrap.dedent(
+    state = killed_owner(
         f"""
-        import json, os, threading
         from pathlib import Path
         from kafka_replay.workload.registry import SchemaRegistry
 
         registry = SchemaRegistry(Path({str(tmp_path)!r}), die_with_owner=False).start()
         state = {{"pid": registry.process.pid, "token": registry.lease.token}}
-        Path({str(ready)!r} + ".part").write_text(json.dumps(state))
-        os.replace({str(ready)!r} + ".part", {str(ready)!r})
-        threading.Event().wait()
-        """
+        """,
+        tmp_path,
+        "registry",
+        timeout=90,
     )
-    owner = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 90
-        while not ready.exists():
-            assert owner.poll() is None, f"the owner exited with {owner.returncode}"
-            assert time.monotonic() < deadline, "the owner's registry did not start"
-            time.sleep(0.1)
-    finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait(timeout=30)
-    state = json.loads(ready.read_text())
     assert psutil.Process(state["pid"]).environ().get(LEASE_ENV) == state["token"]
 
     assert state["pid"] in reap_orphans()  # what the next start does first

@@ -83,6 +83,25 @@ def thread_states(pid: int) -> list[str] | None:
     return states
 
 
+def wait_answering(
+    answers: Callable[[], bool],
+    exit_code: Callable[[], int | None],
+    timeout: float,
+    interval: float = 0.1,
+) -> str | None:
+    """Wait until a server just started ``answers()``: None once it does, else why it never
+    will (``exit_code()`` is not None: it exited; or ``timeout`` seconds passed), for the
+    caller's error, which adds the end of the server's log."""
+    deadline = time.monotonic() + timeout
+    while not answers():
+        if (code := exit_code()) is not None:
+            return f"exited with {code} before it answered"
+        if time.monotonic() > deadline:
+            return f"did not answer within {timeout:.0f}s"
+        time.sleep(interval)
+    return None
+
+
 def wait_frozen(pid: int, timeout: float = FREEZE_TIMEOUT_S) -> None:
     """Wait until every thread of ``pid`` has stopped after a SIGSTOP.
 

@@ -4,8 +4,8 @@
 packages and no registry: :mod:`.postgres_image`) through testcontainers, with host networking
 and ``postgres`` listening on a free 127.0.0.1 port, as the Kafka containers do (the daemon may
 run with ``--bridge=none --iptables=false``). The container makes a throw-away cluster when it
-starts, trusting 127.0.0.1 only, fsync off, with the embedded server's settings, superuser and
-database, so the apps get the same URLs as from :class:`~.postgres.PostgresServer`.
+starts, trusting 127.0.0.1 only; its settings, superuser, database, URLs and start are those
+of :class:`~.postgres.PostgresServer` (:mod:`.local_postgres`), so the apps see no difference.
 
 The container carries its lease's label, as a broker's does: :meth:`ContainerPostgres.stop`
 removes it, and after a crash the next start of a container (a database or a broker) does.
@@ -16,22 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING, Any
 
 from kafka_replay.cluster.container import LEASE_LABEL, docker_container, reap_containers
 from kafka_replay.cluster.errors import ClusterError
 from kafka_replay.cluster.images import DockerUnavailable, Progress, docker_client
-from kafka_replay.cluster.ports import free_ports
-from kafka_replay.cluster.reaper import Lease, reap_orphans
+from kafka_replay.cluster.process import wait_answering
+from kafka_replay.cluster.reaper import reap_orphans
 
-from .database import Database, PostgresError
-from .postgres import DATABASE, SETTINGS, SUPERUSER
+from .database import PostgresError
+from .local_postgres import LocalPostgres
 from .postgres_image import POSTGRES_IMAGE, build_postgres_image
 
 if TYPE_CHECKING:
@@ -43,35 +38,21 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT_S = 60.0
 #: Which label says what a kafka-replay container runs (a broker's says its node).
 ROLE_LABEL = "kafka-replay.role"
-#: What a failed bind says in the log: the port was taken meanwhile, so start again.
-_PORT_TAKEN = re.compile(r"Address already in use")
 
 
-class ContainerPostgres(Database):
-    """A PostgreSQL cluster of the run's own, in a container on 127.0.0.1; a context manager,
-    or :meth:`start` and :meth:`stop`. Its container is leased, so a crashed run's is reaped
-    like a broker's; :meth:`stop` removes it, its data with it."""
+class ContainerPostgres(LocalPostgres):
+    """A PostgreSQL cluster of the run's own, in a container on 127.0.0.1; its container is
+    leased, so a crashed run's is reaped like a broker's; :meth:`stop` removes it, its data
+    with it."""
 
-    schema = "public"
+    ready_timeout_s = READY_TIMEOUT_S
 
     def __init__(self, run_dir: Path, progress: Progress = log.warning) -> None:
-        self.run_dir = Path(run_dir)
-        self.log_path = self.run_dir / "postgres.log"
+        super().__init__(run_dir)
         self.progress = progress  # says when the image is built (minutes, once per machine)
-        self.database = DATABASE
-        self.user = SUPERUSER
-        self.port = 0
         self.name = ""  # the container's, once started
         self.container: DockerContainer | None = None
-        self.lease: Lease | None = None
-
-    @property
-    def url(self) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{self.database}"
-
-    @property
-    def jdbc_url(self) -> str:
-        return f"jdbc:postgresql://127.0.0.1:{self.port}/{self.database}?user={self.user}"
+        self._image = POSTGRES_IMAGE  # the tag each start builds, if need be
 
     @staticmethod
     def unavailable() -> str | None:
@@ -82,40 +63,15 @@ class ContainerPostgres(Database):
             return str(exc)
         return None
 
-    def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
-        """Build the image if needed, then a container until its server accepts connections
-        (a fresh port if ours was taken), then the :attr:`database` the apps get."""
+    def _prepare(self) -> None:
+        """Reap what crashed runs left, and build the image once; :class:`PostgresError`
+        saying what to do when Docker does not answer or the image cannot be built."""
         if self.container is not None:
             raise PostgresError("this database's container is already running")
-        image = self._image()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.lease = Lease.take()
-        try:
-            for attempt in range(3):
-                try:
-                    self._launch(image, timeout)
-                    break
-                except PostgresError as exc:
-                    taken = _PORT_TAKEN.search(str(exc))
-                    self._remove()
-                    if attempt == 2 or not taken:
-                        raise
-            with self._connect(self._admin_url()) as connection:
-                connection.execute(
-                    sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.database))
-                )
-        except BaseException:  # a Ctrl-C while it starts too: no container is left
-            self.stop()
-            raise
-        return self
-
-    def _image(self) -> str:
-        """Reap what crashed runs left, and the image, built once; :class:`PostgresError`
-        saying what to do when Docker does not answer or the image cannot be built."""
         try:
             reap_orphans()
             reap_containers()
-            return build_postgres_image(self.progress)
+            self._image = build_postgres_image(self.progress)
         except DockerUnavailable as exc:
             raise PostgresError(
                 f"the container backend runs the run's PostgreSQL in a container, and {exc} "
@@ -128,66 +84,38 @@ class ContainerPostgres(Database):
                 "embedded backend (PostgreSQL from the machine's own packages)."
             ) from None
 
-    def _launch(self, image: str, timeout: float) -> None:
+    def _launch(self, timeout: float) -> None:
         assert self.lease is not None
-        self.port = free_ports(1)[0]
-        # cluster_name marks the server as ours: a port taken meanwhile by another server
-        # (another run's, trusting 127.0.0.1 too) must not pass for it
-        settings = {
-            **SETTINGS,
-            "port": self.port,
-            "unix_socket_directories": "/tmp",
-            "cluster_name": f"kafka-replay-{self.lease.token}",
-        }
-        options = [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
         labels = {LEASE_LABEL: self.lease.token, ROLE_LABEL: "postgres"}
         self.name = f"kafka-replay-postgres-{self.lease.token}"
         container = (
-            docker_container(image)
+            docker_container(self._image)
             .with_kwargs(network="host", labels=labels)
             .with_name(self.name)
             .with_env("POSTGRES_USER", self.user)
-            .with_command(options)
+            .with_command(self._options(socket_dir="/tmp"))
         )
         self.container = container
         try:
             container.start()
         except Exception as exc:  # the daemon's APIError, whatever its kind
-            raise PostgresError(f"cannot start a container of {image}: {exc}") from None
-        deadline = time.monotonic() + timeout
-        while not self._accepts():
-            state = self._state()
-            if not state.get("Running"):
-                code = state.get("ExitCode")
-                raise PostgresError(self._failure(f"exited with {code} before it answered"))
-            if time.monotonic() > deadline:
-                raise PostgresError(self._failure(f"did not answer within {timeout:.0f}s"))
-            time.sleep(0.1)
-
-    def _admin_url(self) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
-
-    def _accepts(self) -> bool:
-        """Our server answers on the port (not another that took it meanwhile)."""
-        assert self.lease is not None
-        try:
-            with psycopg.connect(self._admin_url(), connect_timeout=2) as connection:
-                name = connection.execute("SHOW cluster_name").fetchone()
-        except psycopg.Error:
-            return False
-        return name == (f"kafka-replay-{self.lease.token}",)
+            raise PostgresError(f"cannot start a container of {self._image}: {exc}") from None
+        if (why := wait_answering(self._accepts, self._exit_code, timeout)) is not None:
+            raise PostgresError(self._failure(why))
 
     def _wrapped(self) -> Any:
         assert self.container is not None
         return self.container.get_wrapped_container()
 
-    def _state(self) -> dict[str, Any]:
+    def _exit_code(self) -> int | None:
+        """None while the container runs, else its exit code."""
         wrapped = self._wrapped()
         try:
             wrapped.reload()
-        except Exception:  # removed
-            return {"Running": False, "ExitCode": None}
-        return wrapped.attrs["State"]
+        except Exception:  # removed: no code to say
+            raise PostgresError(self._failure("was removed before it answered")) from None
+        state = wrapped.attrs["State"]
+        return None if state.get("Running") else state.get("ExitCode")
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -202,22 +130,16 @@ class ContainerPostgres(Database):
             f"log:\n{self.log_tail()}"
         )
 
-    def _remove(self) -> None:
-        """Save the container's log beside the run's (appended), then remove the container."""
+    def _halt(self) -> None:
+        """Save the container's log beside the run's (appended), then remove the container;
+        its data goes with it."""
         if self.container is None:
             return
         with contextlib.suppress(Exception):
             output = self._wrapped().logs()
             with self.log_path.open("ab") as log_file:
-                log_file.write(f"$ docker run --name {self.name} {POSTGRES_IMAGE}\n".encode())
+                log_file.write(f"$ docker run --name {self.name} {self._image}\n".encode())
                 log_file.write(output)
         with contextlib.suppress(Exception):
             self._wrapped().remove(force=True)
         self.container = None
-
-    def stop(self) -> None:
-        """Remove the container (its data goes with it) and the lease; safe to call twice."""
-        self._remove()
-        if self.lease is not None:
-            self.lease.release()
-            self.lease = None

@@ -36,21 +36,14 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
-from typing import Self
 
-import psycopg
-from psycopg import sql
+from kafka_replay.cluster.process import wait_answering
+from kafka_replay.cluster.reaper import reap_orphans
+from kafka_replay.cluster.server_log import ServerLog
 
-from kafka_replay.cluster.ports import free_ports
-from kafka_replay.cluster.process import spawn
-from kafka_replay.cluster.reaper import Lease, reap_orphans
-
-from .database import (
-    Database,
-    PostgresError,
-)
+from .database import PostgresError
+from .local_postgres import LocalPostgres
 
 log = logging.getLogger(__name__)
 
@@ -60,25 +53,11 @@ USER_ENV = "KAFKA_REPLAY_PG_USER"
 DEFAULT_ACCOUNT = "postgres"
 PROGRAMS = ("initdb", "pg_ctl", "postgres")
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
-SUPERUSER = "replay"
-DATABASE = "replay"
 INITDB_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0
 #: ``sun_path`` holds 108 bytes with its NUL: a longer socket path makes postgres refuse.
 _SOCKET_PATH_MAX = 107
-#: A test database: nothing in it must survive a crash, so nothing waits for the disk; and the
-#: machine has 2 cores and runs Kafka and Spark beside it, so its memory is kept small.
-SETTINGS = {
-    "listen_addresses": "127.0.0.1",
-    "fsync": "off",
-    "synchronous_commit": "off",
-    "full_page_writes": "off",
-    "shared_buffers": "16MB",
-    "max_connections": "50",
-}
-#: What a failed bind says in the log: the port was taken meanwhile, so start again.
-_PORT_TAKEN = re.compile(r"Address already in use")
 _IPC_RMID = 0
 
 
@@ -170,69 +149,38 @@ def _as_account(command: list[str], account: pwd.struct_passwd | None) -> list[s
     return [*switch, *command]
 
 
-class PostgresServer(Database):
-    """A PostgreSQL cluster of the run's own on 127.0.0.1; a context manager, or :meth:`start`
-    and :meth:`stop`. Its postmaster is leased, so a crashed run's server is reaped like a
-    broker; :meth:`stop` deletes its data."""
+class PostgresServer(LocalPostgres):
+    """A PostgreSQL cluster of the run's own on 127.0.0.1, from the machine's packages; its
+    postmaster is leased, so a crashed run's server is reaped like a broker; :meth:`stop`
+    deletes its data."""
 
-    schema = "public"
+    ready_timeout_s = READY_TIMEOUT_S
 
     def __init__(self, run_dir: Path, *, die_with_owner: bool = True) -> None:
-        self.run_dir = Path(run_dir)
-        self.log_path = self.run_dir / "postgres.log"
+        super().__init__(run_dir)
         self.die_with_owner = die_with_owner
-        self.database = DATABASE
-        self.user = SUPERUSER
-        self.port = 0
         self.data_dir: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
-        self.lease: Lease | None = None
-        self._log_offset = 0  # where this start's output begins in the log
+        self._log = ServerLog(self.log_path)
+        self._bindir = Path()  # initdb's and postgres's, found by each start
+        self._account: pwd.struct_passwd | None = None
 
-    @property
-    def url(self) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{self.database}"
-
-    @property
-    def jdbc_url(self) -> str:
-        return f"jdbc:postgresql://127.0.0.1:{self.port}/{self.database}?user={self.user}"
-
-    def start(self, timeout: float = READY_TIMEOUT_S) -> Self:
-        """``initdb``, then ``postgres`` until it accepts connections; a fresh port if ours
-        was taken; then the :attr:`database` the apps get."""
+    def _prepare(self) -> None:
         if self.process is not None and self.process.poll() is None:
             raise PostgresError("this server is already running")
         if (reason := postgres_unavailable()) is not None:
             raise PostgresError(reason)
         bindir = find_postgres_bin()
         assert bindir is not None
-        account = _server_account()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._bindir, self._account = bindir, _server_account()
+        self._log.begin()  # initdb's output and each launch's are this start's
         reap_orphans()
-        self.lease = Lease.take()
-        try:
-            self._init_cluster(bindir, account)
-            for attempt in range(3):
-                try:
-                    self._launch(bindir, account, timeout)
-                    break
-                except PostgresError:
-                    self._stop_process()
-                    if attempt == 2 or not _PORT_TAKEN.search(self._output()):
-                        raise
-            with self._connect(self._admin_url()) as connection:
-                connection.execute(
-                    sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.database))
-                )
-        except BaseException:  # a Ctrl-C while it starts too: no server is left
-            self.stop()
-            raise
-        return self
 
-    def _init_cluster(self, bindir: Path, account: pwd.struct_passwd | None) -> None:
-        """A new cluster in a data directory of its own, trusting loopback connections only."""
+    def _initialize(self) -> None:
+        """``initdb``: a new cluster in a data directory of its own, trusting loopback
+        connections only."""
         assert self.lease is not None
+        bindir, account = self._bindir, self._account
         parent = self.run_dir if account is None else None  # root: see the module's docstring
         self.data_dir = Path(tempfile.mkdtemp(prefix="kafka-replay-pg-", dir=parent))
         self.lease.add_dir(self.data_dir)
@@ -264,47 +212,27 @@ class PostgresServer(Database):
             "host  all all 127.0.0.1/32 trust\n"
         )
 
-    def _launch(self, bindir: Path, account: pwd.struct_passwd | None, timeout: float) -> None:
+    def _launch(self, timeout: float) -> None:
         assert self.data_dir is not None
-        self.port = free_ports(1)[0]
         socket_dir = str(self.data_dir)
         if len(f"{socket_dir}/.s.PGSQL.{self.port}") > _SOCKET_PATH_MAX:
             socket_dir = ""  # too deep for a Unix socket: TCP only, which is all we use
-        settings = {**SETTINGS, "port": self.port, "unix_socket_directories": socket_dir}
-        options = [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
-        command = [str(bindir / "postgres"), "-D", str(self.data_dir), *options]
-        self.process = self._spawn(_as_account(command, account))
-        deadline = time.monotonic() + timeout
-        while not self._accepts():
-            if (code := self.process.poll()) is not None:
-                raise PostgresError(self._failure(f"exited with {code} before it answered"))
-            if time.monotonic() > deadline:
-                raise PostgresError(self._failure(f"did not answer within {timeout:.0f}s"))
-            time.sleep(0.05)
+        options = self._options(socket_dir)
+        command = [str(self._bindir / "postgres"), "-D", str(self.data_dir), *options]
+        self.process = self._spawn(_as_account(command, self._account))
+        why = wait_answering(self._accepts, self.process.poll, timeout, interval=0.05)
+        if why is not None:
+            raise PostgresError(self._failure(why))
         self._release_segment_on_exit()
 
     def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
         assert self.lease is not None
-        with self.log_path.open("ab") as output:
-            output.write(f"$ {' '.join(command)}\n".encode())
-            output.flush()
-            return spawn(
-                command,
-                output,
-                self.lease,
-                die_with_owner=self.die_with_owner,
-                cwd=self.data_dir.parent if self.data_dir else None,  # one the account can enter
-            )
-
-    def _admin_url(self) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
-
-    def _accepts(self) -> bool:
-        try:
-            psycopg.connect(self._admin_url(), connect_timeout=2).close()
-            return True
-        except psycopg.OperationalError:
-            return False
+        return self._log.spawn(
+            command,
+            self.lease,
+            die_with_owner=self.die_with_owner,
+            cwd=self.data_dir.parent if self.data_dir else None,  # one the account can enter
+        )
 
     def _release_segment_on_exit(self) -> None:
         """Mark the postmaster's small System V segment for removal once it is detached.
@@ -324,25 +252,14 @@ class PostgresServer(Database):
         if libc.shmctl(shmid, _IPC_RMID, None) != 0:
             log.debug("could not mark segment %d for removal: errno %d", shmid, ctypes.get_errno())
 
-    def _output(self) -> str:
-        """What initdb and postgres wrote since this start (the log keeps earlier ones)."""
-        try:
-            with self.log_path.open("rb") as log_file:
-                log_file.seek(self._log_offset)
-                return log_file.read().decode(errors="replace")
-        except OSError:
-            return ""
-
     def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self._output().splitlines()[-lines:]) or "(empty log)"
+        """The end of what initdb and postgres wrote since this start."""
+        return self._log.tail(lines)
 
     def _failure(self, what: str) -> str:
-        return (
-            f"PostgreSQL on 127.0.0.1:{self.port} {what}; the end of its log "
-            f"{self.log_path}:\n{self.log_tail()}"
-        )
+        return self._log.failure(f"PostgreSQL on 127.0.0.1:{self.port} {what}")
 
-    def _stop_process(self, grace: float = STOP_GRACE_S) -> None:
+    def _halt(self, grace: float = STOP_GRACE_S) -> None:
         """Fast shutdown (SIGINT: sessions end, no waiting for clients), then SIGKILL to the
         whole process group after ``grace`` seconds."""
         process = self.process
@@ -356,10 +273,3 @@ class PostgresServer(Database):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)  # unreaped, its group id is still ours
             process.wait()
-
-    def stop(self, grace: float = STOP_GRACE_S) -> None:
-        """Stop the server and delete its data directory; safe to call twice."""
-        self._stop_process(grace)
-        if self.lease is not None:
-            self.lease.release()  # removes the data directory
-            self.lease = None

@@ -24,7 +24,6 @@ import struct
 import subprocess
 import tarfile
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -37,8 +36,9 @@ from typing import Any
 from kafka_replay.cluster.artifacts import Artifact, _run_maven
 from kafka_replay.cluster.paths import cache_root
 from kafka_replay.cluster.ports import free_ports
-from kafka_replay.cluster.process import spawn
+from kafka_replay.cluster.process import wait_answering
 from kafka_replay.cluster.reaper import Lease, reap_orphans
+from kafka_replay.cluster.server_log import ServerLog
 from kafka_replay.file_lock import file_lock
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ class SchemaRegistry:
         self.process: subprocess.Popen[bytes] | None = None
         self.lease: Lease | None = None
         self.port = 0
-        self._log_offset = 0  # where this start's output begins in the log
+        self._log = ServerLog(self.log_path)
 
     @property
     def url(self) -> str:
@@ -212,7 +212,8 @@ class SchemaRegistry:
                 return self
             except BaseException as exc:  # a Ctrl-C while it starts too: no JVM is left
                 self.stop()
-                retry = isinstance(exc, RegistryError) and _PORT_TAKEN.search(self._output())
+                taken = _PORT_TAKEN.search(self._log.since_start())
+                retry = isinstance(exc, RegistryError) and taken
                 if not retry or attempt == 2:
                     raise
                 self.lease = Lease.take()
@@ -222,20 +223,12 @@ class SchemaRegistry:
         self.port, management_port = free_ports(2)
         command = self._command(management_port)
         assert self.lease is not None
-        with self.log_path.open("ab") as output:
-            self._log_offset = output.tell()
-            output.write(f"$ {' '.join(command)}\n".encode())
-            output.flush()
-            self.process = spawn(
-                command, output, self.lease, die_with_owner=self.die_with_owner, cwd=app_dir
-            )
-        deadline = time.monotonic() + timeout
-        while not self._answers():
-            if (code := self.process.poll()) is not None:
-                raise RegistryError(self._failure(f"exited with {code} before it answered"))
-            if time.monotonic() > deadline:
-                raise RegistryError(self._failure(f"did not answer within {timeout:.0f}s"))
-            time.sleep(0.1)
+        self._log.begin()
+        self.process = self._log.spawn(
+            command, self.lease, die_with_owner=self.die_with_owner, cwd=app_dir
+        )
+        if (why := wait_answering(self._answers, self.process.poll, timeout)) is not None:
+            raise RegistryError(self._failure(why))
 
     def _command(self, management_port: int) -> list[str]:
         java = find_java21()
@@ -265,23 +258,11 @@ class SchemaRegistry:
         except RegistryError:
             return False
 
-    def _output(self) -> str:
-        """What the JVM wrote since its last start (the log keeps earlier starts too)."""
-        try:
-            with self.log_path.open("rb") as log_file:
-                log_file.seek(self._log_offset)
-                return log_file.read().decode(errors="replace")
-        except OSError:
-            return ""
-
     def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self._output().splitlines()[-lines:]) or "(empty log)"
+        return self._log.tail(lines)
 
     def _failure(self, what: str) -> str:
-        return (
-            f"the schema registry on 127.0.0.1:{self.port} {what}; the end of its log "
-            f"{self.log_path}:\n{self.log_tail()}"
-        )
+        return self._log.failure(f"the schema registry on 127.0.0.1:{self.port} {what}")
 
     def register(self, subject: str, schema_text: str, schema_type: str = "AVRO") -> int:
         """Register a schema under ``subject`` (a new version, or the same id if it is known)

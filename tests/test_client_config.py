@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
+import confluent_kafka
 import pytest
 
 from kafka_replay.apps.client_config import (
@@ -22,6 +24,7 @@ from kafka_replay.apps.client_config import (
     unknown_keys,
 )
 from kafka_replay.apps.contract import AppContext, AppSpec
+from kafka_replay.cluster import Cluster
 from kafka_replay.replay.catalog import catalog_dir, load_incidents
 
 DOCS = Path(__file__).parent.parent / "docs" / "incidents.md"
@@ -231,3 +234,49 @@ def test_an_app_reads_back_librdkafka_config_and_the_batch_size(tmp_path: Path) 
     assert app.max_poll_records == 100
     assert (app.group_id, app.instance) == ("g", 1)
     assert AppContext.from_env(context(None, DEAL_FLOOD).env()).max_poll_records is None
+
+
+def test_instance_in_a_setting_is_each_instances_number(tmp_path: Path) -> None:
+    config = {"group.instance.id": "billing-{instance}", "session.timeout.ms": 6000}
+    for instance in (0, 1):
+        env = AppContext("b:9092", "in", "out", "g", config, instance, tmp_path).env()
+        assert json.loads(env["REPLAY_CLIENT_CONFIG"])["group.instance.id"] == (
+            f"billing-{instance}"
+        )
+        properties = parse_properties(Path(env["REPLAY_CLIENT_PROPERTIES"]).read_text())
+        assert properties["group.instance.id"] == f"billing-{instance}"
+    assert config["group.instance.id"] == "billing-{instance}"  # the definition's is kept
+
+
+def test_two_instances_join_as_two_static_members(kafka_cluster: Cluster) -> None:
+    """What the broker makes of ``billing-{instance}``: one static member per instance."""
+    topic = kafka_cluster.create_topic("static", 2)
+    group = kafka_cluster.unique_name("static")
+    config = {"group.instance.id": "billing-{instance}", "session.timeout.ms": 10000}
+    consumers = []
+    for instance in (0, 1):
+        context = AppContext(
+            kafka_cluster.client_bootstrap_servers, topic, "", group, config, instance
+        )
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": context.bootstrap_servers,
+                "group.id": group,
+                **librdkafka_config(context.client_config),
+            }
+        )
+        consumer.subscribe([topic])
+        consumers.append(consumer)
+    try:
+        admin = kafka_cluster.admin()
+        deadline = time.monotonic() + 60
+        members: list[str | None] = []
+        while time.monotonic() < deadline and len(members) < 2:
+            for consumer in consumers:
+                consumer.poll(0.2)
+            described = admin.describe_consumer_groups([group])[group].result()
+            members = sorted(m.group_instance_id for m in described.members)
+        assert members == ["billing-0", "billing-1"]
+    finally:
+        for consumer in consumers:
+            consumer.close()

@@ -66,6 +66,8 @@ _TABLE = (
     _same("max.poll.interval.ms", "consumer", int),
     _same("session.timeout.ms", "consumer", int, note="classic group protocol only"),
     _same("heartbeat.interval.ms", "consumer", int, note="classic group protocol only"),
+    _same("group.instance.id", "consumer", str,
+          note="static membership (KIP-345); {instance} in it becomes each instance's number"),
     _same("group.protocol", "consumer", str, choices=("classic", "consumer")),
     _same("group.remote.assignor", "consumer", str, choices=("uniform", "range"),
           note="consumer group protocol only"),
@@ -261,6 +263,16 @@ def java_properties(kafka_config: Mapping[str, Any]) -> str:
     for key, value in _checked(kafka_config).items():
         lines.append(f"{_escape(key, key=True)}={_escape(_java_value(value), key=False)}")
     return "\n".join(lines) + "\n"
+
+
+def for_instance(kafka_config: Mapping[str, Any], instance: int) -> dict[str, Any]:
+    """The settings one instance of the app gets: ``{instance}`` in a text value becomes its
+    number, so ``group.instance.id = "billing-{instance}"`` makes one static member each."""
+    number = str(instance)
+    return {
+        key: value.replace("{instance}", number) if isinstance(value, str) else value
+        for key, value in kafka_config.items()
+    }
 
 
 def batch_size(kafka_config: Mapping[str, Any]) -> int | None:

@@ -21,6 +21,7 @@ receives these environment variables (the names are a stable interface):
 
 ``REPLAY_CLIENT_PROPERTIES`` is set when the context has a ``properties_dir`` (the harness
 gives one); ``REPLAY_MAX_POLL_RECORDS`` only when the incident sets ``max.poll.records``.
+``{instance}`` in a client setting's value is the instance's number (``group.instance.id``).
 The translation between the two dialects is :mod:`kafka_replay.apps.client_config`.
 
 A command may use ``{bootstrap}``, ``{input_topic}``, ``{output_topic}``, ``{group_id}``,
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .client_config import batch_size, java_properties, librdkafka_config
+from .client_config import batch_size, for_instance, java_properties, librdkafka_config
 
 BOOTSTRAP = "KAFKA_BOOTSTRAP_SERVERS"
 INPUT_TOPIC = "REPLAY_INPUT_TOPIC"
@@ -117,6 +118,9 @@ class AppContext:
     database_url: str | None = None
     jdbc_url: str | None = None
     database_schema: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "client_config", for_instance(self.client_config, self.instance))
 
     @property
     def transactional_id(self) -> str:

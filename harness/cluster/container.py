@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import broker_config
 from .backends import register_backend
 from .embedded import cluster_id, formatted_storage
-from .images import DockerUnavailable, docker_client, local_image, resolve_image
+from .images import docker_client, docker_unavailable, local_image, resolve_image
 from .nodes import Node, NodeCluster
 from .reaper import lease_is_live
 
@@ -192,11 +192,7 @@ class ContainerCluster(NodeCluster):
 
     @classmethod
     def unavailable(cls, version: str) -> str | None:
-        try:
-            docker_client()
-        except DockerUnavailable as exc:
-            return str(exc)
-        return None
+        return docker_unavailable()
 
     def _prepare(self) -> None:
         reap_containers()  # also fails early, saying how to get Docker, when there is none

@@ -93,6 +93,15 @@ def docker_client() -> Any:
     return client
 
 
+def docker_unavailable() -> str | None:
+    """Why no container can start here (no Docker daemon answers), or None."""
+    try:
+        docker_client()
+    except DockerUnavailable as exc:
+        return str(exc)
+    return None
+
+
 def local_image(version: str) -> str:
     return f"{LOCAL_REPOSITORY}:{version}"
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_replay.cluster.container import LEASE_LABEL, docker_container, reap_containers
 from kafka_replay.cluster.errors import ClusterError
-from kafka_replay.cluster.images import DockerUnavailable, Progress, docker_client
+from kafka_replay.cluster.images import DockerUnavailable, Progress, docker_unavailable
 from kafka_replay.cluster.process import wait_answering
 from kafka_replay.cluster.reaper import reap_orphans
 
@@ -57,11 +57,7 @@ class ContainerPostgres(LocalPostgres):
     @staticmethod
     def unavailable() -> str | None:
         """Why no container can start here (no Docker daemon answers), or None."""
-        try:
-            docker_client()
-        except DockerUnavailable as exc:
-            return str(exc)
-        return None
+        return docker_unavailable()
 
     def _prepare(self) -> None:
         """Reap what crashed runs left, and build the image once; :class:`PostgresError`

@@ -12,6 +12,7 @@ import sys
 from benchmarks import (
     broker_start,
     checker_scale,
+    checker_sink,
     checker_small,
     collection,
     compare_matrix,
@@ -27,6 +28,7 @@ BENCHMARKS = {
     "producer-throughput": producer_throughput.run,
     "checker-scale": checker_scale.run,
     "checker-small": checker_small.run,
+    "checker-sink": checker_sink.run,
     "collection": collection.run,
     "stability": stability.run,
     "leaks": leaks.run,
@@ -34,7 +36,8 @@ BENCHMARKS = {
     "scale": scale.run,
     "lanes": lanes.run,
 }
-ON_REQUEST = ("stability", "leaks", "compare-matrix", "scale", "lanes")  # long: only when named
+# long: only when named
+ON_REQUEST = ("stability", "leaks", "compare-matrix", "scale", "lanes", "checker-sink")
 
 
 def main(argv: list[str]) -> int:
@@ -43,7 +46,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runs", type=int, default=5, help="repetitions; the median is reported")
     parser.add_argument("--kafka-version", default=None)
     parser.add_argument(
-        "--sizes", default=None, help="checker-scale: input counts, e.g. 100000,1000000"
+        "--sizes", default=None, help="checker-scale, checker-sink: input counts, e.g. 100000"
     )
     parser.add_argument(
         "--cold-image",

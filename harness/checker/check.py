@@ -205,6 +205,8 @@ def check_run(
             output.effect_column,
             output.time_column,
         )
+        if output.effect_column is not None:  # read once for the effects and the outputs
+            rows = rows.cache()
         committed = sources.positionless(rows)
     else:
         committed = sources.files(spark, output.path, output.file_format)
@@ -214,14 +216,12 @@ def check_run(
     inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, log)
     if isinstance(output, KafkaOutput):  # read before the output: a read stops at these
         inputs.held = held_partitions(output.bootstrap_servers, output.topic)
-    analysis = Analysis(inputs, examples)
+    analysis = Analysis(inputs, examples, ordered=not isinstance(output, JdbcOutput))
     try:
         if isinstance(output, KafkaOutput) and output.event_id and uncommitted is not None:
             for frame in (inputs.committed, uncommitted):  # aborted records are only in the latter
                 sources.raise_for_failed_ids(frame, output.topic, output.event_id)
         findings = analysis.findings()
-        if isinstance(output, JdbcOutput):  # rows come back in no order: none is looked for
-            findings["reordered"] = Finding(0, [])
         if isinstance(output, JdbcOutput) and output.effect_column is not None:
             findings["effect_repeated"] = effects_repeated(rows, inputs.acks, output, examples)
         totals = analysis.totals()
@@ -229,6 +229,8 @@ def check_run(
     finally:
         analysis.close()
         inputs.committed.unpersist()
+        if isinstance(output, JdbcOutput):
+            rows.unpersist()
     attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
     lost, dup, unseen, pending = (
         findings[n].count

@@ -7,35 +7,23 @@ input in the ``results`` table, two for every tenth (a bug the topic does not sh
 from __future__ import annotations
 
 import json
-import signal
 import sys
 
 import psycopg
-from confluent_kafka import Consumer, Producer
 
-from kafka_replay.apps.contract import AppContext
+from kafka_replay_incidents.apps.common import Service
 
 INSERT = "INSERT INTO results (event_id) VALUES (%s)"
 
 
 def main() -> int:
-    context = AppContext.from_env()
-    stopping: list[bool] = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    consumer = Consumer(
-        {
-            "bootstrap.servers": context.bootstrap_servers,
-            "group.id": context.group_id,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            **context.client_config,
-        }
-    )
-    producer = Producer({"bootstrap.servers": context.bootstrap_servers})
+    service = Service()
+    context = service.context
+    consumer, producer = service.consumer(), service.producer()
     consumer.subscribe([context.input_topic])
     assert context.database_url, "this app needs the run's database"
     with psycopg.connect(context.database_url, autocommit=True) as database:
-        while not stopping:
+        while not service.stopping:
             batch = [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
             for message in batch:
                 event_id = json.loads(message.value())["event_id"]

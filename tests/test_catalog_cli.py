@@ -147,7 +147,8 @@ def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path, names: list[str])
     descendants, output = ctrl_c_when(child, lambda: _wait_for_the_app(child))
     assert child.returncode == 130, output
     assert "Interrupted" in output
-    alive = [_command(p) for p in descendants if _alive(p)]
+    _, still = psutil.wait_procs(descendants, timeout=15)  # a child may still be exiting
+    alive = [_command(p) or f"pid {p.pid}" for p in still if _alive(p)]
     assert not alive, f"left running: {alive}"
     assert not list(scratch.iterdir()), "temporary directories were left behind"
 

@@ -69,6 +69,9 @@ PUBLIC_WRITE_UPS = {
     "producer-retry-duplicates",
     "paused-leader-send-expiry",
     "hanging-transaction",
+    "protocol-migration",
+    "share-group-lock-expiry",
+    "static-member-bounce",
 }
 
 

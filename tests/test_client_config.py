@@ -18,6 +18,7 @@ from kafka_replay.apps.client_config import (
     KNOWN,
     batch_size,
     check_client_config,
+    distinct_members,
     for_client,
     java_properties,
     librdkafka_config,
@@ -274,9 +275,18 @@ def test_two_instances_join_as_two_static_members(kafka_cluster: Cluster) -> Non
         while time.monotonic() < deadline and len(members) < 2:
             for consumer in consumers:
                 consumer.poll(0.2)
-            described = admin.describe_consumer_groups([group])[group].result()
+            try:
+                described = admin.describe_consumer_groups([group])[group].result()
+            except confluent_kafka.KafkaException:  # e.g. its coordinator still loading
+                continue
             members = sorted(m.group_instance_id for m in described.members)
         assert members == ["billing-0", "billing-1"]
     finally:
         for consumer in consumers:
             consumer.close()
+
+
+def test_instances_sharing_one_static_id_make_one_member() -> None:
+    assert distinct_members({"group.instance.id": "orders"}, 3) == 1
+    assert distinct_members({"group.instance.id": "orders-{instance}"}, 3) == 3
+    assert distinct_members({}, 3) == 3

@@ -99,6 +99,8 @@ def toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table (restart_instance's client)
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
     return json.dumps(value)  # strings, ints and floats read the same in TOML
 
 
@@ -115,7 +117,11 @@ def write(tmp_path: Path, name: str, **parts: str) -> Path:
 
 
 #: Values the steps' validators need (a defined workload, a [shortest, longest] pair).
-SAMPLE_VALUES: dict[str, Any] = {"workload": "w", "gap_s": [1.0, 2.5]}
+SAMPLE_VALUES: dict[str, Any] = {
+    "workload": "w",
+    "gap_s": [1.0, 2.5],
+    "client": {"group.protocol": "consumer"},
+}
 
 
 def sample(name: str, spec: Field) -> Any:
@@ -237,6 +243,7 @@ def test_the_docs_list_every_backend_and_capability() -> None:
     and which steps need it, as the step registry says."""
     from kafka_replay.cluster.backends import backends
     from kafka_replay.cluster.capabilities import CAPABILITIES
+    from kafka_replay.replay.model import GROUP_TYPE_NEEDS
 
     readme = (DOCS.parent / "README.md").read_text()
     for name in backends():
@@ -244,6 +251,7 @@ def test_the_docs_list_every_backend_and_capability() -> None:
     extending = " ".join((DOCS / "extending.md").read_text().split())
     for capability in CAPABILITIES:
         needing = [kind.name for kind in STEPS.values() if kind.needs == capability]
-        assert needing, f"no step needs {capability}"
+        needing += [kind for kind, needs in GROUP_TYPE_NEEDS.items() if needs == capability]
+        assert needing, f"no step or group type needs {capability}"
         said = extending.split(f"`{capability}` (", 1)[1].split(")", 1)[0]
         assert sorted(NAME.findall(said)) == sorted(needing), capability

@@ -144,3 +144,30 @@ def test_broker_and_network_faults_are_counted_from_the_steps() -> None:
     ]
     found = measure(evidence(steps=steps), ("brokers_killed", "brokers_paused", "network_faults"))
     assert found == {"brokers_killed": 1, "brokers_paused": 1, "network_faults": 5}
+
+
+def test_a_partition_left_unread_is_timed_from_its_first_waiting_record() -> None:
+    produce = [ack(1, 0, 0), ack(1, 1, 0), ack(2, 1, 1), ack(9, 1, 2)]
+    app = [consumed(1.5, 0, 0, 0), consumed(1.2, 1, 0, 0), consumed(8, 1, 1, 1)]
+    app += [consumed(9.5, 1, 2, 2)]  # partition 1 waited from 2 to 8 with record 1 unread
+    assert measure(evidence(produce=produce, app=app), ("partition_unread_s",)) == {
+        "partition_unread_s": 6.0
+    }
+    still_waiting = [*produce, ack(10, 0, 1)]  # partition 0's last record is never consumed
+    found = measure(evidence(produce=still_waiting, app=app), ("partition_unread_s",))
+    assert found == {"partition_unread_s": 6.0}  # measured up to the last thing seen (10 s)
+
+
+def test_a_static_member_fenced_at_each_request_counts_once() -> None:
+    group = [
+        {"ts": 1, "kind": "static_fenced", "member": "orders-a", "instance_id": "orders"},
+        {"ts": 2, "kind": "static_fenced", "member": "orders-a", "instance_id": "orders"},
+        {"ts": 3, "kind": "static_fenced", "member": "orders-b", "instance_id": "orders"},
+        {"ts": 4, "kind": "static_refused", "member": "m1", "instance_id": "orders-0"},
+    ]
+    names = ("static_members_fenced", "static_joins_refused")
+    assert measure(evidence(group=group), names) == {
+        "static_members_fenced": 2,
+        "static_joins_refused": 1,
+    }
+    assert set(measure(evidence(), names).values()) == {None}  # no broker logs: unmeasured

@@ -275,6 +275,16 @@ def for_instance(kafka_config: Mapping[str, Any], instance: int) -> dict[str, An
     }
 
 
+def distinct_members(kafka_config: Mapping[str, Any], instances: int) -> int:
+    """How many group members ``instances`` running instances can be: those given one
+    ``group.instance.id`` are one static member (each newcomer takes the id over and the
+    broker fences the one before), so waiting for more would wait forever."""
+    static = kafka_config.get("group.instance.id")
+    if not isinstance(static, str):
+        return instances
+    return len({static.replace("{instance}", str(i)) for i in range(instances)})
+
+
 def batch_size(kafka_config: Mapping[str, Any]) -> int | None:
     """``max.poll.records``: how many records the app should take per poll, if the incident says."""
     value = kafka_config.get("max.poll.records")

@@ -7,7 +7,8 @@ receives these environment variables (the names are a stable interface):
 ``KAFKA_BOOTSTRAP_SERVERS``  where the brokers are
 ``REPLAY_INPUT_TOPIC``       topic to consume
 ``REPLAY_OUTPUT_TOPIC``      topic to produce results to
-``REPLAY_GROUP_ID``          consumer group
+``REPLAY_GROUP_ID``          consumer group (a share group's id when the incident's
+                             ``[group] type`` is ``share``: read it with a share consumer)
 ``REPLAY_CLIENT_PROPERTIES`` path of a Java ``.properties`` file of the client settings the
                              incident imposes, in Apache Kafka's names (any Kafka client)
 ``REPLAY_CLIENT_CONFIG``     the same settings as a JSON object in librdkafka's names

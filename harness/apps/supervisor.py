@@ -18,8 +18,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,31 @@ class Supervisor:
             self._signal_group(process, signal.SIGKILL)
             process.wait()
         self._record_exit(instance)
+
+    def restart_instance(self, index: int, client: Mapping[str, Any]) -> None:
+        """Stop instance ``index`` (SIGTERM) and start it again with ``client`` over its settings.
+
+        A rolling change of one instance's configuration, as a deployment rolls a new config
+        onto its pods (e.g. ``group.protocol = consumer``, KIP-848's online migration). The
+        settings stay with the instance: a crash restart later keeps them. Recorded as a
+        ``reconfigure`` lifecycle event with the instance's whole client config.
+        """
+        with self._lock:
+            instance = self._instances.get(index)
+            context = instance.context if instance is not None else self._context(index)
+        if instance is not None:
+            self.stop_instance(index)
+        settings = {**context.client_config, **client}
+        with self._lock:
+            if instance is None:
+                instance = _Instance(index, context, self._log_dir / f"app-{index}.log")
+                self._instances[index] = instance
+            instance.context = replace(context, client_config=settings)
+            instance.short_lives = 0
+        self._emit(
+            {"kind": "reconfigure", "instance": index, "client": dict(client), "config": settings}
+        )
+        self.start_instance(index)
 
     def signal(self, index: int, sig: signal.Signals) -> None:
         """Send ``sig`` to an instance's process group: SIGKILL for a crash, SIGSTOP to freeze."""

@@ -14,4 +14,24 @@ CAPABILITIES = {
     "pause_brokers": "pause a broker's process and resume it",
     "transaction_admin": "find another producer's open transaction and abort it "
     "(the DescribeProducers, ListTransactions and WriteTxnMarkers APIs)",
+    "share_groups": "consume as a share group (KIP-932: ShareGroupHeartbeat, ShareFetch, "
+    "ShareAcknowledge, DescribeShareGroupOffsets), on by default from Kafka 4.2",
 }
+#: The first Kafka release whose clusters have share groups on by default (KIP-932 GA; 4.0 had
+#: an early access behind ``group.share.enable``, 4.1 a preview behind ``share.version``).
+SHARE_GROUPS_SINCE = (4, 2)
+
+
+def lacks_by_version(version: str | None) -> dict[str, str]:
+    """What a Kafka release cannot do that later ones can, each with the reason (an unknown
+    release, such as an external cluster's, is taken to have everything)."""
+    try:
+        release = tuple(int(part) for part in (version or "").split(".")[:2])
+    except ValueError:
+        return {}
+    if len(release) == 2 and release < SHARE_GROUPS_SINCE:
+        return {
+            "share_groups": f"Kafka {version} has no share groups on by default (KIP-932 is "
+            "generally available from 4.2; 4.0 and 4.1 had it only as early access or preview)"
+        }
+    return {}

@@ -112,6 +112,7 @@ class TansuCluster(NodeCluster):
         "transaction cannot be found or aborted from outside",
         "restart_brokers": "Tansu keeps its data in the memory of its one process: a restarted "
         "broker would come back empty",
+        "share_groups": "Tansu has no share groups (no ShareGroupHeartbeat or ShareFetch API)",
     }
 
     @classmethod

@@ -12,6 +12,17 @@ Reading them lets a run judge an app that reports nothing itself. Events, in tim
 - ``stabilized``: the group completed one (``generation``, ``members``);
 - ``producer_id``: a transactional id of the app was given a producer id; a new id for a
   transactional id that had one means the old one was expired (an epoch bump keeps the id);
+- ``static_fenced``: a static member (``group.instance.id``) lost its id to a newer member
+  with the same id (``FENCED_INSTANCE_ID`` to the older one; ``member``, ``instance_id``,
+  ``by``); the classic coordinator's line names no group, so it is kept when its member ids
+  belong to the group;
+- ``static_refused``: under the ``consumer`` protocol, a static member could not join because
+  a member that never left still holds its id (``UNRELEASED_INSTANCE_ID``);
+- ``converted``: the coordinator converted the group between the classic and the ``consumer``
+  (KIP-848) types, as the online migration does when the first member of the other protocol
+  joins or the last one leaves (``from``, ``to``);
+- ``joined``: a member joined a ``consumer``-type group (``member``, ``protocol``: ``consumer``
+  for a member that speaks KIP-848's protocol, ``classic`` for one still on the old one);
 - ``transaction_timeout``: the coordinator rolled back a transaction of the app that outlived
   its ``transaction.timeout.ms`` (an app killed mid-transaction that never came back with the
   same transactional id leaves one).
@@ -43,6 +54,24 @@ _REMOVED = (
         r"(session timeout|session expired|rebalance timeout)"
     ),
 )
+_STATIC_FENCED = (
+    re.compile(  # classic
+        r"Request memberId=(\S+) for static member with groupInstanceId=(\S+) is fenced by "
+        r"existing memberId=(\S+)"
+    ),
+    re.compile(r"Static member (\S+) with instance id (\S+) is fenced by existing member (\S+?)\."),
+)
+_STATIC_REFUSED = re.compile(
+    r"Static member (\S+) with instance id (\S+) cannot join the group because the instance id "
+    r"is owned by member (\S+?)\."
+)
+#: Member ids a group's own lines name (a classic static member's is ``<instance id>-<uuid>``).
+_MEMBER_ID = re.compile(r"[\w.-]+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# KIP-848's online migration: a mixed group is a consumer group with classic members in it.
+_CONVERTED = re.compile(r"Converted the (classic|consumer) group to an? (classic|consumer) group")
+_JOINED_WITH = re.compile(
+    r"Member (\S+) joins the consumer group using the (consumer|classic) protocol"
+)
 _INIT_ID = re.compile(r"Initialized transactionalId (\S+) with producerId (\d+)")
 _ROLLBACK = re.compile(
     r"Completed rollback of ongoing transaction for transactionalId (\S+) due to timeout"
@@ -57,21 +86,31 @@ def _timestamp(text: str) -> float:
 
 def group_events(log_files: Iterable[str | Path], group: str) -> list[dict[str, Any]]:
     """The coordinators' events for ``group`` (and its ``<group>-tx-N`` transactional ids)."""
-    events = []
+    events, members, unnamed = [], set(), []
     for path in log_files:
         try:
             lines = Path(path).read_text(errors="replace").splitlines()
         except OSError:
             continue
         for line in lines:
-            if group not in line:
-                continue
             match = _LINE.match(line)
-            if match is not None:
-                event = _classify(match.group(2), group)
-                if event is not None:
-                    events.append({"ts": _timestamp(match.group(1)), **event})
+            if match is None:
+                continue
+            if group not in line:
+                if (fenced := _STATIC_FENCED[0].search(match.group(2))) is not None:
+                    unnamed.append((_timestamp(match.group(1)), fenced))
+                continue
+            members.update(_MEMBER_ID.findall(match.group(2)))
+            event = _classify(match.group(2), group)
+            if event is not None:
+                events.append({"ts": _timestamp(match.group(1)), **event})
+    events += [{"ts": ts, **_fenced(m)} for ts, m in unnamed if {m.group(1), m.group(3)} & members]
     return sorted(events, key=lambda e: e["ts"])
+
+
+def _fenced(match: re.Match[str]) -> dict[str, Any]:
+    return {"kind": "static_fenced", "member": match.group(1), "instance_id": match.group(2),
+            "by": match.group(3)}  # fmt: skip
 
 
 def _classify(message: str, group: str) -> dict[str, Any] | None:
@@ -89,6 +128,15 @@ def _classify(message: str, group: str) -> dict[str, Any] | None:
         if (m := pattern.search(message)) is not None:
             reason = m.group(2) if pattern.groups > 1 else "session timeout"
             return {"kind": "removed", "member": m.group(1), "reason": reason}
+    if (m := _STATIC_FENCED[1].search(message)) is not None:
+        return _fenced(m)
+    if (m := _STATIC_REFUSED.search(message)) is not None:
+        return {"kind": "static_refused", "member": m.group(1), "instance_id": m.group(2),
+                "by": m.group(3)}  # fmt: skip
+    if (m := _CONVERTED.search(message)) is not None:
+        return {"kind": "converted", "from": m.group(1), "to": m.group(2)}
+    if (m := _JOINED_WITH.search(message)) is not None:
+        return {"kind": "joined", "member": m.group(1), "protocol": m.group(2)}
     if (m := _INIT_ID.search(message)) is not None and m.group(1).startswith(group):
         return {"kind": "producer_id", "transactional_id": m.group(1), "id": int(m.group(2))}
     if (m := _ROLLBACK.search(message)) is not None and m.group(1).startswith(group):

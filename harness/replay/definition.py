@@ -21,6 +21,7 @@ from kafka_replay.checker import GUARANTEES
 
 from .model import (
     COMPARISONS,
+    GROUP_TYPES,
     PROFILES,
     SETTING_NEEDS,
     AppDefinition,
@@ -391,6 +392,19 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         drift=drift,
         broker_needs=_broker_needs(path, top.get("broker_needs", dict, {}), profiles),
         your_app=your_app,
+        group_type=_group_type(top),
     )
     top.finish()
     return incident
+
+
+def _group_type(top: Table) -> str:
+    """``[group] type``: what kind of group the app's instances form (default ``consumer``)."""
+    group = top.table("group") if "group" in top.data else None
+    if group is None:
+        return "consumer"
+    kind = group.get("type", str, "consumer")
+    group.finish()
+    if kind not in GROUP_TYPES:
+        raise group.fail("type", f"unknown group type {kind!r}; allowed: {', '.join(GROUP_TYPES)}")
+    return kind

@@ -17,6 +17,11 @@ PROFILES = ("vulnerable", "remediated")
 #: Steps that act on the proxies in front of the brokers: their cluster needs proxies.
 NETWORK_STEPS = frozenset({"network_fault", "heal_network"})
 GROUP_PROTOCOLS = ("classic", "consumer")
+#: ``[group] type``: a consumer group (classic or KIP-848, committed offsets) or a share group
+#: (KIP-932: records acquired, acknowledged one by one, no committed offsets).
+GROUP_TYPES = ("consumer", "share")
+#: The cluster capability (``kafka_replay.cluster.capabilities``) a group type needs.
+GROUP_TYPE_NEEDS = {"share": "share_groups"}
 #: What a broker setting does for an incident (``[broker_needs]``): on a cluster that cannot
 #: take it, an ``essential`` setting makes the run not applicable; the others are gone without.
 SETTING_NEEDS = {
@@ -203,6 +208,8 @@ class Incident:
     broker_needs: Mapping[str, SettingNeed] = field(default_factory=dict)
     #: ``[your_app]``: how the incident tests a team's app (None: as the reference app).
     your_app: YourApp | None = None
+    #: ``[group] type``: ``consumer`` (the default) or ``share`` (see :data:`GROUP_TYPES`).
+    group_type: str = "consumer"
 
     def need(self, setting: str) -> SettingNeed:
         """Why the incident sets this broker setting (unexplained ones count as essential)."""

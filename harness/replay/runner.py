@@ -27,6 +27,7 @@ from kafka_replay.apps import (
     Supervisor,
     load_callable,
 )
+from kafka_replay.apps.client_config import distinct_members
 from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
 from kafka_replay.apps.jvm_apps import JvmAppError, java_command
 from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
@@ -43,14 +44,22 @@ from kafka_replay.history.store import CHECK, OUTPUT_TOPIC_CHECK, SIDE_EFFECTS_C
 from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
+from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
 from .judge import judge
 from .model import Incident, Profile, Sink
+from .share_group import (
+    archived_reason,
+    check_share_groups,
+    members_ready,
+    start_share_group,
+)
 from .steps import STEPS, Stage, StepFailed, run_steps, stop_background
 from .symptoms import Evidence, measure
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kafka_replay.faults.share_groups import ShareGroupWatch
     from kafka_replay.sinks.database import Database
     from kafka_replay.workload.registry import SchemaRegistry
 
@@ -169,6 +178,10 @@ def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dic
         needs = STEPS[step.do].needs
         if needs in cluster.lacks:
             raise NotApplicable(f"step {step.do}: {cluster.lacks[needs]}")
+    if moves_to_consumer_protocol(incident, profile):
+        missing = consumer_protocol_missing(cluster)
+        if missing is not None:
+            raise NotApplicable(f"its app moves to group.protocol=consumer: {missing}")
     if cluster.takes_broker_settings:
         return {}
     needs = {key: incident.need(key) for key in profile.broker}
@@ -249,6 +262,7 @@ class _Run:
         self.side_effects: CheckResult | None = None
         self.registry: SchemaRegistry | None = None
         self.database: Database | None = None
+        self.share_watch: ShareGroupWatch | None = None  # a share group's (see share_group)
         if options.settings:
             history.write_meta(settings=dict(options.settings))
         self.outcome = Outcome(
@@ -280,6 +294,8 @@ class _Run:
             profile.broker, incident.brokers, incident.network_faults
         )
         self.outcome.settings_not_applied = applicability(incident, profile, cluster)
+        if incident.group_type == "share":
+            check_share_groups(cluster, self.options.client_library)
         if self.options.payload is not None:
             profile = self.profile = with_payload(profile, self.options.payload)
         replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
@@ -311,6 +327,8 @@ class _Run:
             started=time.time(),
         )
         admin = cluster.admin()
+        if incident.group_type == "share":  # its settings, then a watch on it (SPSO, members)
+            self.share_watch = start_share_group(cluster, group, topics["input"], history)
         apps = Supervisor(
             spec,
             lambda i: AppContext(
@@ -333,15 +351,27 @@ class _Run:
                 delay_s=profile.app.restart_delay_s,
             ),
             report_dir=history.events_dir,
-            ready=lambda members: (
-                group_members(admin, group) >= members
+            ready=members_ready(self.share_watch)
+            if self.share_watch is not None
+            else lambda members: (
+                group_members(admin, group) >= distinct_members(config, members)
                 if cluster.lists_group_members
                 else group_stable(admin, group)
             ),
             python_path=app_python_path(self.options.client_library),
         )
         self._enter("steps")
-        error = _play(incident, profile, cluster, history, topics, group, apps, self.progress)
+        error = _play(
+            incident,
+            profile,
+            cluster,
+            history,
+            topics,
+            group,
+            apps,
+            self.progress,
+            share=self.share_watch,
+        )
         if error is not None:
             raise StepFailed(error)
 
@@ -471,12 +501,16 @@ class _Run:
         self.outcome.result = judgement.result
         self.outcome.reasons += judgement.reasons
         self.outcome.not_judged = judgement.not_judged
+        if symptoms.get("archived_at_limit"):  # a share group's records the broker gave up on
+            self.outcome.reasons.append(archived_reason(symptoms, self.profile.broker))
 
     def finish(self) -> None:
         """Keep the broker logs and the outcome, drop the run's topics; never raises."""
         self._enter("clean-up")
         if self.outcome.failed_stage:
             self.outcome.result = f"{self.outcome.failed_stage} failed"
+        if self.share_watch is not None:
+            self.share_watch.stop()  # ends its JVM; never raises
         if self.registry is not None:
             self.registry.stop()  # SIGTERM, then SIGKILL: it never raises
         if self.database is not None:
@@ -522,21 +556,27 @@ def _play(
     group: str,
     apps: Supervisor,
     progress: Callable[[str], None],
+    share: ShareGroupWatch | None = None,
 ) -> str | None:
     """Run the steps with the recorders on; the error that stopped them, if any."""
     recorder = None
-    if cluster.has_offsets_topic:  # else the lag samples give the committed offsets
+    if cluster.has_offsets_topic and share is None:  # else the lag samples give the commits
         recorder = OffsetsRecorder(cluster.bootstrap_servers, group, history.stream("offsets"))
         recorder.start()
-    lag = LagSampler(
-        cluster.bootstrap_servers, group, topics["input"], history.stream("lag"), LAG_SAMPLE_S
-    ).start()
+    lag = (  # a share group's lag comes from its watch (see share_group)
+        LagSampler(
+            cluster.bootstrap_servers, group, topics["input"], history.stream("lag"), LAG_SAMPLE_S
+        ).start()
+        if share is None
+        else None
+    )
     outputs = [topics[role] for role in OUTPUT_ROLES if role in topics]
     stable = StableOffsetSampler(
         cluster.admin(), outputs, history.stream("stable"), LAG_SAMPLE_S
     ).start()
     apps.start(0)  # the instances come from the steps
     stage = Stage(cluster, history, profile, topics, group, apps, random.Random(incident.seed))
+    stage.share_watch = share
     try:
         run_steps(stage, incident.steps, progress)
         stage.check()
@@ -546,11 +586,14 @@ def _play(
     finally:
         stop_background(stage)
         apps.stop()
-        lag.stop()
+        if lag is not None:
+            lag.stop()
+        if share is not None:  # its last look is in the lag stream before that is read
+            share.stop()
         stable.stop()
         if recorder is not None:
             recorder.stop()
-        else:
+        else:  # a share group's lag samples hold where the broker is done with its records
             for event in commits_from_samples(history.read("lag")):
                 history.stream("offsets").append(event)
 

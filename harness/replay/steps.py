@@ -22,6 +22,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from kafka_replay.apps import Supervisor
+from kafka_replay.apps.client_config import check_client_config
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.capabilities import CAPABILITIES
 from kafka_replay.faults import (
@@ -75,6 +76,8 @@ class Stage:
     broker_faults: BrokerFaults | None = None
     #: Created by the first network fault: the faults still active, healed at the end.
     network_faults: NetworkFaults | None = None
+    #: A share group's watch (``[group] type = "share"``): the drain reads its start offsets.
+    share_watch: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def brokers(self) -> BrokerFaults:
@@ -293,6 +296,25 @@ def _stop_instance(stage: Stage, step: Step) -> dict[str, Any]:
     return {}
 
 
+def _client_settings(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    """An instance's new settings are checked like ``[client]``: Apache Kafka's names."""
+    problem = check_client_config(options["client"])
+    return ("client", problem) if problem else None
+
+
+@step_kind(
+    "restart_instance",
+    _client_settings,
+    instance=Field(int),
+    client=Field(dict, {}),
+    label=Field(str, None),
+)
+def _restart_instance(stage: Stage, step: Step) -> dict[str, Any]:
+    """One instance down with SIGTERM and up again with `client` over its settings (a roll)."""
+    stage.apps.restart_instance(step["instance"], step["client"])
+    return {"instance": step["instance"], "client": dict(step["client"])}
+
+
 @step_kind("stop_apps", label=Field(str, None))
 def _stop_apps(stage: Stage, step: Step) -> dict[str, Any]:
     """Stop every running instance."""
@@ -309,11 +331,17 @@ def caught_up(stage: Stage) -> Callable[[], bool]:
     (where a broker lists a wrong end, as Tansu 0.6.0 does for batches of several records, the
     acknowledgements still say where the log ends).
     """
-    reader = group_reader(stage.cluster.bootstrap_servers, stage.group)
     acked: dict[int, int] = {}
     for ack in stage.history.read("produce"):
         if ack["kind"] == "ack" and ack["offset"] is not None:  # a broker may not say where
             acked[ack["partition"]] = max(acked.get(ack["partition"], 0), ack["offset"] + 1)
+    if stage.share_watch is not None:  # no commits: the share-partition start offsets
+        from .share_group import drained
+
+        done = drained(stage.share_watch, acked)
+        done.close = lambda: None  # type: ignore[attr-defined]
+        return done
+    reader = group_reader(stage.cluster.bootstrap_servers, stage.group)
 
     def check() -> bool:
         try:
@@ -347,7 +375,10 @@ def _drain(stage: Stage, step: Step) -> dict[str, Any]:
         drained = stage.until(check, max(0.0, deadline - time.monotonic()))
     finally:
         check.close()  # type: ignore[attr-defined]
-    return {"drained": drained, "drain_s": round(time.monotonic() - started, 2)}
+    found = {"drained": drained, "drain_s": round(time.monotonic() - started, 2)}
+    if stage.share_watch is not None:  # where the broker left the share group's start offsets
+        found["share_group"] = stage.share_watch.latest
+    return found
 
 
 @step_kind("idle", seconds=Field((int, float)), label=Field(str, None))

@@ -643,3 +643,134 @@ def open_transactions_at_end(evidence: Evidence) -> Value:
     """Output partitions an open transaction still held when the checker read the output."""
     settled = [e for e in evidence.transactions if e["kind"] == "settled"]
     return len(settled[-1]["held"]) if settled else None
+
+
+# --- static membership ----------------------------------------------------------------------
+
+
+def _members(evidence: Evidence, kind: str) -> Value:
+    """Distinct members with a ``kind`` event: a fenced member is told so at each request."""
+    if evidence.group is None:
+        return None
+    return len({e["member"] for e in evidence.group if e["kind"] == kind})
+
+
+@symptom
+def static_members_fenced(evidence: Evidence) -> Value:
+    """Static members fenced by a newer member with their group.instance.id (FENCED_INSTANCE_ID)."""
+    return _members(evidence, "static_fenced")
+
+
+@symptom
+def static_joins_refused(evidence: Evidence) -> Value:
+    """Static members refused because one that never left held their id (UNRELEASED_INSTANCE_ID)."""
+    return _members(evidence, "static_refused")
+
+
+@symptom
+def partition_unread_s(evidence: Evidence) -> Value:
+    """Longest an input partition held acknowledged records while nothing was consumed from it."""
+    spans = evidence.consumed_spans()
+    if not spans:
+        return None
+    marks = [(a["ts"], 0, a["offset"] + 1, a["partition"]) for a in evidence.acks]
+    marks += [(t, 1, s["last"] + 1, s["partition"]) for t, s in spans]
+    end: dict[int, int] = defaultdict(int)
+    position: dict[int, int] = defaultdict(int)
+    waiting_since: dict[int, float] = {}
+    longest = 0.0
+    for moment, consumed, offset, partition in sorted(marks):
+        if consumed:
+            position[partition] = max(position[partition], offset)
+            since = waiting_since.pop(partition, None)
+            if since is not None:
+                longest = max(longest, moment - since)
+        else:
+            end[partition] = max(end[partition], offset)
+        if end[partition] > position[partition]:
+            waiting_since.setdefault(partition, moment)
+    last = max(moment for moment, *_ in marks)
+    longest = max([longest, *(last - since for since in waiting_since.values())])
+    return round(longest, 1)
+
+
+# --- group protocol migration ---------------------------------------------------------------
+
+#: The codes a ``consumer``-protocol coordinator refuses a commit with when the member's epoch
+#: moved on or the member is gone (KIP-848): the commit is for an assignment that is over.
+FENCED_COMMIT_CODES = frozenset({"STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"})
+
+
+def _group_events_of(evidence: Evidence, kind: str) -> list[dict[str, Any]] | None:
+    if evidence.group is None:
+        return None
+    return [e for e in evidence.group if e["kind"] == kind]
+
+
+@symptom
+def group_conversions(evidence: Evidence) -> Value:
+    """Times the coordinator converted the group between the classic and consumer types."""
+    converted = _group_events_of(evidence, "converted")
+    return None if converted is None else len(converted)
+
+
+@symptom
+def consumer_protocol_joins(evidence: Evidence) -> Value:
+    """Members that joined the group speaking KIP-848's consumer protocol, from its log."""
+    joined = _group_events_of(evidence, "joined")
+    if joined is None:
+        return None
+    return len({e["member"] for e in joined if e["protocol"] == "consumer"})
+
+
+@symptom
+def stale_epoch_commits(evidence: Evidence) -> Value:
+    """Commits refused as STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID (the app's reports)."""
+    if not _reported(evidence):
+        return None
+    results = evidence.app_events("commit_result")
+    return sum(1 for e in results if not e["ok"] and e.get("code") in FENCED_COMMIT_CODES)
+
+
+# --- share groups ---------------------------------------------------------------------------
+# A share group (KIP-932, ``[group] type = "share"``) has no committed offsets: the broker
+# acquires records for a member, redelivers those whose acquisition lock expired, and archives a
+# record at ``group.share.delivery.count.limit``. The run's drain records where the broker left
+# each share-partition start offset (SPSO: everything before it acknowledged or archived).
+
+
+def _share_start_offsets(evidence: Evidence) -> dict[int, int] | None:
+    """Partition -> the offset below which the share group was done (acknowledged or archived)
+    at the last drain (None: not a share group's run)."""
+    drains = [e for e in evidence.steps if e.get("do") == "drain" and e.get("share_group")]
+    if not drains:
+        return None
+    from kafka_replay.faults.share_groups import done_below  # the SPSO's reading, in one place
+
+    rows = drains[-1]["share_group"]["partitions"]
+    return {row["partition"]: done_below(row) or 0 for row in rows}
+
+
+@symptom
+def delivered_twice(evidence: Evidence) -> Value:
+    """Inputs whose result reached the output more than once: a record worked on after its
+    acquisition lock expired, while the broker had handed it to a consumer again."""
+    return evidence.check.counts["duplicate"]
+
+
+@symptom
+def archived_at_limit(evidence: Evidence) -> Value:
+    """Acknowledged inputs the share group moved past (below its start offset) with no result
+    in the output: archived by the broker at the delivery-count limit (or rejected), lost to
+    the app without an error; ``null`` unless the app's group is a share group."""
+    starts = _share_start_offsets(evidence)
+    if starts is None:
+        return None
+    delivered = {d["event_id"] for d in evidence.deliveries}
+    return sum(
+        1
+        for ack in evidence.acks
+        if ack["event_id"] not in delivered
+        and ack["offset"] is not None
+        and ack["offset"] < starts.get(ack["partition"], -1)
+    )

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import confluent_kafka
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kafka_replay.apps import AppContext, Reporter
 from kafka_replay.apps.client_config import for_client
@@ -72,15 +72,24 @@ class Service:
         return True
 
     def poll(self, consumer: Consumer, count: int, timeout: float) -> list[Message]:
-        """A batch of good records; message errors (e.g. a missed poll interval) are reported."""
+        """A batch of good records; message errors (e.g. a missed poll interval) are reported,
+        and a fatal one (the consumer cannot go on) ends the instance, for its restart."""
         batch = []
         for message in consumer.consume(count, timeout=timeout):
             if message.error() is not None:
                 self.report.client_error(message.error())
+                if _fatal(message.error()):  # e.g. fenced by a static member: unusable now
+                    raise SystemExit(f"fatal consumer error: {message.error().str()}")
             else:
                 batch.append(message)
         self.report.consumed(batch)
         return batch
+
+
+def _fatal(error: KafkaError) -> bool:
+    """Whether the consumer cannot go on: librdkafka hands a fatal error to ``consume`` as an
+    error of code ``_FATAL`` whose own ``fatal()`` is false."""
+    return error.fatal() or error.code() == KafkaError._FATAL
 
 
 def result_of(message: Message) -> tuple[bytes, list[tuple[str, bytes]]]:

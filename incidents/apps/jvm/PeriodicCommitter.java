@@ -13,23 +13,39 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.StaleMemberEpochException;
 
 /**
  * A service that keeps a map of processed offsets and flushes it on a timer.
  *
- * <pre>PeriodicCommitter [--commit-every-s S] [--work-ms MS] [--only-assigned]</pre>
+ * <pre>PeriodicCommitter [--commit-every-s S] [--work-ms MS] [--only-assigned]
+ *     [--commit-on-revoke] [--retry-stale-commits]</pre>
  *
  * Without {@code --only-assigned} (the post's code) the map keeps partitions the instance no
  * longer owns, so after a rebalance it commits their old offsets over the new owner's
  * progress. With it (the fix) commits are filtered to the current assignment, and progress on
  * partitions being revoked is committed before they leave.
+ *
+ * <p>{@code --commit-on-revoke} alone (KIP-848's migration advice) commits what was processed
+ * of the partitions being revoked, output flushed first, before they leave.
+ * {@code --retry-stale-commits} retries a commit refused with {@code STALE_MEMBER_EPOCH} (the
+ * member's epoch moved on under the {@code consumer} protocol) instead of dropping it.
  */
 public final class PeriodicCommitter {
     private final Map<TopicPartition, Long> done = new HashMap<>();
+    private static final int STALE_RETRIES = 5;
     private final boolean onlyAssigned;
+    private final boolean commitOnRevoke;
+    private final boolean retryStale;
 
-    private PeriodicCommitter(boolean onlyAssigned) {
+    private PeriodicCommitter(boolean onlyAssigned, boolean commitOnRevoke, boolean retryStale) {
         this.onlyAssigned = onlyAssigned;
+        this.commitOnRevoke = commitOnRevoke;
+        this.retryStale = retryStale;
+    }
+
+    private static boolean stale(Throwable e) {
+        return e instanceof StaleMemberEpochException || e.getCause() instanceof StaleMemberEpochException;
     }
 
     /** Commit the processed offsets (of {@code partitions}, or of everything the map holds). */
@@ -49,10 +65,18 @@ public final class PeriodicCommitter {
         if (offsets.isEmpty()) {
             return;
         }
-        try {
-            consumer.commitSync(offsets);
-        } catch (KafkaException e) {
-            System.err.println("PeriodicCommitter: commit refused, going on: " + e);
+        for (int attempt = 1; ; attempt++) {
+            try {
+                consumer.commitSync(offsets);
+                return;
+            } catch (KafkaException e) {
+                if (retryStale && stale(e) && attempt < STALE_RETRIES) {
+                    System.err.println("PeriodicCommitter: stale member epoch, committing again: " + e);
+                    continue;
+                }
+                System.err.println("PeriodicCommitter: commit refused, going on: " + e);
+                return;
+            }
         }
     }
 
@@ -60,23 +84,27 @@ public final class PeriodicCommitter {
         double commitEveryS = 1.0;
         double workMs = 0;
         boolean onlyAssigned = false;
+        boolean commitOnRevoke = false;
+        boolean retryStale = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--commit-every-s" -> commitEveryS = Double.parseDouble(args[++i]);
                 case "--work-ms" -> workMs = Double.parseDouble(args[++i]);
                 case "--only-assigned" -> onlyAssigned = true;
+                case "--commit-on-revoke" -> commitOnRevoke = true;
+                case "--retry-stale-commits" -> retryStale = true;
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
         Contract.start("PeriodicCommitter");
-        PeriodicCommitter committer = new PeriodicCommitter(onlyAssigned);
+        PeriodicCommitter committer = new PeriodicCommitter(onlyAssigned, commitOnRevoke, retryStale);
         Map<String, String> own = Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "50");
         try (KafkaConsumer<byte[], byte[]> consumer = Contract.consumer(own);
              KafkaProducer<byte[], byte[]> producer = Contract.producer(null)) {
             consumer.subscribe(List.of(Contract.INPUT), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-                    if (committer.onlyAssigned) {
+                    if (committer.onlyAssigned || committer.commitOnRevoke) {
                         producer.flush();
                         committer.flush(consumer, partitions);
                         partitions.forEach(committer.done::remove);

@@ -648,11 +648,16 @@ def open_transactions_at_end(evidence: Evidence) -> Value:
 # --- static membership ----------------------------------------------------------------------
 
 
-def _members(evidence: Evidence, kind: str) -> Value:
-    """Distinct members with a ``kind`` event: a fenced member is told so at each request."""
+def _group_events_of(evidence: Evidence, kind: str) -> list[dict[str, Any]] | None:
     if evidence.group is None:
         return None
-    return len({e["member"] for e in evidence.group if e["kind"] == kind})
+    return [e for e in evidence.group if e["kind"] == kind]
+
+
+def _members(evidence: Evidence, kind: str) -> Value:
+    """Distinct members with a ``kind`` event: a fenced member is told so at each request."""
+    events = _group_events_of(evidence, kind)
+    return None if events is None else len({e["member"] for e in events})
 
 
 @symptom
@@ -699,12 +704,6 @@ def partition_unread_s(evidence: Evidence) -> Value:
 #: The codes a ``consumer``-protocol coordinator refuses a commit with when the member's epoch
 #: moved on or the member is gone (KIP-848): the commit is for an assignment that is over.
 FENCED_COMMIT_CODES = frozenset({"STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"})
-
-
-def _group_events_of(evidence: Evidence, kind: str) -> list[dict[str, Any]] | None:
-    if evidence.group is None:
-        return None
-    return [e for e in evidence.group if e["kind"] == kind]
 
 
 @symptom

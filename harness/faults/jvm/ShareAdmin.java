@@ -64,7 +64,7 @@ public final class ShareAdmin {
                 default -> throw new IllegalArgumentException("unknown command " + args[0]);
             }
         } catch (Exception e) {
-            System.err.println("ShareAdmin: " + args[0] + " failed: " + explain(e));
+            System.err.println("ShareAdmin: " + args[0] + " failed: " + AdminText.explain(e));
             status = 2;
         }
         System.out.flush();
@@ -80,10 +80,10 @@ public final class ShareAdmin {
             String key = setting.substring(0, eq);
             String value = setting.substring(eq + 1);
             ops.add(new AlterConfigOp(new ConfigEntry(key, value), AlterConfigOp.OpType.SET));
-            done.add(quote(key) + ":" + quote(value));
+            done.add(AdminText.quote(key) + ":" + AdminText.quote(value));
         }
         await(admin.incrementalAlterConfigs(Map.of(resource, ops)).all());
-        return "{\"group\":" + quote(group) + ",\"set\":{" + String.join(",", done) + "}}";
+        return "{\"group\":" + AdminText.quote(group) + ",\"set\":{" + String.join(",", done) + "}}";
     }
 
     static String describe(Admin admin, String group, String topic) throws Exception {
@@ -100,13 +100,13 @@ public final class ShareAdmin {
         try {
             ShareGroupDescription description =
                 await(admin.describeShareGroups(List.of(group)).describedGroups().get(group));
-            state = quote(description.groupState().toString());
+            state = AdminText.quote(description.groupState().toString());
             for (ShareMemberDescription m : description.members()) {
                 String owned = m.assignment().topicPartitions().stream()
                     .filter(tp -> tp.topic().equals(topic)).map(tp -> "" + tp.partition())
                     .sorted().collect(Collectors.joining(","));
-                members.add("{\"memberId\":" + quote(m.consumerId()) + ",\"clientId\":"
-                    + quote(m.clientId()) + ",\"partitions\":[" + owned + "]}");
+                members.add("{\"memberId\":" + AdminText.quote(m.consumerId()) + ",\"clientId\":"
+                    + AdminText.quote(m.clientId()) + ",\"partitions\":[" + owned + "]}");
             }
         } catch (ExecutionException e) {
             if (!(e.getCause() instanceof GroupIdNotFoundException)) {
@@ -128,7 +128,7 @@ public final class ShareAdmin {
                 + ",\"lag\":" + (info == null ? -1 : info.lag().orElse(-1L))
                 + ",\"end\":" + end.getValue() + "}");
         }
-        return "{\"group\":" + quote(group) + ",\"topic\":" + quote(topic)
+        return "{\"group\":" + AdminText.quote(group) + ",\"topic\":" + AdminText.quote(topic)
             + ",\"state\":" + state + ",\"ms\":" + System.currentTimeMillis()
             + ",\"members\":[" + String.join(",", members) + "]"
             + ",\"partitions\":[" + String.join(",", rows) + "]}";
@@ -154,7 +154,7 @@ public final class ShareAdmin {
             try {
                 System.out.println(describe(admin, group, topic));
             } catch (Exception e) {
-                System.out.println("{\"error\":" + quote(explain(e)) + ",\"ms\":"
+                System.out.println("{\"error\":" + AdminText.quote(AdminText.explain(e)) + ",\"ms\":"
                     + System.currentTimeMillis() + "}");
             }
             System.out.flush();
@@ -170,29 +170,5 @@ public final class ShareAdmin {
             throw new org.apache.kafka.common.errors.TimeoutException(
                 "no answer from the brokers in " + TIMEOUT_MS + " ms");
         }
-    }
-
-    static String explain(Throwable error) {
-        List<String> causes = new ArrayList<>();
-        for (Throwable e = error; e != null; e = e.getCause()) {
-            if (!(e instanceof ExecutionException)) {
-                String message = e.getMessage();
-                causes.add(e.getClass().getSimpleName() + (message == null ? "" : ": " + message));
-            }
-        }
-        return String.join("; caused by ", causes);
-    }
-
-    static String quote(String text) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : (text == null ? "" : text).toCharArray()) {
-            switch (c) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                case '\n' -> out.append("\\n");
-                default -> out.append(c < 0x20 ? String.format("\\u%04x", (int) c) : "" + c);
-            }
-        }
-        return out.append('"').toString();
     }
 }

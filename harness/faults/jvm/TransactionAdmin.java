@@ -74,7 +74,7 @@ public final class TransactionAdmin {
                 : abort(admin, new TopicPartition(args[2], Integer.parseInt(args[3])),
                     args.length == 5 ? Long.parseLong(args[4]) : 0L));
         } catch (Exception e) {
-            System.err.println("TransactionAdmin: " + args[0] + " failed: " + explain(e));
+            System.err.println("TransactionAdmin: " + args[0] + " failed: " + AdminText.explain(e));
             status = 2;
         } finally {
             if (admin != null) {
@@ -104,7 +104,7 @@ public final class TransactionAdmin {
                 transactionsJson.add(transactionJson(open.getKey(), txn));
             }
         }
-        return "{\"topic\":" + quote(topic)
+        return "{\"topic\":" + AdminText.quote(topic)
             + ",\"partitions\":[" + String.join(",", partitionsJson) + "]"
             + ",\"transactions\":[" + String.join(",", transactionsJson) + "]}";
     }
@@ -135,7 +135,7 @@ public final class TransactionAdmin {
             await(admin.abortTransaction(spec).all());
             aborted.add(producerJson(producer));
         }
-        return "{\"topic\":" + quote(tp.topic()) + ",\"partition\":" + tp.partition()
+        return "{\"topic\":" + AdminText.quote(tp.topic()) + ",\"partition\":" + tp.partition()
             + ",\"aborted\":[" + String.join(",", aborted) + "]}";
     }
 
@@ -186,12 +186,12 @@ public final class TransactionAdmin {
     static String transactionJson(String transactionalId, TransactionDescription t) {
         String partitions = t.topicPartitions().stream()
             .sorted(Comparator.comparing(TopicPartition::toString))
-            .map(tp -> "{\"topic\":" + quote(tp.topic()) + ",\"partition\":" + tp.partition() + "}")
+            .map(tp -> "{\"topic\":" + AdminText.quote(tp.topic()) + ",\"partition\":" + tp.partition() + "}")
             .collect(Collectors.joining(","));
-        return "{\"transactionalId\":" + quote(transactionalId)
+        return "{\"transactionalId\":" + AdminText.quote(transactionalId)
             + ",\"producerId\":" + t.producerId()
             + ",\"producerEpoch\":" + t.producerEpoch()
-            + ",\"state\":" + quote(t.state().toString())
+            + ",\"state\":" + AdminText.quote(t.state().toString())
             + ",\"transactionTimeoutMs\":" + t.transactionTimeoutMs()
             + ",\"transactionStartTimeMs\":" + t.transactionStartTimeMs().orElse(-1)
             + ",\"partitions\":[" + partitions + "]}";
@@ -208,32 +208,5 @@ public final class TransactionAdmin {
         } catch (java.util.concurrent.TimeoutException e) {
             throw new TimeoutException("no answer from the brokers in " + TIMEOUT_MS + " ms");
         }
-    }
-
-    /** The error and its causes, without the ExecutionException wrapper of admin futures. */
-    static String explain(Throwable error) {
-        List<String> causes = new ArrayList<>();
-        for (Throwable e = error; e != null; e = e.getCause()) {
-            if (!(e instanceof ExecutionException)) {
-                String message = e.getMessage();
-                causes.add(e.getClass().getSimpleName() + (message == null ? "" : ": " + message));
-            }
-        }
-        return String.join("; caused by ", causes);
-    }
-
-    static String quote(String text) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : text.toCharArray()) {
-            switch (c) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                case '\n' -> out.append("\\n");
-                case '\r' -> out.append("\\r");
-                case '\t' -> out.append("\\t");
-                default -> out.append(c < 0x20 ? String.format("\\u%04x", (int) c) : "" + c);
-            }
-        }
-        return out.append('"').toString();
     }
 }

@@ -53,9 +53,10 @@ if TYPE_CHECKING:
     from kafka_replay.report.outcome import Outcome
 
 console = Console(stderr=True)
-#: Clusters a lane of ``--jobs`` keeps: one (a run with another broker config starts its own in
-#: about 1.5 s), so idle brokers do not take CPU from the runs beside it.
-LANE_CLUSTERS = 1
+#: Clusters a lane of ``--jobs`` keeps: two, the one a run is checked on and the one the next
+#: run plays on (a run with another broker config starts its own in about 1.5 s); no more, so
+#: idle brokers do not take CPU from the runs beside it.
+LANE_CLUSTERS = 2
 
 
 def _interrupt_on_sigterm() -> None:
@@ -579,14 +580,13 @@ def _run_lane(
     work_dir: Path,
     runs_dir: Path | None,
 ) -> None:
-    """Runs named on stdin (``INCIDENT PROFILE`` a line), one after the other, until stdin
-    ends; each leaves its ``outcome.json`` in its run directory, which is how the process that
-    feeds the lane (``--jobs``) learns it is done. Brokers and Spark are kept between runs."""
-    options = settings.run_options()
+    """Runs named on stdin (``INCIDENT PROFILE`` a line) until stdin ends, each concluded
+    beside the next one's steps (:mod:`kafka_replay.replay.lane`). Brokers and Spark are kept
+    between runs."""
+    from kafka_replay.replay.lane import run_lane
+
     with _session(settings, work_dir, runs_dir, max_live_clusters=LANE_CLUSTERS) as session:
-        for line in sys.stdin:
-            name, profile = line.split()
-            _show_outcome(session.run(incidents[name], profile, options))
+        run_lane(session, incidents, settings.run_options(), sys.stdin, _show_outcome)
 
 
 def _run_side_by_side(

@@ -187,16 +187,25 @@ class Analysis:
     :meth:`close` frees it.
     """
 
-    def __init__(self, inputs: CheckInputs, examples: int, ordered: bool = True) -> None:
+    def __init__(
+        self, inputs: CheckInputs, examples: int, ordered: bool = True, small: bool = False
+    ) -> None:
         self.inputs, self.examples = inputs, examples
         #: Whether the input log was read: without it, the anomalies about it are not looked for.
         self.source_read = inputs.source is not None
         #: Whether the outputs have an order (a topic's offsets; a table's rows have none).
         self.ordered = ordered
+        #: An incident's few thousand records: the matching is checkpointed, not cached.
+        self.small = small
 
     @cached_property
     def matched(self) -> DataFrame:
-        return match(self.inputs).cache()
+        """The matching, computed once. On a small run it is checkpointed: every query after
+        it then starts from a scan of its rows instead of the whole plan that made them,
+        which Spark analyses again for each query and compares with its cache's (zombie-commit's
+        run: 6.9 s instead of 7.6 s a check, warm, alternating in one session)."""
+        matched = match(self.inputs)
+        return matched.localCheckpoint() if self.small else matched.cache()
 
     @cached_property
     def commits(self) -> DataFrame:
@@ -290,7 +299,7 @@ class Analysis:
 
     def close(self) -> None:
         if "matched" in self.__dict__:
-            self.matched.unpersist()
+            self.matched.unpersist()  # a checkpoint's rows go with it once unreferenced
 
 
 Query = Callable[[Analysis], "DataFrame | Finding"]

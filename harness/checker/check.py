@@ -17,7 +17,7 @@ from kafka_replay.history.store import read_stream
 
 from . import sources
 from .analysis import ANOMALIES, Analysis, CheckInputs, Finding
-from .spark import fit_to_history
+from .spark import SMALL_HISTORY_BYTES, fit_to_history
 from .verdict import judge, verdict
 
 
@@ -182,7 +182,8 @@ def check_run(
     counts as unexpected. :class:`~kafka_replay.checker.sources.OutputIdError` when the user's
     function (``KafkaOutput.event_id``) raises on a record.
     """
-    fit_to_history(spark, history_bytes(run_dir))
+    produced = history_bytes(run_dir)
+    fit_to_history(spark, produced)
     uncommitted = None
     if isinstance(output, KafkaOutput):
         if output.event_id:
@@ -216,7 +217,12 @@ def check_run(
     inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, log)
     if isinstance(output, KafkaOutput):  # read before the output: a read stops at these
         inputs.held = held_partitions(output.bootstrap_servers, output.topic)
-    analysis = Analysis(inputs, examples, ordered=not isinstance(output, JdbcOutput))
+    analysis = Analysis(
+        inputs,
+        examples,
+        ordered=not isinstance(output, JdbcOutput),
+        small=produced <= SMALL_HISTORY_BYTES,
+    )
     try:
         if isinstance(output, KafkaOutput) and output.event_id and uncommitted is not None:
             for frame in (inputs.committed, uncommitted):  # aborted records are only in the latter

@@ -19,7 +19,8 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
-from kafka_replay.cluster.artifacts import Artifact, resolve_classpath
+from kafka_replay.cluster.artifacts import Artifact, cached_classpath, resolve_classpath
+from kafka_replay.cluster.errors import ArtifactResolutionError
 
 from .class_archive import spark_class_archive
 
@@ -37,11 +38,42 @@ def _artifact_name(jar: str) -> str:
     return match.group("name") if match else jar
 
 
+def connector_versions(pyspark_version: str) -> list[str]:
+    """The Kafka connector releases that fit a PySpark release, the best first: its own, then
+    the earlier patch releases of its line (a patch release of Spark keeps its connector's
+    interfaces, and Maven Central does not carry every one: 4.2.1's is missing)."""
+    parts = re.match(r"^(\d+)\.(\d+)\.(\d+)", pyspark_version)
+    if parts is None:
+        return [pyspark_version]
+    major, minor, patch = (int(part) for part in parts.groups())
+    own = [] if pyspark_version == f"{major}.{minor}.{patch}" else [pyspark_version]
+    return own + [f"{major}.{minor}.{n}" for n in range(patch, -1, -1)]
+
+
 def kafka_connector_jars() -> list[Path]:
-    """Spark's Kafka source for this PySpark, minus what PySpark already ships."""
-    version = pyspark.__version__
-    connector = Artifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA}", version)
-    jars = resolve_classpath(f"spark-kafka-{version}", [connector])
+    """Spark's Kafka source for this PySpark, minus what PySpark already ships.
+
+    A connector cached before is taken without asking Maven; else each release of
+    :func:`connector_versions` is resolved in turn, once (then cached).
+    """
+    versions = connector_versions(pyspark.__version__)
+    names = [f"spark-kafka-{version}" for version in versions]
+    jars = next(filter(None, map(cached_classpath, names)), None)
+    refused: list[str] = []
+    for version, name in zip(versions, names, strict=True):
+        if jars is not None:
+            break
+        connector = Artifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA}", version)
+        try:
+            jars = resolve_classpath(name, [connector])
+        except ArtifactResolutionError as exc:
+            refused.append(f"{version}: {str(exc).splitlines()[0]}")
+    if jars is None:
+        raise ArtifactResolutionError(
+            f"no Kafka connector for PySpark {pyspark.__version__} resolved from Maven Central "
+            f"({'; '.join(refused)}); install a PySpark whose release has one "
+            f"(pip install 'pyspark>=4.0,<4.3')"
+        )
     bundled = Path(pyspark.__file__).parent / "jars"
     shipped = {_artifact_name(p.name) for p in bundled.glob("*.jar")}
     return [jar for jar in jars if _artifact_name(jar.name) not in shipped]
@@ -139,17 +171,18 @@ def fit_to_history(spark: SparkSession, history_bytes: int) -> int:
 
     Every shuffle partition is a task in every stage: an incident's few thousand records in
     16 partitions took 22 s to check where 2 took 13 s (measured side by side, one session),
-    while 10M records need the 16. Below :data:`SMALL_HISTORY_BYTES` the check also runs
-    interpreted (:data:`INTERPRETED`): on an incident's records, compiling code for each of
-    its queries cost more than running them (zombie-commit's run, 60 inputs read from Kafka:
+    and one 6.3 s where two took 6.9 s (warm, with the matching checkpointed: see
+    :class:`~kafka_replay.checker.analysis.Analysis`), while 10M records need the 16.
+    Below :data:`SMALL_HISTORY_BYTES` the check also runs interpreted (:data:`INTERPRETED`):
+    on an incident's records, compiling code for each of its queries cost more than running them (zombie-commit's run, 60 inputs read from Kafka:
     13.0 s instead of 18.7 s in a new session, 7.5 instead of 11.4 CPU-seconds in a warm
     one). Returns the shuffle partitions set.
     """
     configured = int(_configured(spark, "spark.sql.shuffle.partitions"))
-    wanted = max(2, -(-history_bytes // HISTORY_BYTES_PER_PARTITION))
+    small = history_bytes <= SMALL_HISTORY_BYTES
+    wanted = 1 if small else max(2, -(-history_bytes // HISTORY_BYTES_PER_PARTITION))
     partitions = min(configured, wanted)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    small = history_bytes <= SMALL_HISTORY_BYTES
     for key, interpreted in INTERPRETED.items():
         own = _configured(spark, key)
         spark.conf.set(key, interpreted if small else own)

@@ -74,6 +74,11 @@ def kafka_classpath(version: str) -> list[Path]:
     return resolve_classpath(f"kafka-{version}", broker_artifacts(version))
 
 
+def cached_classpath(name: str) -> list[Path] | None:
+    """The jars :func:`resolve_classpath` cached under ``name``, if it has (no network)."""
+    return _read_classpath(cache_root() / "artifacts" / name)
+
+
 def resolve_classpath(name: str, artifacts: Sequence[Artifact]) -> list[Path]:
     """Jars for ``artifacts`` and everything they need, cached under ``name``."""
     target = cache_root() / "artifacts" / name

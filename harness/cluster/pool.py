@@ -63,6 +63,10 @@ class ExternalClusterMismatch(NotApplicable):
 class ClusterPool:
     """Starts clusters on demand and keeps them until :meth:`close`.
 
+    :meth:`get` shares a cluster between everyone asking for its spec; :meth:`borrow` lends one
+    to a single run until :meth:`give_back`, starting another of the same spec while it is out
+    (a lane checks one run while the next one's steps run on a cluster of their own).
+
     With ``bootstrap_servers`` set, every request is served by that existing cluster. A request
     a backend cannot serve (a broker configuration for a cluster that takes none, more brokers
     than it runs) raises :class:`NotApplicable`, unless the settings are ``optional``: an
@@ -82,7 +86,9 @@ class ClusterPool:
         self._external = ExternalCluster(bootstrap_servers) if bootstrap_servers else None
         if self._external is not None:
             self._external.check_reachable()  # at once, not at the first topic 30 s later
-        self._live: OrderedDict[ClusterSpec, NodeCluster] = OrderedDict()
+        #: Running clusters, least recently used first, each with its spec.
+        self._live: OrderedDict[NodeCluster, ClusterSpec] = OrderedDict()
+        self._lent: set[NodeCluster] = set()
         self._started = 0
 
     def get(
@@ -92,6 +98,21 @@ class ClusterPool:
 
         ``optional``: the broker settings may be left out where the backend takes none.
         """
+        return self._take(spec, default, optional, lend=False)
+
+    def borrow(
+        self, spec: ClusterSpec, *, default: ClusterSpec | None = None, optional: bool = False
+    ) -> Cluster:
+        """As :meth:`get`, but the cluster is no one else's until :meth:`give_back`."""
+        return self._take(spec, default, optional, lend=True)
+
+    def give_back(self, cluster: Cluster) -> None:
+        """End a :meth:`borrow`: the cluster may serve the next request of its spec."""
+        self._lent.discard(cluster)  # type: ignore[arg-type]
+
+    def _take(
+        self, spec: ClusterSpec, default: ClusterSpec | None, optional: bool, lend: bool
+    ) -> Cluster:
         if self._external is not None:
             self._check_external(spec, default or spec, optional)
             return self._external
@@ -103,18 +124,20 @@ class ClusterPool:
             if not optional:
                 raise NotApplicable(f"needs {_settings(spec)}, which {spec.backend} cannot take")
             spec = dataclasses.replace(spec, broker_config=())
-        cluster = self._live.get(spec)
+        free = [c for c, s in self._live.items() if s == spec and c not in self._lent]
+        cluster = free[-1] if free else None
         if cluster is not None and any(node.exited_unexpectedly() for node in cluster.nodes):
             log.warning("a broker of %s died; starting a fresh cluster", spec.describe())
-            self._stop(spec)
+            self._stop(cluster)
             cluster = None
         if cluster is not None and not self._restored(cluster):
             log.warning("a broker of %s could not be restored; starting afresh", spec.describe())
-            self._stop(spec)
+            self._stop(cluster)
             cluster = None
         if cluster is None:
-            while len(self._live) >= self.max_live:
-                self._stop(next(iter(self._live)))
+            idle = [c for c in self._live if c not in self._lent]  # a lent one is in use
+            while idle and len(self._live) >= self.max_live:
+                self._stop(idle.pop(0))
             self._started += 1
             work_dir = self.log_root / f"cluster-{self._started}"
             cluster = make_cluster(
@@ -126,26 +149,29 @@ class ClusterPool:
                 image=self.image,
                 network_faults=spec.network_faults,
             ).start()
-            self._live[spec] = cluster
-        self._live.move_to_end(spec)
+            self._live[cluster] = spec
+        self._live.move_to_end(cluster)
+        if lend:
+            self._lent.add(cluster)
         return cluster
 
     def cluster_for(
-        self, version: str | None, backend: str | None
+        self, version: str | None, backend: str | None, lend: bool = False
     ) -> Callable[[Mapping[str, object], int, bool], Cluster]:
         """``cluster_for(broker_config, brokers, network_faults)``: a run's cluster, of this
-        release and backend; broker settings the backend cannot take are left out (optional)."""
+        release and backend; broker settings the backend cannot take are left out (optional).
+        ``lend``: each one borrowed (:meth:`borrow`), for its run to give back."""
         default = ClusterSpec.of(version, backend=backend)
 
         def get(broker_config: Mapping[str, object], brokers: int, network_faults: bool) -> Cluster:
             spec = ClusterSpec.of(version, brokers, broker_config, backend, network_faults)
-            return self.get(spec, default=default, optional=True)
+            return self._take(spec, default, True, lend)
 
         return get
 
     def close(self) -> None:
-        for spec in list(self._live):
-            self._stop(spec)
+        for cluster in list(self._live):
+            self._stop(cluster)
         if self._external is not None:
             self._external.stop()
 
@@ -161,8 +187,10 @@ class ClusterPool:
             return False
         return True
 
-    def _stop(self, spec: ClusterSpec) -> None:
-        self._live.pop(spec).stop()
+    def _stop(self, cluster: NodeCluster) -> None:
+        del self._live[cluster]
+        self._lent.discard(cluster)
+        cluster.stop()
 
     def _check_external(self, spec: ClusterSpec, default: ClusterSpec, optional: bool) -> None:
         wanted = []

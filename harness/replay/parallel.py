@@ -6,7 +6,8 @@ Ctrl-C reaches each through the path that already cleans a single run up. Runs, 
 incidents, are given out, longest first, each to the first lane free: the catalog's longest
 incident alone is a quarter of its total time. A lane rather than a process per run, because
 each process started its own Spark driver, whose first check, beside two others on two cores,
-took about 24 s.
+took about 24 s. A lane concludes one run (its check) while the next one's steps run, so it
+holds two runs at most: it is given the next when its last one's steps are over.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ STOP_GRACE_S = 60.0
 #: Spark driver, per run, as ``--jobs`` was before lanes (the ``lanes`` benchmark compares).
 RUNS_PER_LANE_ENV = "KAFKA_REPLAY_RUNS_PER_LANE"
 DURATIONS_FILE = "durations.json"
+OUTCOME = "outcome.json"
+#: The file a lane leaves in a run's directory when it can take another run: the run's steps
+#: are over and the run before it is concluded (see :mod:`kafka_replay.replay.lane`).
+PLAYED = "played"
 
 
 def durations_file() -> Path:
@@ -117,13 +122,14 @@ class Worker(Child):
 
 
 class Lane(Child):
-    """One ``kafka-replay run --lane`` process: it replays the runs it is given, one at a time,
-    keeping its brokers and its Spark session between them."""
+    """One ``kafka-replay run --lane`` process: it replays the runs it is given, keeping its
+    brokers and its Spark session between them, and concludes each beside the next one's
+    steps (:mod:`kafka_replay.replay.lane`): it holds two runs at most."""
 
-    def __init__(self, argv: list[str], log_path: Path) -> None:
+    def __init__(self, argv: list[str], log_path: Path, runs_dir: Path) -> None:
         super().__init__(argv, log_path)
-        self.run: Run | None = None  # the run under way
-        self.outcome_path: Path | None = None  # where its outcome will appear
+        self.runs_dir = runs_dir
+        self.given: list[Run] = []  # given, their outcome not back yet; the last one newest
         self.runs = 0  # given so far
 
     def start(self, lease: Lease) -> None:
@@ -131,24 +137,40 @@ class Lane(Child):
         with open(self.log_path, "ab") as log:
             self.process = spawn(self.argv, log, lease, stdin=subprocess.PIPE)
 
-    def give(self, run: Run, runs_dir: Path) -> None:
+    def _dir(self, run: Run) -> Path:
+        return self.runs_dir / f"{run[0]}-{run[1]}"
+
+    def give(self, run: Run) -> None:
         """Replay ``run`` next; its ``outcome.json`` says when it is done."""
         assert self.process is not None and self.process.stdin is not None
-        self.run, self.runs = run, self.runs + 1
-        self.outcome_path = runs_dir / f"{run[0]}-{run[1]}" / "outcome.json"
-        self.outcome_path.unlink(missing_ok=True)  # a report directory used before
+        for said in (OUTCOME, PLAYED):  # a report directory used before
+            (self._dir(run) / said).unlink(missing_ok=True)
+        self.given.append(run)
+        self.runs += 1
         self.process.stdin.write(f"{run[0]} {run[1]}\n".encode())
         self.process.stdin.flush()
 
-    def outcome(self) -> Outcome | None:
-        """The run's outcome once it is written; WorkerFailed if the lane died before that."""
-        assert self.outcome_path is not None and self.process is not None
-        if self.outcome_path.exists():
-            self.run = None
-            return Outcome.from_json(json.loads(self.outcome_path.read_text()))
-        if self.process.poll() is None:
-            return None
-        raise self.failed(name(self.run))
+    def ready(self) -> bool:
+        """Whether it can take a run: its last one's steps are over, the one before concluded."""
+        return not self.given or (
+            len(self.given) == 1 and (self._dir(self.given[0]) / PLAYED).exists()
+        )
+
+    def outcomes(self) -> list[tuple[Run, Outcome]]:
+        """The outcomes written since last asked; WorkerFailed, naming the runs it held, if the
+        lane died before writing theirs."""
+        assert self.process is not None
+        exited = self.process.poll() is not None  # before looking: what it wrote last counts
+        done = []
+        for run in list(self.given):
+            written = self._dir(run) / OUTCOME
+            if written.exists():
+                (self._dir(run) / PLAYED).unlink(missing_ok=True)  # said what it had to
+                self.given.remove(run)
+                done.append((run, Outcome.from_json(json.loads(written.read_text()))))
+        if exited and self.given:
+            raise self.failed(", ".join(map(name, self.given)))
+        return done
 
     def finish(self) -> None:
         """No more runs: stdin ends, and the lane stops its brokers and Spark and exits."""
@@ -198,52 +220,53 @@ def run_side_by_side(
     runs = [(incident, profile) for incident in incidents for profile in profiles]
     waiting = deque(longest_first(runs))
     per_lane = int(os.environ.get(RUNS_PER_LANE_ENV) or 0) or len(runs)
-    lanes: list[Lane] = []
+    lanes: list[Lane] = []  # those still replaying
+    every_lane: list[Lane] = []
     started = itertools.count()
     results: dict[Run, Outcome] = {}
     failures: list[WorkerFailed] = []
     lease = Lease.take()
 
     def new_lane() -> None:
-        lane = Lane(lane_argv(options, runs_dir), scratch / f"lane-{next(started)}.log")
+        lane = Lane(lane_argv(options, runs_dir), scratch / f"lane-{next(started)}.log", runs_dir)
         lane.start(lease)
         lanes.append(lane)
+        every_lane.append(lane)
         give(lane)
 
     def give(lane: Lane) -> None:
         run = waiting.popleft()
-        lane.give(run, runs_dir)
+        lane.give(run)
         on_start(name(run))
 
     try:
         for _ in range(min(jobs, len(runs))):
             new_lane()
-        while any(lane.run for lane in lanes):
-            for lane in [lane for lane in lanes if lane.run]:
-                run = lane.run
+        while lanes:
+            for lane in list(lanes):
                 try:
-                    outcome = lane.outcome()
+                    done = lane.outcomes()
                 except WorkerFailed as exc:  # the runs it would have had go to a new lane
                     failures.append(exc)
                     lanes.remove(lane)
                     if waiting:
                         new_lane()
                     continue
-                if outcome is None:
-                    continue
-                results[run] = outcome  # type: ignore[index]
-                on_done(name(run), [outcome])
+                for run, outcome in done:
+                    results[run] = outcome
+                    on_done(name(run), [outcome])
                 if waiting and lane.runs < per_lane:
-                    give(lane)
-                else:
+                    if lane.ready():
+                        give(lane)
+                elif not lane.given:  # all it was given is concluded
                     lane.finish()
+                    lanes.remove(lane)
                     if waiting:
                         new_lane()
             time.sleep(POLL_S)
-        for lane in lanes:
-            lane.finish()
     finally:
-        for lane in lanes:
+        for lane in every_lane:
+            lane.finish()
             lane.stop()
         lease.release()
     if failures:

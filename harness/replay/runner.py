@@ -9,12 +9,13 @@ ends with an outcome naming that stage and its error, and the history kept so fa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -212,32 +213,38 @@ def run_incident(
     ``cluster_for(broker_config, brokers, network_faults)`` gives the cluster; ``spark`` gives
     the checker's session when it is needed (not for a run that failed).
     """
-    options = options or RunOptions()
-    run = _Run(incident, profile_name, options, RunHistory.new_run(run_dir), progress)
+    played = play_incident(
+        incident, profile_name, cluster_for=cluster_for, run_dir=run_dir, options=options,
+        progress=progress,
+    )  # fmt: skip
+    return played.conclude(spark)
+
+
+def play_incident(
+    incident: Incident,
+    profile_name: str,
+    *,
+    cluster_for: ClusterFor,
+    run_dir: Path,
+    options: RunOptions | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+) -> PlayedRun:
+    """The first half of :func:`run_incident`: start-up and the steps, what the incident's own
+    waits bound. Its :meth:`PlayedRun.conclude` (settling, the check, the judgement, clean-up)
+    needs only the run's cluster, so a lane concludes one run while it plays the next."""
+    run = PlayedRun(
+        incident, profile_name, options or RunOptions(), RunHistory.new_run(run_dir), progress
+    )
     try:
-        run.play(cluster_for)
-        run.settle()
-        run.check(spark)
-        run.judge()
-    except NotApplicable as exc:  # before anything ran: what the cluster could not give
-        run.outcome.applicable = False
-        run.outcome.result = "not applicable"
-        said = str(exc)
-        run.outcome.reasons.append(
-            said if said.startswith("not applicable") else f"not applicable here: {said}"
-        )
-    except Exception as exc:  # any stage: the run still gets an outcome that says what broke
-        if interrupted(exc):
-            raise KeyboardInterrupt from exc
-        run.outcome.error = f"{type(exc).__name__}: {exc}" if run.stage != "steps" else str(exc)
-        run.outcome.failed_stage = run.stage
-        run.outcome.reasons.append(f"the run could not be judged: its {run.stage} failed")
-    finally:
+        with run.stopping_on_failure():
+            run.play(cluster_for)
+    except BaseException:  # Ctrl-C: the run's topics and helpers still go
         run.finish()
-    return run.outcome
+        raise
+    return run
 
 
-class _Run:
+class PlayedRun:
     """One replay, stage by stage; :attr:`stage` names the one under way."""
 
     def __init__(
@@ -263,6 +270,7 @@ class _Run:
         self.registry: SchemaRegistry | None = None
         self.database: Database | None = None
         self.share_watch: ShareGroupWatch | None = None  # a share group's (see share_group)
+        self.stopped = False  # a stage failed, or the run does not apply: nothing more to do
         if options.settings:
             history.write_meta(settings=dict(options.settings))
         self.outcome = Outcome(
@@ -279,6 +287,41 @@ class _Run:
             run_dir=str(history.root),
             group_protocol=options.group_protocol or "classic",
         )
+
+    @contextlib.contextmanager
+    def stopping_on_failure(self) -> Iterator[None]:
+        """Any failure of a stage becomes the outcome's, which says what broke, and stops the
+        run there; Ctrl-C goes on up."""
+        try:
+            yield
+        except NotApplicable as exc:  # before anything ran: what the cluster could not give
+            self.stopped = True
+            self.outcome.applicable = False
+            self.outcome.result = "not applicable"
+            said = str(exc)
+            self.outcome.reasons.append(
+                said if said.startswith("not applicable") else f"not applicable here: {said}"
+            )
+        except Exception as exc:
+            if interrupted(exc):
+                raise KeyboardInterrupt from exc
+            self.stopped = True
+            stage = self.stage
+            self.outcome.error = f"{type(exc).__name__}: {exc}" if stage != "steps" else str(exc)
+            self.outcome.failed_stage = stage
+            self.outcome.reasons.append(f"the run could not be judged: its {stage} failed")
+
+    def conclude(self, spark: Callable[[], SparkSession]) -> Outcome:
+        """Settle, check and judge a played run, then clean up: its outcome."""
+        try:
+            with self.stopping_on_failure():
+                if not self.stopped:
+                    self.settle()
+                    self.check(spark)
+                    self.judge()
+        finally:
+            self.finish()
+        return self.outcome
 
     def _enter(self, stage: str) -> None:
         """Close the stage under way (its time goes to the outcome) and start ``stage``."""
@@ -374,6 +417,7 @@ class _Run:
         )
         if error is not None:
             raise StepFailed(error)
+        self._enter("queued")  # until a lane's check of the run before is done
 
     def _registered(self, profile: Profile, topic: str) -> Profile:
         """The profile whose workloads a schema registry frames: started, their schemas

@@ -11,7 +11,7 @@ from kafka_replay.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool
 from kafka_replay.report.outcome import Outcome
 
 from .model import Incident
-from .runner import RunOptions, run_incident
+from .runner import PlayedRun, RunOptions, play_incident
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,8 +39,9 @@ class CatalogSession:
             work_dir / "kafka", bootstrap_servers, max_live=max_live_clusters, image=image
         )
         self._spark: SparkSession | None = None
-        #: The cluster of each run: one per distinct broker config (and brokers, proxies).
-        self.cluster_for = self.pool.cluster_for(kafka_version, backend)
+        #: The cluster of each run, lent to it until it is concluded: one per distinct broker
+        #: config (and brokers, proxies), and another while a run of the same is concluding.
+        self.cluster_for = self.pool.cluster_for(kafka_version, backend, lend=True)
 
     @property
     def spark(self) -> SparkSession:
@@ -51,6 +52,12 @@ class CatalogSession:
             self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
 
+    def warm_up(self) -> None:
+        """Start Spark and check a made-up run in it: the first real check then finds it warm."""
+        from kafka_replay.checker.warm_up import warm_up
+
+        warm_up(self.spark)
+
     def run(
         self,
         incident: Incident,
@@ -58,15 +65,32 @@ class CatalogSession:
         options: RunOptions,
         progress: Callable[[str], None] = lambda line: None,
     ) -> Outcome:
-        return run_incident(
+        return self.conclude(self.play(incident, profile, options, progress))
+
+    def play(
+        self,
+        incident: Incident,
+        profile: str,
+        options: RunOptions,
+        progress: Callable[[str], None] = lambda line: None,
+    ) -> PlayedRun:
+        """A run's start-up and steps (see :func:`play_incident`), on a cluster of its own."""
+        return play_incident(
             incident,
             profile,
             cluster_for=self.cluster_for,
-            spark=lambda: self.spark,
             run_dir=self.runs_dir / f"{incident.name}-{profile}",
             options=options,
             progress=progress,
         )
+
+    def conclude(self, played: PlayedRun) -> Outcome:
+        """The rest of a played run; its cluster then serves the next run of its kind."""
+        try:
+            return played.conclude(lambda: self.spark)
+        finally:
+            if played.cluster is not None:
+                self.pool.give_back(played.cluster)
 
     def close(self) -> None:
         try:

@@ -174,8 +174,9 @@ def fit_to_history(spark: SparkSession, history_bytes: int) -> int:
     and one 6.3 s where two took 6.9 s (warm, with the matching checkpointed: see
     :class:`~kafka_replay.checker.analysis.Analysis`), while 10M records need the 16.
     Below :data:`SMALL_HISTORY_BYTES` the check also runs interpreted (:data:`INTERPRETED`):
-    on an incident's records, compiling code for each of its queries cost more than running them (zombie-commit's run, 60 inputs read from Kafka:
-    13.0 s instead of 18.7 s in a new session, 7.5 instead of 11.4 CPU-seconds in a warm
+    on an incident's records, compiling code for each of its queries cost more than running
+    them (zombie-commit's run, 60 inputs read from Kafka: 13.0 s instead of 18.7 s in a new
+    session, 7.5 instead of 11.4 CPU-seconds in a warm
     one). Returns the shuffle partitions set.
     """
     configured = int(_configured(spark, "spark.sql.shuffle.partitions"))

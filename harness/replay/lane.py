@@ -21,13 +21,9 @@ from pathlib import Path
 from kafka_replay.report.outcome import Outcome
 
 from .model import Incident
-from .parallel import PLAYED
+from .parallel import OVERLAP_ENV, PLAYED
 from .runner import RunOptions
 from .session import CatalogSession
-
-#: ``0``: conclude each run before the next one plays, and start Spark at the first check, as
-#: lanes did before (the ``lanes`` benchmark compares).
-OVERLAP_ENV = "KAFKA_REPLAY_LANE_OVERLAP"
 
 
 class _Concluding:

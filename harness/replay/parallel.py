@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -31,14 +30,14 @@ from kafka_replay.report.outcome import Outcome
 
 POLL_S = 0.2
 STOP_GRACE_S = 60.0
-#: Runs a lane replays before a fresh lane takes over (unset: no limit); 1 is a process, and a
-#: Spark driver, per run, as ``--jobs`` was before lanes (the ``lanes`` benchmark compares).
-RUNS_PER_LANE_ENV = "KAFKA_REPLAY_RUNS_PER_LANE"
 DURATIONS_FILE = "durations.json"
 OUTCOME = "outcome.json"
 #: The file a lane leaves in a run's directory when it can take another run: the run's steps
 #: are over and the run before it is concluded (see :mod:`kafka_replay.replay.lane`).
 PLAYED = "played"
+#: ``0``: a lane concludes each run before the next one plays, and starts Spark at its first
+#: check, as lanes did before (the ``lanes`` benchmark compares).
+OVERLAP_ENV = "KAFKA_REPLAY_LANE_OVERLAP"
 
 
 def durations_file() -> Path:
@@ -130,7 +129,6 @@ class Lane(Child):
         super().__init__(argv, log_path)
         self.runs_dir = runs_dir
         self.given: list[Run] = []  # given, their outcome not back yet; the last one newest
-        self.runs = 0  # given so far
 
     def start(self, lease: Lease) -> None:
         """Start it in its own session, dying with this process (SIGKILL included)."""
@@ -146,7 +144,6 @@ class Lane(Child):
         for said in (OUTCOME, PLAYED):  # a report directory used before
             (self._dir(run) / said).unlink(missing_ok=True)
         self.given.append(run)
-        self.runs += 1
         self.process.stdin.write(f"{run[0]} {run[1]}\n".encode())
         self.process.stdin.flush()
 
@@ -204,22 +201,21 @@ def run_side_by_side(
 ) -> list[Outcome]:
     """Replay each incident under each of ``profiles``, ``jobs`` at a time, in ``jobs`` lanes.
 
-    A lane is a ``kafka-replay run --lane`` process given one run after another. It keeps one
-    cluster (a run with the same broker config finds the last run's brokers restored, one with
-    another starts its own) and one Spark session, whose driver and warmed-up checker are
-    started once a lane instead of once a run. ``options`` are the ``kafka-replay run``
-    options every lane gets; each run's history goes to ``runs_dir`` (default:
-    ``scratch/runs``). Runs are given out longest first (as
-    long as they took last time, see :func:`longest_first`), each to the first lane free;
+    A lane is a ``kafka-replay run --lane`` process given one run after another. It keeps its
+    clusters (a run with the same broker config finds an earlier run's brokers restored, one
+    with another starts its own) and one Spark session, started and warmed up while its first
+    run plays, and it checks each run while the next one plays (:mod:`.lane`). ``options``
+    are the ``kafka-replay run`` options every lane gets; each run's history goes to
+    ``runs_dir`` (default: ``scratch/runs``). Runs are given out longest first (as long as
+    they took last time, see :func:`longest_first`), each to the first lane ready for one;
     outcomes come back in the order of ``incidents``, then ``profiles``. ``on_start`` and
-    ``on_done`` get a run's name, ``incident (profile)``. A lane that dies fails the run it
-    had (:class:`WorkerFailed`, raised once the others are done) and a new lane takes the
+    ``on_done`` get a run's name, ``incident (profile)``. A lane that dies fails the runs it
+    held (:class:`WorkerFailed`, raised once the others are done) and a new lane takes the
     runs still waiting.
     """
     runs_dir = runs_dir or scratch / "runs"
     runs = [(incident, profile) for incident in incidents for profile in profiles]
     waiting = deque(longest_first(runs))
-    per_lane = int(os.environ.get(RUNS_PER_LANE_ENV) or 0) or len(runs)
     lanes: list[Lane] = []  # those still replaying
     every_lane: list[Lane] = []
     started = itertools.count()
@@ -255,14 +251,12 @@ def run_side_by_side(
                 for run, outcome in done:
                     results[run] = outcome
                     on_done(name(run), [outcome])
-                if waiting and lane.runs < per_lane:
+                if waiting:
                     if lane.ready():
                         give(lane)
                 elif not lane.given:  # all it was given is concluded
                     lane.finish()
                     lanes.remove(lane)
-                    if waiting:
-                        new_lane()
             time.sleep(POLL_S)
     finally:
         for lane in every_lane:

@@ -39,16 +39,19 @@ class Finding:
     detail: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class Detailed:
+    """An anomaly whose finding says more than its count and examples: its rows are counted
+    with the others (:meth:`Analysis.findings`), and only when it has some does ``detail``
+    make its finding from them and their count."""
+
+    frame: DataFrame
+    detail: Callable[[DataFrame, int], Finding]
+    none: Finding  # what it says when it found nothing
+
+
 def _rows(frame: DataFrame, limit: int) -> list[dict[str, Any]]:
     return [row.asDict(recursive=True) for row in frame.limit(limit).collect()]
-
-
-def _finding(frame: DataFrame, limit: int, order: tuple[str, ...]) -> Finding:
-    frame = frame.cache()
-    count = frame.count()
-    examples = _rows(frame.orderBy(*order), limit) if count else []
-    frame.unpersist()
-    return Finding(count, examples)
 
 
 def _counts(frames: Mapping[str, DataFrame]) -> dict[str, int]:
@@ -253,23 +256,29 @@ class Analysis:
     def findings(self) -> dict[str, Finding]:
         """Every registered anomaly.
 
-        The anomalies given as queries are counted together, in one Spark job: each job has a
-        fixed cost that, on an incident's few thousand records, was most of the check. Only
-        those found get a second job, for their examples.
+        The anomalies are counted together, in one Spark job: each job has a fixed cost that,
+        on an incident's few thousand records, was most of the check. Only those found get
+        more jobs, for their examples and details (:class:`Detailed`).
         """
         results = {name: found.query(self) for name, found in REGISTRY.items()}
-        queries = {n: r for n, r in results.items() if not isinstance(r, Finding)}
+        queries = {
+            name: result.frame if isinstance(result, Detailed) else result
+            for name, result in results.items()
+            if not isinstance(result, Finding)
+        }
         counts = _counts(queries)
         findings = {}
         for name, result in results.items():
+            found, kind = counts.get(name, 0), REGISTRY[name]
             if isinstance(result, Finding):
                 findings[name] = result
-                continue
-            found, kind = counts.get(name, 0), REGISTRY[name]
-            limit = found if kind.every else self.examples
-            rows = _rows(result.orderBy(*kind.order), limit) if found else []
-            every = {"every": [dict(row) for row in rows]} if kind.every else None
-            findings[name] = Finding(found, rows[: self.examples], every)
+            elif isinstance(result, Detailed):
+                findings[name] = result.detail(result.frame, found) if found else result.none
+            else:
+                limit = found if kind.every else self.examples
+                rows = _rows(result.orderBy(*kind.order), limit) if found else []
+                every = {"every": [dict(row) for row in rows]} if kind.every else None
+                findings[name] = Finding(found, rows[: self.examples], every)
         return findings
 
     def totals(self) -> dict[str, int]:
@@ -302,7 +311,7 @@ class Analysis:
             self.matched.unpersist()  # a checkpoint's rows go with it once unreferenced
 
 
-Query = Callable[[Analysis], "DataFrame | Finding"]
+Query = Callable[[Analysis], "DataFrame | Detailed | Finding"]
 
 
 @dataclass(frozen=True)
@@ -366,7 +375,7 @@ def behind_open_transaction(analysis: Analysis) -> DataFrame:
 
 
 @anomaly()
-def duplicate(analysis: Analysis) -> Finding:
+def duplicate(analysis: Analysis) -> Detailed:
     """An input delivered more than once, and more often than the input log holds it if read."""
     return _duplicates(analysis.delivered, analysis.examples, analysis.source_read)
 
@@ -419,7 +428,7 @@ def stuck_lag(analysis: Analysis) -> DataFrame:
 
 
 @anomaly()
-def lost_write(analysis: Analysis) -> Finding:
+def lost_write(analysis: Analysis) -> Detailed | Finding:
     """Acknowledged by a broker, yet no copy is in the input log read at check time."""
     if not analysis.source_read:
         return Finding(0, [])
@@ -427,15 +436,20 @@ def lost_write(analysis: Analysis) -> Finding:
     acked_input = (side == _ACK) | ((side == _OUT) & F.col("acked") & F.col("first"))
     lost = analysis.matched.filter(acked_input & _unlogged())
     columns = ("event_id", "key", "seq", "in_partition", "in_offset", "ack_ts")
-    finding = _finding(lost.select(*columns), analysis.examples, ("in_partition", "in_offset"))
-    now = _log_at(analysis.log, {(e["in_partition"], e["in_offset"]) for e in finding.examples})
-    for example in finding.examples:
-        example["log_event_id"] = now.get((example["in_partition"], example["in_offset"]))
-    return finding
+
+    def detail(frame: DataFrame, count: int) -> Finding:
+        """Examples, each with what the input log holds at its position now."""
+        examples = _rows(frame.orderBy("in_partition", "in_offset"), analysis.examples)
+        now = _log_at(analysis.log, {(e["in_partition"], e["in_offset"]) for e in examples})
+        for example in examples:
+            example["log_event_id"] = now.get((example["in_partition"], example["in_offset"]))
+        return Finding(count, examples)
+
+    return Detailed(lost.select(*columns), detail, Finding(0, []))
 
 
 @anomaly()
-def log_duplicate(analysis: Analysis) -> Finding:
+def log_duplicate(analysis: Analysis) -> Detailed | Finding:
     """An input written to the input log more than once (with the distribution of copies)."""
     if not analysis.source_read:
         return Finding(0, [])
@@ -448,12 +462,17 @@ def log_duplicate(analysis: Analysis) -> Finding:
         "copies",
     )
     order = (F.desc("copies"), "partition", "first_offset")
-    finding = _counted(copied, "copies", order, analysis.examples)
-    offsets = _offsets_of(analysis.log, {e["event_id"] for e in finding.examples})
-    for example in finding.examples:
-        del example["first_offset"]
-        example["offsets"] = offsets[example["event_id"]]
-    return finding
+
+    def detail(frame: DataFrame, count: int) -> Finding:
+        """The distribution of copies, and each example's offsets in the input log."""
+        finding = _counted(frame, count, "copies", order, analysis.examples)
+        offsets = _offsets_of(analysis.log, {e["event_id"] for e in finding.examples})
+        for example in finding.examples:
+            del example["first_offset"]
+            example["offsets"] = offsets[example["event_id"]]
+        return finding
+
+    return Detailed(copied, detail, _not_repeated())
 
 
 @anomaly("in_partition", "in_offset")
@@ -474,24 +493,34 @@ def _missing(undelivered: DataFrame, commits: DataFrame) -> tuple[DataFrame, Dat
     return judged.filter(passed).select(*columns), judged.filter(~passed).select(*columns)
 
 
-def _duplicates(delivered: DataFrame, examples: int, source_read: bool) -> Finding:
+def _duplicates(delivered: DataFrame, examples: int, source_read: bool) -> Detailed:
     """Inputs delivered more than once, or, beside the input log, more than their copies."""
     columns = ["event_id", "key", "seq", "in_partition", "in_offset", "deliveries"]
     if source_read:
         columns.append("copies")
     repeated = delivered.filter(F.col("first") & (F.col("deliveries") > _fair_deliveries()))
     order = (F.desc("deliveries"), "in_partition", "in_offset")
-    return _counted(repeated.select(*columns), "deliveries", order, examples)
+    return Detailed(
+        repeated.select(*columns),
+        lambda frame, count: _counted(frame, count, "deliveries", order, examples),
+        _not_repeated(),
+    )
+
+
+def _not_repeated() -> Finding:
+    """What a repeat's finding says when nothing came twice."""
+    return Finding(0, [], {"distribution": {}})
 
 
 def _counted(
-    frame: DataFrame, times: str, order: tuple[Column | str, ...], examples: int
+    frame: DataFrame, count: int, times: str, order: tuple[Column | str, ...], examples: int
 ) -> Finding:
-    """One row per repeated record, with the distribution of how many ``times`` each came."""
+    """``count`` rows, one per repeated record, with the distribution of how many ``times``
+    each came."""
     frame = frame.cache()
     distribution = {str(row[times]): row["count"] for row in frame.groupBy(times).count().collect()}
     finding = Finding(
-        frame.count(),
+        count,
         _rows(frame.orderBy(*order), examples),
         {"distribution": dict(sorted(distribution.items(), key=lambda item: int(item[0])))},
     )

@@ -10,3 +10,24 @@ from pyspark.sql import SparkSession
 def spark(replay_spark: SparkSession) -> SparkSession:
     """The plugin's Spark session, shared with the incident items of the same process."""
     return replay_spark
+
+
+#: Files whose tests took longest, named at the end of a run: where the suite's time goes.
+SLOWEST_FILES = 12
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Each file's test time (set-up, call and teardown, summed over the workers)."""
+    spent: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                where = report.nodeid.split("::")[0]
+                spent[where] = spent.get(where, 0.0) + report.duration
+    if not spent:
+        return
+    total = sum(spent.values())
+    terminalreporter.write_sep("=", f"test time by file: {total / 60:.0f} min in all")
+    for where, seconds in sorted(spent.items(), key=lambda item: -item[1])[:SLOWEST_FILES]:
+        terminalreporter.write_line(f"{seconds:8.0f} s  {100 * seconds / total:4.1f}%  {where}")

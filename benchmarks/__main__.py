@@ -1,6 +1,7 @@
 """Run benchmarks: ``python -m benchmarks [NAME ...] [--runs N] [--kafka-version V]``.
 
-``stability`` takes incident names after it: ``python -m benchmarks stability --times 5 NAME``.
+``stability`` takes incident names after it: ``python -m benchmarks stability --times 5 NAME``;
+``checker-warm`` takes runs: ``python -m benchmarks checker-warm zombie-commit:vulnerable``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from benchmarks import (
     checker_scale,
     checker_sink,
     checker_small,
+    checker_warm,
     collection,
     compare_matrix,
     lanes,
@@ -28,6 +30,7 @@ BENCHMARKS = {
     "producer-throughput": producer_throughput.run,
     "checker-scale": checker_scale.run,
     "checker-small": checker_small.run,
+    "checker-warm": checker_warm.run,
     "checker-sink": checker_sink.run,
     "collection": collection.run,
     "stability": stability.run,
@@ -64,9 +67,10 @@ def main(argv: list[str]) -> int:
     for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries
         logging.getLogger(noisy).setLevel(logging.ERROR)
     names, args.incidents = list(args.names), []
-    if "stability" in names:  # the names after it are incidents
-        cut = names.index("stability") + 1
-        names, args.incidents = names[:cut], names[cut:]
+    for taking in ("stability", "checker-warm"):  # the names after it are its runs
+        if taking in names:
+            cut = names.index(taking) + 1
+            names, args.incidents = names[:cut], names[cut:]
     unknown = set(names) - set(BENCHMARKS)
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}")

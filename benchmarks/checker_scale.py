@@ -18,9 +18,11 @@ input log, which adds about half to its memory) its dictionaries no longer fit a
 with a MemoryError, which is reported as such (``--sizes 50000000`` shows it; that run needs
 more than 10 GB of disk for its generated data, deleted afterwards).
 
-Reported: wall time, inputs/s, peak memory (the driver JVM and this Python process for Spark;
-the child process for the single-process side), and how time grows from the smaller run to
-the larger.
+Each size is checked ``--runs`` times, the two sides taking turns. Reported: median wall time,
+inputs/s, inputs per second per core (Spark's ``local[2]`` has two, the single process one)
+and per CPU-second, the load average beside each check, the median time ratio, peak memory
+(the driver JVM and this Python process for Spark; the child process for the single-process
+side), and how time grows from the smaller run to the larger.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -282,38 +285,55 @@ def run(args: argparse.Namespace) -> None:
         "0.01% lost, written twice and late in the input log)"
     )
     print(f"  single process limited to {MEMORY_BUDGET / 1024**3:.0f} GiB of address space")
+    cores = spark.sparkContext.defaultParallelism
     for inputs in sizes:
         root = Path(tempfile.mkdtemp(prefix="kafka-replay-bench-"))
         try:
             expected = generate(spark, root, inputs)
-            started, cpu = time.perf_counter(), _spark_cpu_s(spark)
-            found = spark_check(spark, root)
-            times["spark"][inputs] = time.perf_counter() - started
-            spark_cpu = _spark_cpu_s(spark) - cpu
+            rounds: dict[str, list[dict]] = {"spark": [], "single": []}
+            for _ in range(args.runs):  # the two take turns, so both see the same machine
+                started, cpu = time.perf_counter(), _spark_cpu_s(spark)
+                found = spark_check(spark, root)
+                rounds["spark"].append(
+                    {"seconds": time.perf_counter() - started, "cpu_s": _spark_cpu_s(spark) - cpu,
+                     "load": os.getloadavg()[0]}
+                )  # fmt: skip
+                single = single_process_limited(root)
+                rounds["single"].append({**single, "load": os.getloadavg()[0]})
+                for name, count in expected.items():
+                    assert found.get(name) == count, (name, found)
+                    if single["found"] is not None:
+                        assert single["found"].get(name) == count, (name, single["found"])
             spark_peak = _jvm_peak_mib(spark)
-            single = single_process_limited(root)
-            times["single"][inputs] = single["seconds"]
-            for name, count in expected.items():
-                assert found.get(name) == count, (name, found)
-                if single["found"] is not None:
-                    assert single["found"].get(name) == count, (name, single["found"])
             print(f"  {inputs:>11,} inputs   found {found}")
-            for side, cpu in (("spark", spark_cpu), ("single", single["cpu_s"])):
-                seconds = times[side][inputs]
+            for side, used in (("spark", cores), ("single", 1)):
+                seconds = statistics.median(r["seconds"] for r in rounds[side])
+                cpu = statistics.median(r["cpu_s"] for r in rounds[side])
+                times[side][inputs] = seconds
+                each = ", ".join(f"{r['seconds']:.1f}" for r in rounds[side])
                 print(
-                    f"    {side:<7} {seconds:8.1f} s  {inputs / seconds:>12,.0f} inputs/s  "
-                    f"(CPU {cpu:,.1f} s)"
+                    f"    {side:<7} {seconds:8.1f} s  {inputs / seconds:>12,.0f} inputs/s, "
+                    f"{inputs / seconds / used:,.0f} per second per core ({used}), "
+                    f"{inputs / cpu:,.0f} per CPU-second  (CPU {cpu:,.1f} s; runs {each})"
                 )
-            if single["error"]:
+            loads = ", ".join(f"{r['load']:.1f}" for r in rounds["spark"] + rounds["single"])
+            print(f"    load average (1 min) after each check: {loads}")
+            errors = [r["error"] for r in rounds["single"] if r["error"]]
+            if errors:
                 limit = MEMORY_BUDGET / 1024**2
-                print(f"    single  failed: {single['error']} (limit {limit:,.0f} MiB)")
+                print(f"    single  failed: {errors[0]} (limit {limit:,.0f} MiB)")
             else:
+                ratios = [
+                    a["seconds"] / b["seconds"] for a, b in zip(*rounds.values(), strict=True)
+                ]
                 print(
-                    f"    spark/single time ratio {times['spark'][inputs] / single['seconds']:.2f}"
+                    f"    spark/single time ratio: median {statistics.median(ratios):.2f} "
+                    f"(each round: {', '.join(f'{r:.2f}' for r in ratios)})"
                 )
+            peak = max(r["peak_mib"] for r in rounds["single"])
             print(
                 f"    peak memory: Spark driver JVM {spark_peak:,.0f} MiB, Python driver "
-                f"{_python_peak_mib():,.0f} MiB; single process {single['peak_mib']:,.0f} MiB"
+                f"{_python_peak_mib():,.0f} MiB; single process {peak:,.0f} MiB"
             )
         finally:
             shutil.rmtree(root, ignore_errors=True)

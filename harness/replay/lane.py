@@ -25,6 +25,9 @@ from .parallel import OVERLAP_ENV, PLAYED
 from .runner import RunOptions
 from .session import CatalogSession
 
+#: How long a lane told to stop gives the run it was concluding to end.
+STOP_GRACE_S = 20.0
+
 
 class _Concluding:
     """The one run a lane concludes beside the next run's steps.
@@ -49,6 +52,12 @@ class _Concluding:
         self._thread = threading.Thread(target=run, name="concluding", daemon=True)
         self._thread.start()
 
+    def abandon(self, grace_s: float) -> None:
+        """Give the run under way ``grace_s`` to end (its session stopped under it), so that
+        what it cleans up on the way out (temporary files) is cleaned before the lane exits."""
+        if self._thread is not None:
+            self._thread.join(grace_s)
+
     def wait(self) -> None:
         """Until the run under way is concluded; its failure, if it had one, raised here."""
         if self._thread is not None:
@@ -69,14 +78,19 @@ def run_lane(
     """Replay each ``INCIDENT PROFILE`` of ``lines``, concluding each beside the next's steps."""
     overlap = os.environ.get(OVERLAP_ENV) != "0"
     concluding = _Concluding()
-    if overlap:
-        concluding.start(session.warm_up)
-    for line in lines:
-        name, profile = line.split()
-        played = session.play(incidents[name], profile, options)
-        concluding.wait()  # the run before: its outcome is written before this one says played
-        Path(played.history.root, PLAYED).touch()
-        concluding.start(lambda played=played: show(session.conclude(played)))
-        if not overlap:
-            concluding.wait()
-    concluding.wait()
+    try:
+        if overlap:
+            concluding.start(session.warm_up)
+        for line in lines:
+            name, profile = line.split()
+            played = session.play(incidents[name], profile, options)
+            concluding.wait()  # the run before: its outcome is written before this one's word
+            Path(played.history.root, PLAYED).touch()
+            concluding.start(lambda played=played: show(session.conclude(played)))
+            if not overlap:
+                concluding.wait()
+        concluding.wait()
+    except BaseException:  # Ctrl-C: Spark and the brokers stop, and the check under way with them
+        session.close()
+        concluding.abandon(STOP_GRACE_S)
+        raise

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
 from kafka_replay.apps import Supervisor
 from kafka_replay.apps.client_config import check_client_config
@@ -50,6 +51,8 @@ from .model import Profile, Step
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2
+#: A follower's fetch moves the high watermark every 500 ms: looked at far more often.
+UNREPLICATED_POLL_S = 0.01
 
 
 class StepFailed(RuntimeError):
@@ -71,6 +74,8 @@ class Stage:
     background: list[threading.Thread] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     acks: int = 0
+    #: Per (topic, partition): the offset after the highest one acknowledged.
+    acked_ends: dict[tuple[str, int], int] = field(default_factory=dict)
     paused: bool = False
     #: Created by the first broker fault: the nodes it took down, restored at the end.
     broker_faults: BrokerFaults | None = None
@@ -141,6 +146,8 @@ class Stage:
             with self._lock:
                 if event["kind"] == "ack":
                     self.acks += 1
+                    where = (event["topic"], event["partition"])
+                    self.acked_ends[where] = max(self.acked_ends.get(where, 0), event["offset"] + 1)
                 elif event["kind"] == "pause":
                     self.paused = True
                 elif event["kind"] == "resume":
@@ -501,20 +508,55 @@ def _spared(stage: Stage, step: Step) -> set[int]:
     return group_offsets_holders(stage.brokers().cluster, stage.group)
 
 
+#: How long ``kill_broker`` waits for ``unreplicated`` acknowledged records before it kills
+#: anyway: several fetches of a follower (500 ms apart by default), and no longer, for a
+#: profile whose writes are acknowledged only once copied (``acks=all``) never has them.
+UNREPLICATED_WAIT_S = 3.0
+
+
 @step_kind(
     "kill_broker",
     _sparing_target,
     needs="restart_brokers",
     **BROKER_TARGET,
     **SPARING,
+    unreplicated=Field(int, 0),
     timeout_s=Field((int, float), 60.0),
 )
 def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
-    """SIGKILL one broker (a partition's leader, the controller or any); wait for a new leader."""
+    """SIGKILL one broker (a partition's leader, the controller or any); wait for a new leader.
+
+    With ``unreplicated``, a leader is killed once that many of its partition's acknowledged
+    records are above the partition's high watermark, on the leader alone: the moment a crash
+    loses acknowledged writes, which a kill at any moment misses when it lands just after the
+    followers' fetch (or while a loaded producer stalls).
+    """
     with _refused():
-        return stage.brokers().kill(
+        found = (
+            {"unreplicated_at_kill": _await_unreplicated(stage, step)}
+            if step["unreplicated"]
+            else {}
+        )
+        killed = stage.brokers().kill(
             step["role"], step["topic"], step["partition"], step["timeout_s"], _spared(stage, step)
         )
+    return {**found, **killed}
+
+
+def _await_unreplicated(stage: Stage, step: Step) -> int:
+    """Acknowledged records of the partition above its high watermark, once there are
+    ``unreplicated`` of them or :data:`UNREPLICATED_WAIT_S` passed."""
+    topic, partition = stage.topics[step["topic"]], step["partition"]
+    where = TopicPartition(topic, partition)
+    admin = stage.cluster.admin()
+    deadline = time.monotonic() + UNREPLICATED_WAIT_S
+    while True:
+        stage.check()
+        watermark = admin.list_offsets({where: OffsetSpec.latest()})[where].result().offset
+        above = stage.acked_ends.get((topic, partition), 0) - watermark
+        if above >= step["unreplicated"] or time.monotonic() > deadline:
+            return max(above, 0)
+        time.sleep(UNREPLICATED_POLL_S)
 
 
 @step_kind(

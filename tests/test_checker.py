@@ -9,7 +9,12 @@ import pytest
 from kafka_replay.checker import analyse, judge, sources, verdict
 from kafka_replay.checker.analysis import Analysis
 from kafka_replay.checker.check import history_inputs
-from kafka_replay.checker.spark import INTERPRETED, SMALL_HISTORY_BYTES, fit_to_history
+from kafka_replay.checker.spark import (
+    INTERPRETED,
+    SMALL_HISTORY_BYTES,
+    connector_versions,
+    fit_to_history,
+)
 from kafka_replay.history import RunHistory
 
 T = "students"
@@ -407,3 +412,11 @@ def test_judgement_against_the_declared_guarantee() -> None:
     assert judge("at-least-once", 1, 0, 0) == "fail"
     with pytest.raises(ValueError, match="at-most-twice"):
         judge("at-most-twice", 0, 0, 0)
+
+
+def test_a_pyspark_release_takes_the_connector_of_its_own_line() -> None:
+    assert connector_versions("4.0.0") == ["4.0.0"]
+    # 4.2.1's own is not on Maven Central: the earlier patch releases of its line follow it
+    assert connector_versions("4.2.1") == ["4.2.1", "4.2.0"]
+    assert connector_versions("4.2.1.dev0") == ["4.2.1.dev0", "4.2.1", "4.2.0"]
+    assert connector_versions("nightly") == ["nightly"]

@@ -57,26 +57,27 @@ def kafka_connector_jars() -> list[Path]:
     :func:`connector_versions` is resolved in turn, once (then cached).
     """
     versions = connector_versions(pyspark.__version__)
-    names = [f"spark-kafka-{version}" for version in versions]
-    jars = next(filter(None, map(cached_classpath, names)), None)
-    refused: list[str] = []
-    for version, name in zip(versions, names, strict=True):
-        if jars is not None:
-            break
-        connector = Artifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA}", version)
-        try:
-            jars = resolve_classpath(name, [connector])
-        except ArtifactResolutionError as exc:
-            refused.append(f"{version}: {str(exc).splitlines()[0]}")
-    if jars is None:
-        raise ArtifactResolutionError(
-            f"no Kafka connector for PySpark {pyspark.__version__} resolved from Maven Central "
-            f"({'; '.join(refused)}); install a PySpark whose release has one "
-            f"(pip install 'pyspark>=4.0,<4.3')"
-        )
+    cached = (cached_classpath(f"spark-kafka-{version}") for version in versions)
+    jars = next(filter(None, cached), None) or _resolve_connector(versions)
     bundled = Path(pyspark.__file__).parent / "jars"
     shipped = {_artifact_name(p.name) for p in bundled.glob("*.jar")}
     return [jar for jar in jars if _artifact_name(jar.name) not in shipped]
+
+
+def _resolve_connector(versions: Sequence[str]) -> list[Path]:
+    """The first of ``versions`` whose connector resolves from Maven Central, cached."""
+    refused = []
+    for version in versions:
+        connector = Artifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA}", version)
+        try:
+            return resolve_classpath(f"spark-kafka-{version}", [connector])
+        except ArtifactResolutionError as exc:
+            refused.append(f"{version}: {str(exc).splitlines()[0]}")
+    raise ArtifactResolutionError(
+        f"no Kafka connector for PySpark {pyspark.__version__} resolved from Maven Central "
+        f"({'; '.join(refused)}); install a PySpark whose release line has one "
+        f"(pip install 'pyspark>=4.0,<4.3')"
+    )
 
 
 def maven_jars(coordinates: list[str]) -> list[Path]:

@@ -306,7 +306,13 @@ def run(args: argparse.Namespace) -> None:
                         assert single["found"].get(name) == count, (name, single["found"])
             spark_peak = _jvm_peak_mib(spark)
             print(f"  {inputs:>11,} inputs   found {found}")
+            failed = [r["error"] for r in rounds["single"] if r["error"]]
+            peak = max(r["peak_mib"] for r in rounds["single"])  # a failed one's too
+            rounds["single"] = [r for r in rounds["single"] if not r["error"]]  # their time is
+            # how long it took to fail, no check's
             for side, used in (("spark", cores), ("single", 1)):
+                if not rounds[side]:
+                    continue
                 seconds = statistics.median(r["seconds"] for r in rounds[side])
                 cpu = statistics.median(r["cpu_s"] for r in rounds[side])
                 times[side][inputs] = seconds
@@ -317,20 +323,18 @@ def run(args: argparse.Namespace) -> None:
                     f"{inputs / cpu:,.0f} per CPU-second  (CPU {cpu:,.1f} s; runs {each})"
                 )
             loads = ", ".join(f"{r['load']:.1f}" for r in rounds["spark"] + rounds["single"])
-            print(f"    load average (1 min) after each check: {loads}")
-            errors = [r["error"] for r in rounds["single"] if r["error"]]
-            if errors:
+            print(f"    load average (1 min) after the checks: {loads}")
+            if failed:
                 limit = MEMORY_BUDGET / 1024**2
-                print(f"    single  failed: {errors[0]} (limit {limit:,.0f} MiB)")
-            else:
-                ratios = [
-                    a["seconds"] / b["seconds"] for a, b in zip(*rounds.values(), strict=True)
-                ]
                 print(
-                    f"    spark/single time ratio: median {statistics.median(ratios):.2f} "
-                    f"(each round: {', '.join(f'{r:.2f}' for r in ratios)})"
+                    f"    single  failed in {len(failed)} of {args.runs} rounds: {failed[0]} "
+                    f"(limit {limit:,.0f} MiB)"
                 )
-            peak = max(r["peak_mib"] for r in rounds["single"])
+            if rounds["single"]:
+                single_s = statistics.median(r["seconds"] for r in rounds["single"])
+                print(
+                    f"    spark/single time ratio (medians): {times['spark'][inputs] / single_s:.2f}"
+                )
             print(
                 f"    peak memory: Spark driver JVM {spark_peak:,.0f} MiB, Python driver "
                 f"{_python_peak_mib():,.0f} MiB; single process {peak:,.0f} MiB"
@@ -340,6 +344,8 @@ def run(args: argparse.Namespace) -> None:
     if len(sizes) > 1:
         small, large = sizes[0], sizes[-1]
         for side in ("spark", "single"):
+            if large not in times[side] or small not in times[side]:
+                continue  # every round of one size failed
             growth = times[side][large] / times[side][small]
             print(f"  {side}: {large // small}x the inputs took {growth:.1f}x the time")
     spark.stop()

@@ -332,9 +332,8 @@ def run(args: argparse.Namespace) -> None:
                 )
             if rounds["single"]:
                 single_s = statistics.median(r["seconds"] for r in rounds["single"])
-                print(
-                    f"    spark/single time ratio (medians): {times['spark'][inputs] / single_s:.2f}"
-                )
+                ratio = times["spark"][inputs] / single_s
+                print(f"    spark/single time ratio (medians): {ratio:.2f}")
             print(
                 f"    peak memory: Spark driver JVM {spark_peak:,.0f} MiB, Python driver "
                 f"{_python_peak_mib():,.0f} MiB; single process {peak:,.0f} MiB"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
 from kafka_replay.replay.parallel import PLAYED, run_side_by_side
 
@@ -47,3 +49,19 @@ def test_a_lane_checks_one_run_while_the_next_one_plays(tmp_path: Path) -> None:
     assert later_started < earlier_concluded  # the later one's steps ran beside the check
     assert not any((run / PLAYED).exists() for run in runs)  # the lane's word, once heard
     assert all(o.stage_s["checker"] > 0 for o in outcomes)
+
+
+def test_a_failed_warm_up_leaves_the_check_to_start_spark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from kafka_replay.checker import warm_up
+    from kafka_replay.replay.session import CatalogSession
+
+    def broken(spark: object) -> None:
+        raise RuntimeError("no room for the driver")
+
+    monkeypatch.setattr(warm_up, "warm_up", broken)
+    monkeypatch.setattr(CatalogSession, "spark", property(lambda self: None))
+    with CatalogSession(tmp_path) as session:
+        session.warm_up()  # logged, not raised: the lane goes on to its runs
+    assert "no room for the driver" in caplog.text

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_replay.checker.spark import check_master
 from kafka_replay.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool
+from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
 from .model import Incident
@@ -15,6 +17,8 @@ from .runner import PlayedRun, RunOptions, play_incident
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 
 class CatalogSession:
@@ -53,10 +57,19 @@ class CatalogSession:
         return self._spark
 
     def warm_up(self) -> None:
-        """Start Spark and check a made-up run in it: the first real check then finds it warm."""
+        """Start Spark and check a made-up run in it: the first real check then finds it warm.
+
+        A failure is only logged: the first real check starts Spark again, and if that fails
+        too, its run's outcome says what broke.
+        """
         from kafka_replay.checker.warm_up import warm_up
 
-        warm_up(self.spark)
+        try:
+            warm_up(self.spark)
+        except Exception as exc:
+            if interrupted(exc):
+                raise
+            log.warning("warming Spark up before the first check failed: %s", exc)
 
     def run(
         self,

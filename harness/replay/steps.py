@@ -146,8 +146,10 @@ class Stage:
             with self._lock:
                 if event["kind"] == "ack":
                     self.acks += 1
-                    where = (event["topic"], event["partition"])
-                    self.acked_ends[where] = max(self.acked_ends.get(where, 0), event["offset"] + 1)
+                    offset = event.get("offset")
+                    if offset is not None:  # unknown where a broker does not say (Tansu)
+                        where = (event["topic"], event["partition"])
+                        self.acked_ends[where] = max(self.acked_ends.get(where, 0), offset + 1)
                 elif event["kind"] == "pause":
                     self.paused = True
                 elif event["kind"] == "resume":

@@ -52,7 +52,7 @@ def output(spark, rows: list[tuple[str | None, int, int, int | None]]):
 
 def input_log(spark, rows: list[tuple[str, str, int, int, int]]):
     """The input topic's log as read at check time: (event_id, key, seq, partition, offset)."""
-    return spark.createDataFrame(rows, sources.LOG_SCHEMA)
+    return spark.createDataFrame([(*row, T) for row in rows], sources.LOG_SCHEMA)
 
 
 def findings(spark, run_dir: Path, committed, uncommitted=None, source=None):

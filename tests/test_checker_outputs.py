@@ -191,9 +191,9 @@ def test_the_input_log_shows_what_the_brokers_kept_and_the_app_is_judged_on_it(
     write_output(kafka_cluster, source, [plain])
     assert sorted(kafka_log(spark, kafka_cluster.bootstrap_servers, source).collect()) == sorted(
         [
-            (r.event_id, r.key, r.seq, 0, offset)
+            (r.event_id, r.key, r.seq, 0, offset, source)
             for offset, r in enumerate(log)
-        ] + [("plain", "p", 5, 0, 5)]
+        ] + [("plain", "p", 5, 0, 5, source)]
     )  # fmt: skip
     acks = [(r.event_id, r.key, r.seq, 0, offset) for offset, r in enumerate(log) if offset != 2]
     acks += [("plain", "p", 5, 0, 5), ("gone", "k", 3, 0, 6)]  # gone: its leader died

@@ -18,6 +18,8 @@ receives these environment variables (the names are a stable interface):
                              ``max.poll.records`` (librdkafka: ``consume(num_messages=N)``)
 ``REPLAY_TRANSACTIONAL_ID``  stable per instance, for exactly-once apps
 ``REPLAY_INSTANCE``          0, 1, ... when several instances run
+``REPLAY_TOPIC_<NAME>``      each topic of the incident by its name there (``orders-dlq``
+                             gives ``REPLAY_TOPIC_ORDERS_DLQ``)
 ============================ ============================================================
 
 ``REPLAY_CLIENT_PROPERTIES`` is set when the context has a ``properties_dir`` (the harness
@@ -26,7 +28,8 @@ gives one); ``REPLAY_MAX_POLL_RECORDS`` only when the incident sets ``max.poll.r
 The translation between the two dialects is :mod:`kafka_replay.apps.client_config`.
 
 A command may use ``{bootstrap}``, ``{input_topic}``, ``{output_topic}``, ``{group_id}``,
-``{transactional_id}``, ``{instance}`` and ``{client_properties}`` in its arguments.
+``{transactional_id}``, ``{instance}``, ``{client_properties}`` and ``{topic.<name>}`` in its
+arguments.
 ``REPLAY_REPORT_FILE`` is set too: where :mod:`kafka_replay.apps.instrument` writes what an
 instrumented app reports.
 """
@@ -66,12 +69,20 @@ PLACEHOLDERS = {
 TRANSACTIONAL_ID = "REPLAY_TRANSACTIONAL_ID"
 INSTANCE = "REPLAY_INSTANCE"
 REPORT_FILE = "REPLAY_REPORT_FILE"
+#: ``REPLAY_TOPIC_<NAME>``: a topic by its name in the definition (see :func:`topic_variable`).
+TOPIC_PREFIX = "REPLAY_TOPIC_"
 
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _PLACEHOLDER = re.compile(
     r"\{(bootstrap|input_topic|output_topic|group_id|transactional_id|instance"
-    r"|client_properties|schema_registry|database_url|jdbc_url|database_schema)\}"
+    r"|client_properties|schema_registry|database_url|jdbc_url|database_schema"
+    r"|topic\.[a-z][a-z0-9_-]*)\}"
 )
+
+
+def topic_variable(name: str) -> str:
+    """The variable that carries the topic a definition names ``name``."""
+    return TOPIC_PREFIX + re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -119,6 +130,8 @@ class AppContext:
     database_url: str | None = None
     jdbc_url: str | None = None
     database_schema: str | None = None
+    #: every topic of the incident, by its name in the definition (``REPLAY_TOPIC_<NAME>``)
+    topics: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "client_config", for_instance(self.client_config, self.instance))
@@ -172,6 +185,7 @@ class AppContext:
         for name, value in self._services().items():
             if value is not None:
                 env[name] = value
+        env.update({topic_variable(name): topic for name, topic in self.topics.items()})
         return env
 
     def _services(self) -> dict[str, str | None]:
@@ -198,6 +212,7 @@ class AppContext:
         for name, value in self._services().items():
             if value is not None:
                 values[PLACEHOLDERS[name]] = value
+        values.update({f"topic.{name}": topic for name, topic in self.topics.items()})
         return values
 
     @classmethod
@@ -223,7 +238,17 @@ class AppContext:
             database_url=env.get(DATABASE_URL),
             jdbc_url=env.get(JDBC_URL),
             database_schema=env.get(DATABASE_SCHEMA),
+            topics={
+                name.removeprefix(TOPIC_PREFIX).lower(): topic
+                for name, topic in env.items()
+                if name.startswith(TOPIC_PREFIX)
+            },
         )
+
+
+def values_of_topics(values: Mapping[str, str]) -> list[str]:
+    """The ``{topic.<name>}`` placeholders among a context's values."""
+    return [f"topic.{name[6:]}" for name in values if name.startswith("topic.")]
 
 
 @dataclass(frozen=True)
@@ -257,6 +282,9 @@ class AppSpec:
         def fill(match: re.Match[str]) -> str:
             name = match.group(1)
             if name not in values:
+                if name.startswith("topic."):
+                    having = ", ".join(sorted(values_of_topics(values))) or "none"
+                    raise ValueError(f"{{{name}}}: the incident has no such topic ({having})")
                 raise ValueError(f"{{{name}}} is not available to this app: this run has no {name}")
             return values[name]
 

@@ -18,6 +18,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 
+#: The places a correct service puts an input in (the mark on its ack): once on the output,
+#: in the dead-letter topic, or nowhere.
+PLACES = ("output", "dead_letter", "filtered")
+
+
 @dataclass
 class CheckInputs:
     acks: DataFrame  # acknowledged_inputs(): one row per ack, an event_id may repeat
@@ -30,6 +35,8 @@ class CheckInputs:
     #: Output partitions an open transaction still held when the output was read: each one's
     #: last stable offset, where a read_committed read stops (see ``behind_open_transaction``).
     held: Mapping[int, int] | None = None
+    #: Output records of inputs that belong in another output (see ``check.Expected``).
+    misrouted: DataFrame | None = None
 
 
 @dataclass
@@ -67,7 +74,7 @@ def _counts(frames: Mapping[str, DataFrame]) -> dict[str, int]:
 _ACK, _OUT, _LOG = 0, 1, 2
 _ACK_FIELDS = ("key", "seq", "in_topic", "in_partition", "in_offset", "ack_ts")
 _OUT_FIELDS = ("out_partition", "out_offset", "out_ts_ms")
-_LOG_FIELDS = ("in_partition", "in_offset", "key", "seq")  # a log record's own
+_LOG_FIELDS = ("in_partition", "in_offset", "key", "seq", "in_topic")  # a log record's own
 
 
 def match(inputs: CheckInputs) -> DataFrame:
@@ -116,6 +123,7 @@ def match(inputs: CheckInputs) -> DataFrame:
                 F.col("offset").alias("in_offset"),
                 "key",
                 "seq",
+                F.col("topic").alias("in_topic"),
             ).alias("log"),
         )
         rows = rows.unionByName(log, allowMissingColumns=True)
@@ -360,6 +368,18 @@ def lost(analysis: Analysis) -> DataFrame:
     return analysis.missing[0]
 
 
+@anomaly("out_partition", "out_offset")
+def misrouted(analysis: Analysis) -> DataFrame | Finding:
+    """An input in an output where a correct service does not put it (``[expect]``)."""
+    found = analysis.inputs.misrouted
+    if found is None:
+        return Finding(0, [])
+    return found.select(
+        "event_id", "key", "seq", "belongs_in", "in_partition", "in_offset",
+        "out_partition", "out_offset",
+    )  # fmt: skip
+
+
 @anomaly("in_partition", "in_offset")
 def unseen_at_deadline(analysis: Analysis) -> DataFrame:
     """Acknowledged, not in the output, and no commit passed it: unknown, not lost."""
@@ -573,9 +593,10 @@ def _aborted(committed: DataFrame, uncommitted: DataFrame | None) -> DataFrame:
 
 
 def _seq_backwards(first: DataFrame, partition: str, offset: str) -> DataFrame:
-    """For one key in one partition, by offset, a record with a lower seq than the one before."""
+    """For one key of one input topic in one partition, by offset, a record with a lower seq
+    than the one before (each input topic's workload numbers its keys' records apart)."""
     # key first: the sort's prefix is then the key, not one of a few partitions
-    in_order = Window.partitionBy("key", partition).orderBy(offset)
+    in_order = Window.partitionBy("key", "in_topic", partition).orderBy(offset)
     return (
         first.withColumn("previous_seq", F.lag("seq").over(in_order))
         .filter(F.col("seq") < F.col("previous_seq"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from kafka_replay.history.stable_offsets import held_partitions
 from kafka_replay.history.store import read_stream
 
 from . import sources
-from .analysis import ANOMALIES, Analysis, CheckInputs, Finding
+from .analysis import ANOMALIES, PLACES, Analysis, CheckInputs, Finding
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
 from .verdict import judge, verdict
 
@@ -59,6 +59,26 @@ class JdbcOutput:
     effect_column: str | None = None
     effect_each: float | None = None
     time_column: str | None = None  # a timestamp column: each row's out_ts_ms (else null)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """Which inputs belong in the output checked, where a service puts inputs in several places.
+
+    ``marks``: the inputs whose ack carries one of these marks (``output`` for an unmarked
+    input; see ``Payload(expect=...)``). An output record of an input marked for another
+    place (but ``filtered``: expected nowhere, so ``unexpected``) is ``misrouted``, and an
+    input of this output found only in ``elsewhere`` (the ``event_id`` of every other output
+    checked) is misrouted there, not lost here. With ``kinds``, the output is one kind of a
+    fan-out's topic: the records ``kind_of`` names ``kind``; a record of no kind listed is
+    unexpected in the first kind's check.
+    """
+
+    marks: tuple[str, ...] = ("output",)
+    elsewhere: DataFrame | None = None
+    kind_of: Callable[[OutputRecord], str | None] | None = None
+    kind: str | None = None
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass
@@ -165,18 +185,21 @@ def check_run(
     run_dir: Path,
     output: KafkaOutput | FileOutput | JdbcOutput,
     guarantee: str,
-    source: KafkaOutput | None = None,
+    source: KafkaOutput | Sequence[KafkaOutput] | None = None,
     examples: int = 5,
     deliveries: bool = False,
+    expected: Expected | None = None,
 ) -> CheckResult:
     """Read the run's history and output, find every anomaly, and judge the guarantee.
 
-    ``source`` is the input topic (its ``event_id`` function is not used: input records are
-    the workload's). Reading it finds what the brokers did to the acknowledged writes
-    (``lost_write``, ``log_duplicate``, ``log_reordered``) and keeps the app's verdict to what
-    the app could read: a lost write is not ``lost`` or ``unseen_at_deadline``, and an input
-    the log holds twice may be delivered twice. An output of an input the log holds but no
-    ack recorded is not ``unexpected`` either.
+    ``expected``: which inputs belong in this output (default: every acknowledged one).
+
+    ``source`` is the input topic, or each of them (its ``event_id`` function is not used:
+    input records are the workload's). Reading it finds what the brokers did to the
+    acknowledged writes (``lost_write``, ``log_duplicate``, ``log_reordered``) and keeps the
+    app's verdict to what the app could read: a lost write is not ``lost`` or
+    ``unseen_at_deadline``, and an input the log holds twice may be delivered twice. An output
+    of an input the log holds but no ack recorded is not ``unexpected`` either.
 
     An output record with no event_id (none found, or the user's function returned None)
     counts as unexpected. :class:`~kafka_replay.checker.sources.OutputIdError` when the user's
@@ -190,11 +213,15 @@ def check_run(
             event_id = sources.user_event_id(output.event_id)
         else:
             event_id = sources.default_event_id(output.id_fields)
-        committed = sources.kafka_topic(
-            spark, output.bootstrap_servers, output.topic, "read_committed", event_id
-        )
-        uncommitted = sources.kafka_topic(
-            spark, output.bootstrap_servers, output.topic, "read_uncommitted", event_id
+        kind = sources.user_event_id(expected.kind_of) if expected and expected.kind_of else None
+        committed, uncommitted = (
+            _of_kind(
+                sources.kafka_topic(
+                    spark, output.bootstrap_servers, output.topic, isolation, event_id, kind
+                ),
+                expected,
+            )
+            for isolation in ("read_committed", "read_uncommitted")
         )
     elif isinstance(output, JdbcOutput):
         rows = sources.jdbc_table(
@@ -212,9 +239,13 @@ def check_run(
     else:
         committed = sources.files(spark, output.path, output.file_format)
     log = None
-    if source is not None:
-        log = sources.kafka_log(spark, source.bootstrap_servers, source.topic)
-    inputs = history_inputs(spark, run_dir, committed.cache(), uncommitted, log)
+    for each in [source] if isinstance(source, KafkaOutput) else source or []:
+        read = sources.kafka_log(spark, each.bootstrap_servers, each.topic)
+        log = read if log is None else log.unionByName(read)
+    committed = committed.cache()
+    inputs = history_inputs(spark, run_dir, committed, uncommitted, log)
+    if expected is not None:
+        _expect(inputs, expected)
     if isinstance(output, KafkaOutput):  # read before the output: a read stops at these
         inputs.held = held_partitions(output.bootstrap_servers, output.topic)
     analysis = Analysis(
@@ -227,6 +258,8 @@ def check_run(
         if isinstance(output, KafkaOutput) and output.event_id and uncommitted is not None:
             for frame in (inputs.committed, uncommitted):  # aborted records are only in the latter
                 sources.raise_for_failed_ids(frame, output.topic, output.event_id)
+        if isinstance(output, KafkaOutput) and expected and expected.kind_of:
+            sources.raise_for_failed_ids(inputs.committed, output.topic, expected.kind_of, "kind")
         findings = analysis.findings()
         if isinstance(output, JdbcOutput) and output.effect_column is not None:
             findings["effect_repeated"] = effects_repeated(rows, inputs.acks, output, examples)
@@ -234,7 +267,7 @@ def check_run(
         timeline = _deliveries(analysis) if deliveries else []
     finally:
         analysis.close()
-        inputs.committed.unpersist()
+        committed.unpersist()
         if isinstance(output, JdbcOutput):
             rows.unpersist()
     attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
@@ -242,6 +275,7 @@ def check_run(
         findings[n].count
         for n in ("lost", "duplicate", "unseen_at_deadline", "behind_open_transaction")
     )
+    lost += findings["misrouted"].count  # not in its place: not delivered
     unseen += pending  # neither delivered nor lost until its transaction ends
     if "effect_repeated" in findings:  # charged twice in one row is a duplicate too
         dup += findings["effect_repeated"].count
@@ -253,6 +287,41 @@ def check_run(
         findings,
         timeline,
     )
+
+
+def _of_kind(frame: DataFrame, expected: Expected | None) -> DataFrame:
+    """The records of the kind ``expected`` checks (see :class:`Expected`); all without one.
+    Records of an unlisted kind stay in the first kind's check, with no event_id."""
+    if expected is None or expected.kind_of is None:
+        return frame
+    kind = F.col("kind")
+    known = kind.isin(list(expected.kinds)) & ~kind.startswith(sources.FAILED)
+    if expected.kind == expected.kinds[0]:
+        frame = frame.filter((kind == expected.kind) | ~known | kind.isNull())
+        frame = frame.withColumn("event_id", F.when(kind == expected.kind, F.col("event_id")))
+    else:
+        frame = frame.filter(kind == expected.kind)
+    return frame
+
+
+def _expect(inputs: CheckInputs, expected: Expected) -> None:
+    """Keep the inputs that belong in this output; set aside, as ``misrouted``, its records
+    of inputs that belong in another output (see :class:`Expected`)."""
+    acks, output, mark = inputs.acks, inputs.committed, F.col("expect")
+    inputs.acks = acks.filter(mark.isin(list(expected.marks)))
+    if {*expected.marks, "filtered"} >= set(PLACES) and expected.elsewhere is None:
+        return  # every input belongs here or nowhere: none can be in the wrong place
+    other = acks.filter(~mark.isin([*expected.marks, "filtered"])).select("event_id").distinct()
+    belongs = acks.select(
+        "event_id", "key", "seq", "in_partition", "in_offset", mark.alias("belongs_in")
+    ).dropDuplicates(["event_id"])
+    inputs.misrouted = output.join(other, "event_id", "left_semi").join(belongs, "event_id")
+    inputs.committed = output.join(other, "event_id", "left_anti")
+    if inputs.uncommitted is not None:
+        inputs.uncommitted = inputs.uncommitted.join(other, "event_id", "left_anti")
+    if expected.elsewhere is not None:  # found only in another output: misrouted there
+        only_there = expected.elsewhere.join(output.select("event_id"), "event_id", "left_anti")
+        inputs.acks = inputs.acks.join(only_there, "event_id", "left_anti")
 
 
 def effects_repeated(

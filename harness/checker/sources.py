@@ -44,6 +44,7 @@ SCHEMAS = {
                 ("partition", T.IntegerType()),
                 ("offset", T.LongType()),
                 ("size", T.LongType()),
+                ("expect", T.StringType()),
             )
         ]
     ),
@@ -119,7 +120,8 @@ def read_stream(spark: SparkSession, run_dir: Path, pattern: str, schema: str) -
 
 
 def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
-    """``event_id``, ``key``, ``seq``, ``in_topic``, ``in_partition``, ``in_offset``, ``ack_ts``.
+    """``event_id``, ``key``, ``seq``, ``in_topic``, ``in_partition``, ``in_offset``, ``ack_ts``,
+    and ``expect``: where a correct service puts it (``output`` unless the workload marked it).
 
     One row per ack: an ``event_id`` acknowledged twice appears twice, and the analysis
     keeps one of them (:func:`kafka_replay.checker.analysis.match`) in the shuffle it makes
@@ -136,6 +138,7 @@ def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
             F.col("partition").alias("in_partition"),
             F.col("offset").alias("in_offset"),
             F.col("ts").alias("ack_ts"),
+            F.coalesce(F.col("expect"), F.lit("output")).alias("expect"),
         )
     )
 
@@ -215,14 +218,18 @@ def user_event_id(extract: Callable[[OutputRecord], str | None]) -> Column:
 
 
 def raise_for_failed_ids(
-    output: DataFrame, topic: str, extract: Callable[[OutputRecord], str | None]
+    output: DataFrame,
+    topic: str,
+    extract: Callable[[OutputRecord], str | None],
+    column: str = "event_id",
 ) -> None:
     """Raise :class:`OutputIdError` for the first record (by position) the function failed on.
 
-    ``output`` is :func:`kafka_topic` read with ``event_id=user_event_id(extract)``.
+    ``output`` is :func:`kafka_topic` read with ``event_id=user_event_id(extract)`` (or with
+    ``column`` made so: a fan-out's kinds).
     """
-    failed = output.filter(F.col("event_id").startswith(FAILED))
-    first = F.min(F.struct("out_partition", "out_offset", "event_id"))
+    failed = output.filter(F.col(column).startswith(FAILED))
+    first = F.min(F.struct("out_partition", "out_offset", column))
     row = failed.agg(F.count(F.lit(1)).alias("n"), first.alias("first")).collect()[0]
     if not row["n"]:
         return
@@ -261,14 +268,17 @@ def kafka_topic(
     topic: str,
     isolation: str = "read_committed",
     event_id: Column | None = None,
+    kind: Column | None = None,
 ) -> DataFrame:
-    """A whole topic, as it stands now, through Spark's Kafka source."""
+    """A whole topic, as it stands now, through Spark's Kafka source; with ``kind``, each
+    record's kind (a fan-out's) in a column of that name."""
     raw = _raw_topic(spark, bootstrap_servers, topic, isolation)
     return raw.select(
         (event_id if event_id is not None else default_event_id()).alias("event_id"),
         F.col("partition").alias("out_partition"),
         F.col("offset").alias("out_offset"),
         (F.col("timestamp").cast("double") * 1000).cast("long").alias("out_ts_ms"),
+        *([kind.alias("kind")] if kind is not None else []),
     )
 
 
@@ -284,6 +294,7 @@ LOG_SCHEMA = T.StructType(
         T.StructField("seq", T.LongType()),
         T.StructField("partition", T.IntegerType()),
         T.StructField("offset", T.LongType()),
+        T.StructField("topic", T.StringType()),
     ]
 )
 
@@ -315,6 +326,7 @@ def kafka_log(spark: SparkSession, bootstrap_servers: str, topic: str) -> DataFr
         stamped_seq().alias("seq"),
         "partition",
         "offset",
+        "topic",
     )
 
 

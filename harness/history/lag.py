@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
@@ -15,12 +15,15 @@ log = logging.getLogger(__name__)
 
 
 def sample_lag(
-    reader: Consumer, group: str, topic: str, timeout: float = 10.0
+    reader: Consumer, group: str, topic: str | Sequence[str], timeout: float = 10.0
 ) -> list[dict[str, Any]]:
-    """Per partition: the group's committed offset, the log end offset, and their difference.
+    """Per partition of the topic (of each topic): the group's committed offset, the log end
+    offset, and their difference.
 
     ``reader`` is a :func:`~kafka_replay.history.consumer_offsets.group_reader` of ``group``.
     """
+    if not isinstance(topic, str):
+        return [row for each in topic for row in sample_lag(reader, group, each, timeout)]
     partitions = sorted(reader.list_topics(topic, timeout=timeout).topics[topic].partitions)
     wanted = [TopicPartition(topic, p) for p in partitions]
     committed = {tp.partition: tp.offset for tp in reader.committed(wanted, timeout=timeout)}
@@ -42,13 +45,13 @@ def sample_lag(
 
 
 class LagSampler:
-    """Samples a group's lag on one topic every ``interval`` seconds until stopped."""
+    """Samples a group's lag on its input topics every ``interval`` seconds until stopped."""
 
     def __init__(
         self,
         bootstrap_servers: str,
         group: str,
-        topic: str,
+        topic: str | Sequence[str],
         sink: Callable[[dict[str, Any]], None],
         interval: float = 1.0,
     ) -> None:

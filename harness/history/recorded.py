@@ -20,6 +20,7 @@ from .store import (
     DELIVERIES,
     META,
     OUTPUT_TOPIC_CHECK,
+    PLACE_CHECKS,
     SIDE_EFFECTS_CHECK,
     RunHistory,
 )
@@ -40,6 +41,9 @@ class RecordedRun:
     deliveries: list[Event] | None = None  # every output matched to its input, output order
     #: The output topic's check when a ``[sink]`` table was checked too (``check`` is the table's)
     output_topic: dict[str, Any] | None = None
+    #: Every place's check by name, where results landed in more than one (the first is
+    #: ``check``)
+    places: dict[str, Any] | None = None
 
     @classmethod
     def read(cls, root: Path, *, outputs: bool = True) -> RecordedRun:
@@ -57,6 +61,7 @@ class RecordedRun:
             history.read_json(SIDE_EFFECTS_CHECK),
             history.read_lines(DELIVERIES),
             history.read_json(OUTPUT_TOPIC_CHECK),
+            history.read_json(PLACE_CHECKS),
         )
 
     def stream(self, name: str) -> list[Event] | None:
@@ -97,9 +102,12 @@ class RecordedRun:
 
     def checks(self) -> list[tuple[str, dict[str, Any], list[Event] | None]]:
         """Each of the checker's results: (prefix of its names, result, the outputs it matched)."""
+        others = [("output topic: ", self.output_topic, None)]
+        if self.places:
+            others = [(f"{name}: ", check, None) for name, check in list(self.places.items())[1:]]
         found = [
             ("", self.check, self.deliveries),
-            ("output topic: ", self.output_topic, None),
+            *others,
             ("side effects: ", self.side_effects, None),
         ]
         return [(prefix, check, outputs) for prefix, check, outputs in found if check]

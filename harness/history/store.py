@@ -23,6 +23,8 @@ CHECK = "check.json"
 SIDE_EFFECTS_CHECK = "check-side-effects.json"
 #: With a ``[sink]`` as well as an output topic: the topic's check (``check.json`` is the table's).
 OUTPUT_TOPIC_CHECK = "check-output-topic.json"
+#: Where a run's results land in more than one place: every place's check, by name.
+PLACE_CHECKS = "checks.json"
 DELIVERIES = "deliveries.jsonl"
 OUTCOME = "outcome.json"
 #: An instrumented app instance's stream: ``app-<instance>``.

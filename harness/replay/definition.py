@@ -12,18 +12,21 @@ import copy
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_replay.apps.client_config import check_client_config
 from kafka_replay.apps.supervisor import RESTART_MODES, parse_restart
 from kafka_replay.checker import GUARANTEES
 
+from .expectations import read_expectations
 from .model import (
     COMPARISONS,
     GROUP_TYPES,
     PROFILES,
     SETTING_NEEDS,
+    TOPIC_ROLES,
     AppDefinition,
     Condition,
     DefinitionError,
@@ -34,12 +37,16 @@ from .model import (
     Step,
     YourApp,
     toml_error,
+    topic_names,
 )
 from .scale import scale_definition
-from .steps import STEPS, TOPIC_ROLES, StepContext
+from .steps import STEPS, StepContext
 from .symptoms import SYMPTOMS
 from .table import Table
 from .workload_table import read_workload
+
+if TYPE_CHECKING:
+    from kafka_replay.workload import Workload
 
 #: What a profile may change.
 OVERRIDABLE = ("broker", "client", "producer", "app", "workloads", "sink")
@@ -110,6 +117,10 @@ def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
             raise DefinitionError(
                 source, f"{where}.{name}", f"must be one of {', '.join(spec.choices)}"
             )
+    topic = options.get("topic")
+    if "topic" in kind.fields and context.partitions and topic not in context.partitions:
+        names = ", ".join(context.partitions)
+        raise DefinitionError(source, f"{where}.topic", f"no topic {topic!r}; topics: {names}")
     problem = kind.validate(options, context) if kind.validate else None
     if problem:
         raise DefinitionError(source, f"{where}.{problem[0]}", problem[1])
@@ -145,7 +156,7 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
     app.finish()
     workloads = table.table("workloads")
     built = {
-        key: read_workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
+        key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
         for key in list(workloads.data)
     }
     client = _config(table, "client")
@@ -315,15 +326,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     guarantee = top.get("guarantee", str)
     if guarantee not in GUARANTEES:
         raise DefinitionError(path, "guarantee", f"must be one of {', '.join(GUARANTEES)}")
-    topics = top.table("topics")
-    partitions = {role: topics.get(role, int, 0) for role in TOPIC_ROLES}
-    topics.finish()
-    if not partitions["input"]:
-        raise DefinitionError(path, "topics", "needs an input partition count")
-    if not partitions["output"] and "sink" not in data:
-        raise DefinitionError(
-            path, "topics", "needs an output partition count (or a [sink] the app writes rows to)"
-        )
+    partitions, roles = _topics(top.table("topics"), has_sink="sink" in data)
     base = {key: data[key] for key in OVERRIDABLE if key in data}
     top.read.update(base)
     if "app" not in base or "workloads" not in base:
@@ -338,20 +341,13 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
             f"must define exactly {' and '.join(PROFILES)} (got {sorted(profiles_table.data)})",
         )
     profiles = {p: _profile(path, p, base, profiles_table.get(p, dict)) for p in PROFILES}
+    names = topic_names(partitions, roles)
     for profile in profiles.values():
         for key, workload in profile.workloads.items():
-            recorded = (
-                workload.parameters.get("partitions") if "recorded" in workload.parameters else None
-            )
-            if recorded and recorded > partitions["input"]:
-                raise DefinitionError(
-                    path,
-                    f"workloads.{key}.recorded",
-                    f"the capture holds {recorded} partitions; topics.input has "
-                    f"{partitions['input']}: give the input at least as many",
-                )
+            _workload_topic(path, key, workload, names, partitions, roles)
     brokers = _brokers(path, top.get("brokers", int, 1))
-    context = StepContext(set(profiles["vulnerable"].workloads), partitions, brokers)
+    named = {name: partitions[topic] for name, topic in names.items()}
+    context = StepContext(set(profiles["vulnerable"].workloads), named, brokers)
     steps_data = top.get("steps", list)
     steps = tuple(_step(path, i, s, context) for i, s in enumerate(steps_data))
     conditions = tuple(
@@ -393,9 +389,94 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         broker_needs=_broker_needs(path, top.get("broker_needs", dict, {}), profiles),
         your_app=your_app,
         group_type=_group_type(top),
+        roles=roles,
+        expect=read_expectations(top, names, roles),
     )
     top.finish()
     return incident
+
+
+#: A topic's name in a definition: what ``REPLAY_TOPIC_<NAME>`` and ``{topic.<name>}`` carry.
+_TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+def _topics(table: Table, has_sink: bool) -> tuple[dict[str, int], dict[str, str]]:
+    """``[topics]``: each topic's partitions and role, by name.
+
+    The short form ``input = 3`` is a topic named after its role; ``[topics.NAME]`` takes
+    ``partitions`` and a ``role``. At least one input, and an output or dead-letter topic
+    (or a ``[sink]``) for the results.
+    """
+    partitions: dict[str, int] = {}
+    roles: dict[str, str] = {}
+    for name in list(table.data):
+        if not _TOPIC_NAME.match(name):
+            raise table.fail(
+                name, "a topic's name is lower-case letters, digits, _ and -, from a letter on"
+            )
+        if isinstance(table.data[name], dict):
+            topic = table.table(name)
+            partitions[name] = topic.get("partitions", int)
+            roles[name] = topic.get("role", str)
+            topic.finish()
+            if partitions[name] < 1:
+                raise topic.fail("partitions", f"must be 1 or more, got {partitions[name]}")
+            if roles[name] not in TOPIC_ROLES:
+                raise topic.fail("role", f"must be one of {', '.join(TOPIC_ROLES)}")
+        elif name in TOPIC_ROLES:
+            partitions[name] = table.get(name, int)
+            roles[name] = name
+        else:
+            raise table.fail(
+                name,
+                f"give [topics.{name}] with partitions and a role; the short form NAME = "
+                f"PARTITIONS is for {', '.join(TOPIC_ROLES)}",
+            )
+    partitions = {name: count for name, count in partitions.items() if count > 0}
+    table.finish()
+    written = [name for name in partitions if roles[name] in ("output", "dead_letter")]
+    if not any(roles[name] == "input" for name in partitions):
+        raise table.fail("", "needs an input partition count (input = N, or a topic of role input)")
+    if not written and not has_sink:
+        raise table.fail("", "needs an output partition count (or a [sink] the app writes rows to)")
+    return partitions, {name: roles[name] for name in partitions}
+
+
+def _workload(source: Path, where: str, data: Any) -> Workload:
+    """A workload and the topic it is written to (``topic``; default: the first input)."""
+    fields = dict(data) if isinstance(data, dict) else data
+    topic = fields.pop("topic", None) if isinstance(fields, dict) else None
+    if topic is not None and not isinstance(topic, str):
+        raise DefinitionError(source, f"{where}.topic", "must be a topic's name")
+    workload = read_workload(source, where, fields)
+    return replace(workload, topic=topic) if topic else workload
+
+
+def _workload_topic(
+    path: Path,
+    key: str,
+    workload: Workload,
+    names: Mapping[str, str],
+    partitions: Mapping[str, int],
+    roles: Mapping[str, str],
+) -> None:
+    """A workload writes to an input topic of the incident, which holds its capture's partitions."""
+    inputs = [name for name in partitions if roles[name] == "input"]
+    topic = names.get(workload.topic or "input")
+    if topic not in inputs:
+        raise DefinitionError(
+            path,
+            f"workloads.{key}.topic",
+            f"{workload.topic!r} is not an input topic of this incident ({', '.join(inputs)})",
+        )
+    recorded = workload.parameters.get("partitions") if "recorded" in workload.parameters else None
+    if recorded and recorded > partitions[topic]:
+        raise DefinitionError(
+            path,
+            f"workloads.{key}.recorded",
+            f"the capture holds {recorded} partitions; topics.{topic} has "
+            f"{partitions[topic]}: give the input at least as many",
+        )
 
 
 def _group_type(top: Table) -> str:

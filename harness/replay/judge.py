@@ -48,7 +48,11 @@ def guarantee_reason(guarantee: str, check: str, verdict: str, counts: Mapping[s
     if check == "fail":
         parts = [
             f"{counts[name]} {label}"
-            for name, label in (("lost", "inputs lost"), ("duplicate", "inputs delivered twice"))
+            for name, label in (
+                ("lost", "inputs lost"),
+                ("misrouted", "inputs where a correct service does not put them"),
+                ("duplicate", "inputs delivered twice"),
+            )
             if counts.get(name)
         ]
         return f"the declared {guarantee} guarantee broke: {verdict} ({', '.join(parts)})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,11 @@ PROFILES = ("vulnerable", "remediated")
 #: Steps that act on the proxies in front of the brokers: their cluster needs proxies.
 NETWORK_STEPS = frozenset({"network_fault", "heal_network"})
 GROUP_PROTOCOLS = ("classic", "consumer")
+#: What a topic is to the app (``[topics.NAME] role``): read by it, or one of its results.
+TOPIC_ROLES = ("input", "output", "dead_letter", "side_effects")
+#: The roles of the topics an app writes: a transaction it leaves open holds their readers.
+WRITTEN_ROLES = ("output", "dead_letter", "side_effects")
+
 #: ``[group] type``: a consumer group (classic or KIP-848, committed offsets) or a share group
 #: (KIP-932: records acquired, acknowledged one by one, no committed offsets).
 GROUP_TYPES = ("consumer", "share")
@@ -64,6 +69,16 @@ def toml_error(text: str, exc: tomllib.TOMLDecodeError) -> tuple[str, str]:
         where = f"line {max(1, len(text.rstrip().splitlines()))} (the end of the file)"
         problem += " (the file ends before it is closed)"
     return where, f"not valid TOML: {problem}; fix the syntax there"
+
+
+def topic_names(topics: Iterable[str], roles: Mapping[str, str]) -> dict[str, str]:
+    """Each name a definition or step may use for a topic, and the topic it means: its own,
+    and the role of the first topic of each role (``input`` for the first input topic)
+    where no topic has that name."""
+    names = {name: name for name in topics}
+    for name in list(names):
+        names.setdefault(roles[name], name)
+    return names
 
 
 @dataclass(frozen=True)
@@ -151,6 +166,38 @@ class Sink:
 
 
 @dataclass(frozen=True)
+class FanOut:
+    """``[expect.fan_out]``: every input gives one record of each kind on ``topic``; a record's
+    kind is what ``kind_of(record)`` returns (``module:function`` over an output record)."""
+
+    topic: str
+    kinds: tuple[str, ...]
+    kind_of: str
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """``[expect]``: where a correct service puts each input.
+
+    An input the workload marks (``Payload(expect=...)``), or that the predicate ``bad`` or
+    ``filtered`` (``module:function(record) -> bool`` over an input record) names, belongs in
+    the ``dead_letter`` topic or nowhere; the others once in each output topic (once per
+    kind on a fan-out's topic).
+    """
+
+    dead_letter: str | None = None  # the topic's name in the definition
+    bad: str | None = None
+    filtered: str | None = None
+    fan_out: FanOut | None = None
+
+    @property
+    def predicates(self) -> dict[str, str]:
+        """Each predicate, by the place it puts an input in."""
+        chosen = {"dead_letter": self.bad, "filtered": self.filtered}
+        return {place: spec for place, spec in chosen.items() if spec}
+
+
+@dataclass(frozen=True)
 class Profile:
     """The conditions of one profile: everything a run needs, profile overrides applied."""
 
@@ -191,6 +238,7 @@ class Incident:
     post: str
     guarantee: str
     time_scale: str
+    #: Every topic by its name in the definition: its partitions (see :attr:`roles`).
     topics: Mapping[str, int]
     steps: tuple[Step, ...]
     conditions: tuple[Condition, ...]
@@ -210,6 +258,22 @@ class Incident:
     your_app: YourApp | None = None
     #: ``[group] type``: ``consumer`` (the default) or ``share`` (see :data:`GROUP_TYPES`).
     group_type: str = "consumer"
+    #: Each topic's role (:data:`TOPIC_ROLES`), by name; a name missing here is its own role
+    #: (the short form ``input = 3``).
+    roles: Mapping[str, str] = field(default_factory=dict)
+    #: ``[expect]``: what a correct service makes of each input (default: once on the output).
+    expect: Expectations = field(default_factory=Expectations)
+
+    def role(self, name: str) -> str:
+        return self.roles.get(name, name)
+
+    def named(self, role: str) -> list[str]:
+        """The topics of a role, in the definition's order."""
+        return [name for name in self.topics if self.role(name) == role]
+
+    def topic_names(self) -> dict[str, str]:
+        """Each name a definition or step may use for a topic (see :func:`topic_names`)."""
+        return topic_names(self.topics, {name: self.role(name) for name in self.topics})
 
     def need(self, setting: str) -> SettingNeed:
         """Why the incident sets this broker setting (unexplained ones count as essential)."""

@@ -41,13 +41,14 @@ from kafka_replay.history.group import group_members, group_stable
 from kafka_replay.history.lag import commits_from_samples
 from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
-from kafka_replay.history.store import CHECK, OUTPUT_TOPIC_CHECK, SIDE_EFFECTS_CHECK
+from kafka_replay.history.store import CHECK, OUTPUT_TOPIC_CHECK, PLACE_CHECKS, SIDE_EFFECTS_CHECK
 from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
 from .judge import judge
-from .model import Incident, Profile, Sink
+from .model import WRITTEN_ROLES, Incident, Profile, Sink
+from .places import check_places, places
 from .share_group import (
     archived_reason,
     check_share_groups,
@@ -67,8 +68,6 @@ if TYPE_CHECKING:
 #: Client settings the KIP-848 ``consumer`` protocol moves to the broker.
 CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
 LAG_SAMPLE_S = 0.5
-#: The topics an app writes: a transaction it leaves open holds their read_committed readers.
-OUTPUT_ROLES = ("output", "side_effects")
 #: ``cluster_for(broker_config, brokers, network_faults)``: the cluster a run plays on.
 ClusterFor = Callable[[Mapping[str, Any], int, bool], Cluster]
 
@@ -108,6 +107,23 @@ class RunOptions:
             client={**profile.client, **self.client},
             broker={**profile.broker, **self.broker},
         )
+
+
+def with_expectations(profile: Profile, incident: Incident) -> Profile:
+    """The profile whose workloads mark the inputs ``[expect]``'s predicates name (``bad``,
+    ``filtered``) for the place a correct service puts them."""
+    from kafka_replay.workload.expect import marked
+
+    chosen = incident.expect.predicates
+    if not chosen:
+        return profile
+    predicates = {place: (spec, load_callable(spec)) for place, spec in chosen.items()}
+    names = incident.topic_names()
+    workloads = {
+        key: marked(workload, names[workload.topic or "input"], predicates)
+        for key, workload in profile.workloads.items()
+    }
+    return replace(profile, workloads=workloads)
 
 
 def with_payload(profile: Profile, payload: Path) -> Profile:
@@ -342,13 +358,15 @@ class PlayedRun:
         if self.options.payload is not None:
             profile = self.profile = with_payload(profile, self.options.payload)
         replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
+        created = {
+            name: cluster.create_topic(f"{incident.name}-{name}", partitions, replicas)
+            for name, partitions in incident.topics.items()
+        }
         self.topics = topics = {
-            role: cluster.create_topic(f"{incident.name}-{role}", partitions, replicas)
-            for role, partitions in incident.topics.items()
-            if partitions
+            name: created[topic] for name, topic in incident.topic_names().items()
         }
         group = cluster.unique_name(incident.name)
-        profile = self.profile = self._registered(profile, topics["input"])
+        profile = self.profile = self._registered(with_expectations(profile, incident), topics)
         registry_url = self.registry.url if self.registry is not None else None
         database = self._database(profile)
         spec = app_command(incident, profile, self.options, topics)
@@ -361,6 +379,7 @@ class PlayedRun:
             app_command=list(spec.argv) or spec.target,
             guarantee=self.guarantee,
             topics=topics,
+            topic_roles={name: incident.role(name) for name in incident.topics},
             group=group,
             client_config=config,
             broker_config=dict(profile.broker),
@@ -386,6 +405,7 @@ class PlayedRun:
                 database_url=database.url if database else None,
                 jdbc_url=database.jdbc_url if database else None,
                 database_schema=database.schema if database else None,
+                topics={name: topics[name] for name in incident.topics},
             ),
             history.logs_dir,
             on_event=history.stream("lifecycle"),
@@ -419,9 +439,10 @@ class PlayedRun:
             raise StepFailed(error)
         self._enter("queued")  # until a lane's check of the run before is done
 
-    def _registered(self, profile: Profile, topic: str) -> Profile:
+    def _registered(self, profile: Profile, topics: Mapping[str, str]) -> Profile:
         """The profile whose workloads a schema registry frames: started, their schemas
-        registered under ``TOPIC-value``, every value behind the registry's magic byte and id."""
+        registered under ``TOPIC-value`` (each workload's topic), every value behind the
+        registry's magic byte and id."""
         schemas = {w.registry_schema for w in profile.workloads.values() if w.registry_schema}
         if not schemas:
             return profile
@@ -433,6 +454,7 @@ class PlayedRun:
         framed = {}
         for name, workload in profile.workloads.items():
             if workload.registry_schema is not None:
+                topic = topics[workload.topic or "input"]
                 schema_id = self.registry.register(f"{topic}-value", *workload.registry_schema)
                 workload = workload.framed(frame(schema_id, b""))
             framed[name] = workload
@@ -476,7 +498,7 @@ class PlayedRun:
         """
         assert self.cluster is not None
         self._enter("settling")
-        outputs = [self.topics[r] for r in OUTPUT_ROLES if r in self.topics]
+        outputs = _written(self.incident, self.topics)
         timeout = self.options.settle_timeout_s
         if timeout is None:
             timeout = settle_timeout_s(client_config(self.profile, None), dict(self.profile.broker))
@@ -497,6 +519,7 @@ class PlayedRun:
             spark(),
             self.cluster,
             self.history,
+            self.incident,
             self.topics,
             self.guarantee,
             self.options,
@@ -508,6 +531,10 @@ class PlayedRun:
         self.outcome.verdict = judged.verdict
         self.outcome.check = judged.result
         self.outcome.anomalies = judged.counts
+        dead_letter = self.incident.expect.dead_letter
+        if dead_letter is not None:  # inputs in their place there: the app's dead letters
+            found = outputs[f"topic {self.topics[dead_letter]}"].totals["delivered"]
+            self.outcome.dead_lettered = found
         if len(outputs) > 1:  # each judged and reported; the worse decides the gate
             self.outcome.outputs = {
                 name: {"verdict": c.verdict, "check": c.result, "anomalies": c.counts}
@@ -565,7 +592,7 @@ class PlayedRun:
         try:
             if self.cluster is not None:
                 self.history.keep_logs(self.cluster.log_files())
-                self.cluster.delete_topics(list(self.topics.values()))
+                self.cluster.delete_topics(sorted(set(self.topics.values())))
         except Exception as exc:  # a dead broker must not hide the outcome
             self.outcome.reasons.append(f"cleaning up the run's topics failed: {exc}")
         self._enter("done")  # closes clean-up
@@ -574,6 +601,11 @@ class PlayedRun:
         written.write_text(json.dumps(self.outcome.to_json(), indent=2, default=str))
         written.replace(self.history.root / "outcome.json")  # reads it as soon as it appears
         self.history.close()
+
+
+def _written(incident: Incident, topics: Mapping[str, str]) -> list[str]:
+    """The topics the app writes, as created: a transaction it leaves open holds them."""
+    return [topics[name] for name in incident.topics if incident.role(name) in WRITTEN_ROLES]
 
 
 def _held_reason(row: Mapping[str, Any], holders: list[dict[str, Any]]) -> str:
@@ -607,20 +639,20 @@ def _play(
     if cluster.has_offsets_topic and share is None:  # else the lag samples give the commits
         recorder = OffsetsRecorder(cluster.bootstrap_servers, group, history.stream("offsets"))
         recorder.start()
+    inputs = tuple(topics[name] for name in incident.named("input"))
     lag = (  # a share group's lag comes from its watch (see share_group)
         LagSampler(
-            cluster.bootstrap_servers, group, topics["input"], history.stream("lag"), LAG_SAMPLE_S
+            cluster.bootstrap_servers, group, inputs, history.stream("lag"), LAG_SAMPLE_S
         ).start()
         if share is None
         else None
     )
-    outputs = [topics[role] for role in OUTPUT_ROLES if role in topics]
     stable = StableOffsetSampler(
-        cluster.admin(), outputs, history.stream("stable"), LAG_SAMPLE_S
+        cluster.admin(), _written(incident, topics), history.stream("stable"), LAG_SAMPLE_S
     ).start()
     apps.start(0)  # the instances come from the steps
     stage = Stage(cluster, history, profile, topics, group, apps, random.Random(incident.seed))
-    stage.share_watch = share
+    stage.share_watch, stage.input_topics = share, inputs
     try:
         run_steps(stage, incident.steps, progress)
         stage.check()
@@ -646,31 +678,31 @@ def _check(
     spark: SparkSession,
     cluster: Cluster,
     history: RunHistory,
+    incident: Incident,
     topics: dict[str, str],
     guarantee: str,
     options: RunOptions,
     profile: Profile,
     database: Database | None,
 ) -> tuple[dict[str, CheckResult], CheckResult | None]:
-    """Each output the app writes checked against the inputs, by name: its ``[sink]`` table
-    first, then its output topic; and the side-effect topic's check, if it has one."""
-    source = KafkaOutput(cluster.bootstrap_servers, topics["input"])  # what the brokers kept
-    outputs: dict[str, CheckResult] = {}
+    """Each place the app's results land in checked against the inputs that belong there, by
+    name (see :mod:`.places`): its ``[sink]`` table first, then its output topics and its
+    dead-letter topic; and the side-effect topic's check, if it has one."""
+    source = [KafkaOutput(cluster.bootstrap_servers, topics[n]) for n in incident.named("input")]
+    table = None
     if profile.sink is not None and database is not None:
-        table = _table_output(spark, profile.sink, database)
-        outputs[f"table {profile.sink.relation}"] = check_run(
-            spark, history.root, table, guarantee, source=source, deliveries=True
-        )
-    if "output" in topics:
-        topic = _topic_output(cluster, topics["output"], options, profile)
-        name = f"topic {topics['output']}"
-        outputs[name] = check_run(
-            spark, history.root, topic, guarantee, source=source, deliveries=not outputs
-        )
-    first, *topic_too = outputs.values()
+        table = (f"table {profile.sink.relation}", _table_output(spark, profile.sink, database))
+    chosen = places(
+        incident, topics, lambda topic: _topic_output(cluster, topic, options, profile), table
+    )
+    outputs = check_places(spark, history.root, chosen, guarantee, source)
+    first, *others = outputs.values()
     _write_check(history.root / CHECK, first)
-    for check in topic_too:  # the table's is check.json, as the one the report reads first
-        _write_check(history.root / OUTPUT_TOPIC_CHECK, check)
+    if table is not None and others:  # the table's is check.json, the one the report reads first
+        _write_check(history.root / OUTPUT_TOPIC_CHECK, others[0])
+    if len(outputs) > 1:
+        checks = {name: check.to_json() for name, check in outputs.items()}
+        (history.root / PLACE_CHECKS).write_text(json.dumps(checks, indent=2, default=str))
     with (history.root / "deliveries.jsonl").open("w") as deliveries:  # for the HTML report
         deliveries.writelines(json.dumps(d, default=str) + "\n" for d in first.deliveries)
     side_effects = None

@@ -83,7 +83,17 @@ class Stage:
     network_faults: NetworkFaults | None = None
     #: A share group's watch (``[group] type = "share"``): the drain reads its start offsets.
     share_watch: Any = None
+    #: The app's input topics (default: the ``input`` topic), as created.
+    input_topics: tuple[str, ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.input_topics or (self.topics["input"],)
+
+    def topic_of(self, workload: Workload) -> str:
+        """The topic a workload is written to: the one it names, else the first input."""
+        return self.topics[workload.topic or "input"]
 
     def brokers(self) -> BrokerFaults:
         """The run's broker faults (refused, saying why, on a cluster the harness does not run)."""
@@ -159,7 +169,6 @@ class Stage:
 
 
 REQUIRED = ...
-TOPIC_ROLES = ("input", "output", "side_effects")
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGSTOP", "SIGCONT", "SIGINT")
 
 
@@ -177,7 +186,9 @@ class StepContext:
     """What a step's options are checked against: the rest of its definition."""
 
     workloads: set[str]
-    partitions: Mapping[str, int] = field(default_factory=dict)  # topic role -> partitions
+    #: Every name a step may give a topic (its own, or its role's: see ``topic_names``),
+    #: with the topic's partitions.
+    partitions: Mapping[str, int] = field(default_factory=dict)
     brokers: int = 1
 
 
@@ -240,7 +251,7 @@ def _produce(stage: Stage, step: Step) -> dict[str, Any]:
     workload: Workload = stage.profile.workloads[step["workload"]]
     producer = WorkloadProducer(
         stage.cluster.client_bootstrap_servers,
-        stage.topics["input"],
+        stage.topic_of(workload),
         stage.on_produce_event(stage.history.stream("produce")),
         config=dict(stage.profile.producer),
     )
@@ -340,29 +351,35 @@ def caught_up(stage: Stage) -> Callable[[], bool]:
     (where a broker lists a wrong end, as Tansu 0.6.0 does for batches of several records, the
     acknowledgements still say where the log ends).
     """
-    acked: dict[int, int] = {}
+    acked: dict[tuple[str, int], int] = {}
     for ack in stage.history.read("produce"):
         if ack["kind"] == "ack" and ack["offset"] is not None:  # a broker may not say where
-            acked[ack["partition"]] = max(acked.get(ack["partition"], 0), ack["offset"] + 1)
+            where = (ack["topic"], ack["partition"])
+            acked[where] = max(acked.get(where, 0), ack["offset"] + 1)
     if stage.share_watch is not None:  # no commits: the share-partition start offsets
         from .share_group import drained
 
-        done = drained(stage.share_watch, acked)
+        by_partition = {partition: end for (_, partition), end in acked.items()}
+        done = drained(stage.share_watch, by_partition)
         done.close = lambda: None  # type: ignore[attr-defined]
         return done
     reader = group_reader(stage.cluster.bootstrap_servers, stage.group)
 
     def check() -> bool:
         try:
-            rows = sample_lag(reader, stage.group, stage.topics["input"])
+            rows = sample_lag(reader, stage.group, stage.inputs)
         except KafkaException as exc:  # a request timed out on a loaded machine: ask again
             log.warning("the group's committed offsets could not be read yet: %s", exc)
             return False
-        ends = [(row, max(row["end"], acked.get(row["partition"], 0))) for row in rows]
+        ends = [(row, max(row["end"], acked.get(_where(row), 0))) for row in rows]
         return all(end == 0 or (row["committed"] or 0) >= end for row, end in ends)
 
     check.close = reader.close  # type: ignore[attr-defined]
     return check
+
+
+def _where(row: Mapping[str, Any]) -> tuple[str, int]:
+    return row["topic"], row["partition"]
 
 
 def _wait_background(stage: Stage) -> None:
@@ -429,7 +446,7 @@ def _kill_at_random(stage: Stage, step: Step) -> dict[str, Any]:
 @step_kind(
     "add_partitions",
     needs="create_partitions",
-    topic=Field(str, "input", TOPIC_ROLES),
+    topic=Field(str, "input"),
     count=Field(int),
 )
 def _add_partitions(stage: Stage, step: Step) -> dict[str, Any]:
@@ -495,7 +512,7 @@ def _refused() -> Iterator[None]:
 #: How a broker fault names its broker: by role, and for a leader, which partition's.
 BROKER_TARGET = {
     "role": Field(str, "leader", ROLES),
-    "topic": Field(str, "input", TOPIC_ROLES),
+    "topic": Field(str, "input"),
     "partition": Field(int, 0),
 }
 #: A broker fault that kills or freezes: never a broker holding the group's offsets, when
@@ -654,7 +671,7 @@ def _network_fault(options: Mapping[str, Any], context: StepContext) -> tuple[st
     _network_fault,
     fault=Field(str, REQUIRED, tuple(FAULTS)),
     role=Field(str, "leader", NETWORK_ROLES),
-    topic=Field(str, "input", TOPIC_ROLES),
+    topic=Field(str, "input"),
     partition=Field(int, 0),
     direction=Field(str, "both", DIRECTIONS),
     latency_ms=Field((int, float), 0),
@@ -708,7 +725,7 @@ def _network(stage: Stage, step: Step) -> dict[str, Any]:
 @step_kind(
     "abort_transactions",
     needs="transaction_admin",
-    topic=Field(str, "output", TOPIC_ROLES),
+    topic=Field(str, "output"),
     idle_s=Field((int, float), 5.0),
     timeout_s=Field((int, float), 30.0),
     label=Field(str, None),

@@ -46,9 +46,14 @@ class Outcome:
     #: unseen, or behind a transaction still open); None when it was judged, or the run never
     #: got to the check (``failed_stage`` says where it stopped).
     not_judged: str | None = None
-    #: With a ``[sink]`` table and an output topic, each one's check by name (``table charges``,
-    #: ``topic NAME``): ``verdict``, ``check`` and ``anomalies``; the worse one is the run's.
+    #: Where results land in more than one place (a ``[sink]`` table, output topics, each kind
+    #: of a fan-out, the dead-letter topic), each one's check by name (``table charges``,
+    #: ``topic NAME``, ``topic NAME kind KIND``): ``verdict``, ``check`` and ``anomalies``;
+    #: the worst one is the run's.
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: With a dead-letter topic (``[expect] dead_letter``): the inputs that belong there found
+    #: there; None without one.
+    dead_lettered: int | None = None
 
     @property
     def gate(self) -> str:
@@ -72,7 +77,8 @@ class Outcome:
         lines = [
             f"{self.incident} [{self.profile}] app {self.app}: "
             f"{said} ({self.result}) in {self.duration_s:.0f}s",
-            f"  verdict {self.verdict} against declared {self.guarantee}: {self.check}",
+            f"  verdict {self.verdict} against declared {self.guarantee}: {self.check}"
+            + ("" if self.dead_lettered is None else f", dead-lettered {self.dead_lettered}"),
             *(
                 f"    {name}: {each['verdict']}, {each['check']}"
                 for name, each in self.outputs.items()

@@ -20,6 +20,8 @@ from .records import EVENT_ID_HEADER, Stamper, Step, Workload, WorkloadRecord
 
 HeaderValue = str | bytes
 FORMATS = ("json", "avro")
+#: What ``Payload(expect=...)`` takes: None is once on the output.
+EXPECT_MARKS = (None, "dead_letter", "filtered")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,14 @@ class Payload:
     partition: int | None = None
     #: when to send it, in seconds from the start (recorded traffic)
     at_s: float | None = None
+    #: where a correct service puts it when not once on the output: ``"dead_letter"`` (a
+    #: poison pill) or ``"filtered"`` (dropped by design); see ``[expect]``
+    expect: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.expect not in EXPECT_MARKS:
+            marks = ", ".join(repr(mark) for mark in EXPECT_MARKS)
+            raise ValueError(f"Payload expect={self.expect!r}: must be one of {marks}")
 
     def header_pairs(self) -> tuple[tuple[str, bytes], ...]:
         pairs = self.headers.items() if isinstance(self.headers, Mapping) else self.headers
@@ -139,6 +149,7 @@ class PayloadSource:
             payload.header_pairs(),
             payload.partition,
             payload.at_s,
+            payload.expect,
         )
 
     def workload(self) -> Workload:
@@ -174,6 +185,7 @@ class PayloadSource:
                     payload.header_pairs(),
                     step.partition,
                     step.at_s,
+                    payload.expect,
                 )
 
         parameters = {**shape.parameters, "payload": self.name}

@@ -170,15 +170,16 @@ class WorkloadProducer:
         self.stats.acked += 1
         self.stats.bytes += size
         if on_event is not None:
-            on_event(
-                {
-                    "kind": "ack",
-                    "event_id": record.event_id,
-                    "key": record.key,
-                    "seq": record.seq,
-                    "topic": message.topic(),
-                    "partition": message.partition(),
-                    "offset": message.offset(),
-                    "size": size,
-                }
-            )
+            event = {
+                "kind": "ack",
+                "event_id": record.event_id,
+                "key": record.key,
+                "seq": record.seq,
+                "topic": message.topic(),
+                "partition": message.partition(),
+                "offset": message.offset(),
+                "size": size,
+            }
+            if record.expect is not None:  # not once on the output: where, for the checker
+                event["expect"] = record.expect
+            on_event(event)

@@ -39,6 +39,9 @@ class WorkloadRecord:
     partition: int | None = None
     #: when to send it, in seconds from the workload's start (recorded traffic); None: by rate
     at_s: float | None = None
+    #: where a correct service puts it, when not once on the output (``dead_letter``,
+    #: ``filtered``): recorded with its ack for the checker
+    expect: str | None = None
 
     @property
     def headers(self) -> list[tuple[str, bytes]]:
@@ -122,6 +125,8 @@ class Workload:
     id_field: str | None = None
     #: ``(schema text, schema type)`` a schema registry must hold for the app to read values
     registry_schema: tuple[str, str] | None = None
+    #: the incident's topic it is written to, by its name there; None: the first input topic
+    topic: str | None = None
 
     def steps(self) -> Iterator[Step]:
         rng = random.Random(self.seed)

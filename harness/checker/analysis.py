@@ -17,7 +17,6 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-
 #: The places a correct service puts an input in (the mark on its ack): once on the output,
 #: in the dead-letter topic, or nowhere.
 PLACES = ("output", "dead_letter", "filtered")

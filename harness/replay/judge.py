@@ -50,7 +50,7 @@ def guarantee_reason(guarantee: str, check: str, verdict: str, counts: Mapping[s
             f"{counts[name]} {label}"
             for name, label in (
                 ("lost", "inputs lost"),
-                ("misrouted", "inputs where a correct service does not put them"),
+                ("misrouted", "inputs misrouted (where a correct service does not put them)"),
                 ("duplicate", "inputs delivered twice"),
             )
             if counts.get(name)

@@ -1,0 +1,151 @@
+"""Topics by name and ``[expect]`` in a definition: what they read to, and every mistake named
+with the file and key before anything starts. Pure logic: no Kafka here (the services
+themselves run in ``test_service_shapes.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_replay.apps.contract import AppContext, AppSpec
+from kafka_replay.replay.definition import load_incident
+from kafka_replay.replay.model import DefinitionError
+from kafka_replay.workload.expect import marked
+from kafka_replay.workload.payloads import Payload, PayloadError
+from kafka_replay.workload.records import Workload
+
+from .test_catalog_definitions import VALID, write
+
+NAMED = VALID.replace(
+    "[topics]\ninput = 3\noutput = 3\n",
+    """[topics.orders]
+partitions = 3
+role = "input"
+
+[topics.payments]
+partitions = 2
+role = "input"
+
+[topics.receipts]
+partitions = 3
+role = "output"
+
+[topics.orders-dlq]
+partitions = 1
+role = "dead_letter"
+""",
+).replace("count = 10\n", 'count = 10\ntopic = "payments"\n')
+
+
+def test_topics_by_name_keep_their_roles_and_the_short_names(tmp_path: Path) -> None:
+    incident = load_incident(write(tmp_path, NAMED))
+    assert incident.topics == {"orders": 3, "payments": 2, "receipts": 3, "orders-dlq": 1}
+    assert incident.named("input") == ["orders", "payments"]
+    names = incident.topic_names()
+    assert (names["input"], names["output"], names["dead_letter"]) == (
+        "orders", "receipts", "orders-dlq",
+    )  # fmt: skip
+    assert incident.profiles["vulnerable"].workloads["w"].topic == "payments"
+    assert incident.expect.dead_letter == "orders-dlq"  # the dead-letter topic takes bad inputs
+
+
+def test_an_expectation_reads_its_predicates_and_fan_out(tmp_path: Path) -> None:
+    text = NAMED + (
+        '\n[expect]\nbad = "tests.apps.shop:is_payment"\nfiltered = "tests.apps.shop:is_payment"\n'
+        '\n[expect.fan_out]\ntopic = "receipts"\nkinds = ["a", "b"]\n'
+        'kind_of = "tests.apps.shop:kind_of"\n'
+    )
+    expect = load_incident(write(tmp_path, text)).expect
+    assert expect.predicates == {
+        "dead_letter": "tests.apps.shop:is_payment", "filtered": "tests.apps.shop:is_payment",
+    }  # fmt: skip
+    assert expect.fan_out is not None and expect.fan_out.kinds == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "says"),
+    [
+        (NAMED.replace('role = "output"', 'role = "sideways"'), "topics.receipts.role", "one of"),
+        (NAMED.replace("partitions = 2", "partitions = 0"), "topics.payments.partitions", "1 or"),
+        (VALID.replace("output = 3", "results = 3"), "topics.results", "[topics.results]"),
+        (VALID.replace("output = 3", "Output = 3"), "topics.Output", "lower-case"),
+        (NAMED.replace('topic = "payments"', 'topic = "receipts"'), "workloads.w.topic",
+         "not an input topic"),
+        (NAMED + '\n[expect]\ndead_letter = "receipts"\n', "expect.dead_letter",
+         "not a dead-letter topic"),
+        (VALID + '\n[expect]\nbad = "tests.apps.shop:is_payment"\n', "expect.bad",
+         "the incident has none"),
+        (NAMED + '\n[expect]\nfiltered = "tests.apps.nowhere:f"\n', "expect.filtered",
+         "cannot import"),
+        (NAMED + '\n[expect.fan_out]\ntopic = "orders"\nkinds = ["a"]\nkind_of = "x:y"\n',
+         "expect.fan_out.topic", "not an output topic"),
+        (NAMED + '\n[expect.fan_out]\nkinds = ["a", "a"]\nkind_of = "tests.apps.shop:kind_of"\n',
+         "expect.fan_out.kinds", "twice"),
+        (NAMED + '\n[expect.fan_out]\nkinds = ["a"]\nkind_of = "tests.apps.shop:nothing"\n',
+         "expect.fan_out.kind_of", "has no"),
+        (NAMED.replace('workload = "w"\n', 'workload = "w"\n\n[[steps]]\ndo = "add_partitions"\n'
+                       'topic = "refunds"\ncount = 4\n'), "steps[1].topic", "no topic 'refunds'"),
+    ],
+)  # fmt: skip
+def test_a_shape_mistake_names_the_file_and_key(
+    tmp_path: Path, text: str, where: str, says: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(path)
+    assert str(path) in str(caught.value)
+    assert caught.value.where.startswith(where), caught.value
+    assert says in caught.value.problem, caught.value
+
+
+def test_a_step_names_a_topic_by_its_name_or_its_role(tmp_path: Path) -> None:
+    steps = '\n[[steps]]\ndo = "add_partitions"\ntopic = "{}"\ncount = 4\n'
+    for name in ("payments", "input", "orders-dlq"):
+        text = NAMED.replace("\n[signature]", steps.format(name) + "\n[signature]")
+        assert load_incident(write(tmp_path, text)).steps[1]["topic"] == name
+
+
+def test_the_app_gets_every_topic_by_name() -> None:
+    topics = {"orders": "run-orders", "orders-dlq": "run-orders-dlq"}
+    context = AppContext("127.0.0.1:9092", "run-orders", "", "g", topics=topics)
+    env = context.env()
+    assert env["REPLAY_TOPIC_ORDERS"] == "run-orders"
+    assert env["REPLAY_TOPIC_ORDERS_DLQ"] == "run-orders-dlq"
+    command = AppSpec.parse("svc --in {topic.orders} --dlq {topic.orders-dlq}")
+    assert command.command(context, "python") == [
+        "svc", "--in", "run-orders", "--dlq", "run-orders-dlq",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match=r"\{topic.refunds\}: the incident has no such topic"):
+        AppSpec.parse("svc {topic.refunds}").command(context, "python")
+    assert AppContext.from_env(env).topics == {
+        "orders": "run-orders",
+        "orders_dlq": "run-orders-dlq",
+    }
+
+
+def _workload(values: list[object]) -> Workload:
+    from kafka_replay.workload.payloads import PayloadSource
+
+    return PayloadSource("team", lambda rng, fake: iter(values)).workload()  # type: ignore[arg-type]
+
+
+def test_a_predicate_marks_the_inputs_it_names_and_a_generators_mark_stays() -> None:
+    values = [Payload({"n": 1}), Payload(b"bad", expect="dead_letter"), Payload({"n": 3})]
+    workload = marked(_workload(values), "orders", {
+        "filtered": ("t:f", lambda record: record.value == b'{"n":3}'),
+    })  # fmt: skip
+    assert [r.expect for r in workload.records()] == [None, "dead_letter", "filtered"]
+
+
+def test_a_failing_predicate_names_itself_and_the_record() -> None:
+    workload = marked(_workload([Payload({"n": 1})]), "orders", {
+        "filtered": ("team.rules:drop", lambda record: 1 / 0),
+    })  # fmt: skip
+    with pytest.raises(PayloadError, match=r"team.rules:drop failed on record 0 of topic orders"):
+        list(workload.records())
+
+
+def test_a_payload_refuses_a_place_that_does_not_exist() -> None:
+    with pytest.raises(ValueError, match="must be one of None, 'dead_letter', 'filtered'"):
+        Payload({"n": 1}, expect="trash")

@@ -127,6 +127,7 @@ for dir in "${dirs[@]}"; do args+=(--incidents "$dir"); done
 [ -n "${REPLAY_GROUP_PROTOCOL:-}" ] && args+=(--group-protocol "$REPLAY_GROUP_PROTOCOL")
 [ -n "${REPLAY_OUTPUT_ID:-}" ] && args+=(--output-id "$REPLAY_OUTPUT_ID")
 [ -n "${REPLAY_PAYLOAD:-}" ] && args+=(--payload "$REPLAY_PAYLOAD")
+[ -n "${REPLAY_EXPECT:-}" ] && args+=(--expect "$REPLAY_EXPECT")
 [ -n "${REPLAY_RESTART:-}" ] && args+=(--restart "$REPLAY_RESTART")
 [ -n "${REPLAY_SCALE:-}" ] && args+=(--scale "$REPLAY_SCALE")
 [ -n "${REPLAY_CLIENT_LIBRARY:-}" ] && args+=(--client-library "$REPLAY_CLIENT_LIBRARY")

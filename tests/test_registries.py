@@ -121,6 +121,8 @@ SAMPLE_VALUES: dict[str, Any] = {
     "workload": "w",
     "gap_s": [1.0, 2.5],
     "client": {"group.protocol": "consumer"},
+    "topic": "side_effects",  # a topic of the definition's, by its name
+    "app": "app",  # the one app's name
 }
 
 

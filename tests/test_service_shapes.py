@@ -123,3 +123,53 @@ def test_a_service_that_joins_two_topics_is_judged_on_its_receipts(replay: Repla
     assert outcome.anomalies["unexpected"] == 0 and outcome.anomalies["lost"] == 0
     check = Path(outcome.run_dir) / "check.json"
     assert '"acknowledged": 300' in check.read_text()  # the orders: payments belong nowhere
+
+
+def test_the_catalog_judges_a_service_that_dead_letters_by_an_expect_file(
+    replay_incident: Replay, tmp_path: Path
+) -> None:
+    """A team's orders with a poison pill, its service and the dead-letter topic it writes:
+    ``--payload`` and ``--expect`` bring them to a catalog incident that has none."""
+    payload = tmp_path / "orders.toml"
+    payload.write_text('generator = "tests.apps.shop:orders"\ncount = 1200\npoison_at = 100\n')
+    expect = tmp_path / "expect.toml"
+    expect.write_text(
+        '[topics.orders-dlq]\npartitions = 1\nrole = "dead_letter"\n\n'
+        '[expect]\ndead_letter = "orders-dlq"\n'
+    )
+    outcome = replay_incident(
+        "poll-timeout-rebalance", "remediated", app=service("checkout", "--on-bad", "dead-letter"),
+        payload=payload, expect=expect, guarantee="at-least-once",
+    )  # fmt: skip
+    print(outcome.explain())
+    assert (outcome.result, outcome.passed) == ("guarantee held", True), outcome.explain()
+    assert outcome.dead_lettered == 1 and len(outcome.outputs) == 2
+
+
+def test_a_pipeline_names_the_service_where_records_first_went_wrong(
+    replay_incident: Replay,
+) -> None:
+    outcome = replay_incident("poll-timeout-rebalance-chain", "vulnerable")
+    print(outcome.explain())
+    assert (outcome.result, outcome.passed) == ("reproduced", True), outcome.explain()
+    assert list(outcome.hops) == ["onboarding", "billing"]
+    assert outcome.hops["onboarding"]["anomalies"]["duplicate"] == 0
+    assert outcome.hops["billing"]["anomalies"]["duplicate"] >= 1
+    assert outcome.first_wrong_hop == "billing"
+    assert "records first went wrong at service billing" in outcome.explain()
+    logs = Path(outcome.run_dir) / "logs"
+    assert (logs / "app-onboarding-0.log").is_file() and (logs / "app-billing-0.log").is_file()
+
+
+def test_a_teams_service_takes_one_place_in_a_pipeline(replay_incident: Replay) -> None:
+    """``--app billing=...``: a service written from the docs alone replaces the billing
+    service; the onboarding service stays the reference one."""
+    plain = shlex.join([sys.executable, "tests/apps/plain.py"])
+    outcome = replay_incident(
+        "poll-timeout-rebalance-chain", "remediated", app=f"billing={plain}",
+        guarantee="at-least-once",
+    )  # fmt: skip
+    print(outcome.explain())
+    assert (outcome.result, outcome.passed) == ("guarantee held", True), outcome.explain()
+    assert outcome.app == "batch_forwarder -> plain.py"
+    assert outcome.first_wrong_hop is None

@@ -126,14 +126,19 @@ class Supervisor:
         python: str = sys.executable,
         ready: ReadinessProbe | None = None,
         python_path: Path | None = None,
+        name: str | None = None,
     ) -> None:
-        """``python_path``: put first on the app's ``PYTHONPATH`` (a chosen client release)."""
+        """``python_path``: put first on the app's ``PYTHONPATH`` (a chosen client release).
+        ``name``: a pipeline's service: its files are ``app-<name>-<instance>`` and each of its
+        lifecycle events says ``app``."""
         self.spec = spec
         self.policy = policy or RestartPolicy()
         self._context = context
         self._log_dir = Path(log_dir)
         self._report_dir = report_dir
-        self._emit = on_event or (lambda event: None)
+        self._prefix = f"app-{name}-" if name else "app-"
+        emit = on_event or (lambda event: None)
+        self._emit = (lambda event: emit({**event, "app": name})) if name else emit
         self._python = python
         self._ready = ready
         self._python_path = python_path
@@ -167,7 +172,7 @@ class Supervisor:
             instance = self._instances.get(index)
             if instance is None:
                 context = self._context(index)
-                instance = _Instance(index, context, self._log_dir / f"app-{index}.log")
+                instance = _Instance(index, context, self._log_dir / f"{self._prefix}{index}.log")
                 self._instances[index] = instance
             if instance.process is not None and instance.process.poll() is None:
                 return
@@ -219,7 +224,7 @@ class Supervisor:
         settings = {**context.client_config, **client}
         with self._lock:
             if instance is None:
-                instance = _Instance(index, context, self._log_dir / f"app-{index}.log")
+                instance = _Instance(index, context, self._log_dir / f"{self._prefix}{index}.log")
                 self._instances[index] = instance
             instance.context = replace(context, client_config=settings)
             instance.short_lives = 0
@@ -290,7 +295,7 @@ class Supervisor:
                 filter(None, [str(self._python_path), os.environ.get("PYTHONPATH")])
             )
         if self._report_dir is not None:
-            env[REPORT_FILE] = str(self._report_dir / f"app-{instance.index}.jsonl")
+            env[REPORT_FILE] = str(self._report_dir / f"{self._prefix}{instance.index}.jsonl")
         instance.starts += 1
         with instance.log_path.open("ab") as output:
             output.write(f"=== kafka-replay: start {instance.starts} ===\n".encode())

@@ -79,6 +79,14 @@ class Expected:
     kind_of: Callable[[OutputRecord], str | None] | None = None
     kind: str | None = None
     kinds: tuple[str, ...] = ()
+    #: One service of a pipeline checked on its own (a hop): the workload's topics it reads
+    #: (their acknowledged inputs), and the topics between services it reads (their records
+    #: are its inputs, each keeping the mark its acknowledgement has).
+    acked_topics: tuple[str, ...] | None = None
+    between: tuple[KafkaOutput, ...] = ()
+    #: A pipeline's end-to-end check: no one group's commits speak for the chain, so an input
+    #: not delivered is unseen here; each service's own check says where it was lost.
+    without_commits: bool = False
 
 
 @dataclass
@@ -244,6 +252,10 @@ def check_run(
         log = read if log is None else log.unionByName(read)
     committed = committed.cache()
     inputs = history_inputs(spark, run_dir, committed, uncommitted, log)
+    if expected is not None and expected.acked_topics is not None:
+        inputs.acks = _hop_inputs(spark, inputs.acks, expected)
+    if expected is not None and expected.without_commits:
+        inputs.offsets = inputs.offsets.limit(0)
     if expected is not None:
         _expect(inputs, expected)
     if isinstance(output, KafkaOutput):  # read before the output: a read stops at these
@@ -302,6 +314,28 @@ def _of_kind(frame: DataFrame, expected: Expected | None) -> DataFrame:
     else:
         frame = frame.filter(kind == expected.kind)
     return frame
+
+
+def _hop_inputs(spark: SparkSession, acks: DataFrame, expected: Expected) -> DataFrame:
+    """A hop's inputs: the acknowledged ones of the workload's topics it reads, and every
+    record of the topics between services it reads, with its acknowledgement's mark."""
+    assert expected.acked_topics is not None
+    hop = acks.filter(F.col("in_topic").isin(list(expected.acked_topics)))
+    marks = acks.select("event_id", "expect").dropDuplicates(["event_id"])
+    for topic in expected.between:
+        log = sources.kafka_log(spark, topic.bootstrap_servers, topic.topic, "read_committed")
+        logged = log.join(marks, "event_id", "left").select(
+            "event_id",
+            "key",
+            "seq",
+            F.col("topic").alias("in_topic"),
+            F.col("partition").alias("in_partition"),
+            F.col("offset").alias("in_offset"),
+            F.lit(None).cast("double").alias("ack_ts"),
+            F.coalesce(F.col("expect"), F.lit("output")).alias("expect"),
+        )
+        hop = hop.unionByName(logged)
+    return hop
 
 
 def _expect(inputs: CheckInputs, expected: Expected) -> None:

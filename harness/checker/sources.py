@@ -311,15 +311,18 @@ def stamped_seq() -> Column:
     return F.coalesce(stamped, field).cast("long")
 
 
-def kafka_log(spark: SparkSession, bootstrap_servers: str, topic: str) -> DataFrame:
+def kafka_log(
+    spark: SparkSession, bootstrap_servers: str, topic: str, isolation: str = "read_uncommitted"
+) -> DataFrame:
     """The input topic's log as the brokers kept it: what the acks are compared with.
 
     Columns as :data:`LOG_SCHEMA`: ``event_id`` (:func:`default_event_id`: the header, which
     every workload record has, so the value is parsed for it only when that is missing), the
     record's Kafka key (the entity key) as text, ``seq`` (:func:`stamped_seq`), ``partition``
-    and ``offset``. Read ``read_uncommitted``: every record the brokers hold counts.
+    and ``offset``. Read ``read_uncommitted``: every record the brokers hold counts (a topic
+    between two services is read ``read_committed``, as the service after it reads it).
     """
-    raw = _raw_topic(spark, bootstrap_servers, topic, "read_uncommitted")
+    raw = _raw_topic(spark, bootstrap_servers, topic, isolation)
     return raw.select(
         default_event_id().alias("event_id"),
         F.col("key").cast("string").alias("key"),

@@ -79,7 +79,13 @@ class RecordedRun:
 
     @property
     def input_topic(self) -> str | None:
-        return (self.meta.get("topics") or {}).get("input")
+        """The topic whose consumption the symptoms follow: the input, or in a pipeline what
+        its last service (the one whose results are judged) reads first."""
+        topics = self.meta.get("topics") or {}
+        services = list((self.meta.get("services") or {}).values())
+        if services and services[-1].get("reads"):
+            return topics.get(services[-1]["reads"][0])
+        return topics.get("input")
 
     @cached_property
     def start(self) -> float:

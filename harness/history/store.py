@@ -25,6 +25,8 @@ SIDE_EFFECTS_CHECK = "check-side-effects.json"
 OUTPUT_TOPIC_CHECK = "check-output-topic.json"
 #: Where a run's results land in more than one place: every place's check, by name.
 PLACE_CHECKS = "checks.json"
+#: A pipeline's: each service's checks on its own, by service, upstream first.
+HOP_CHECKS = "hops.json"
 DELIVERIES = "deliveries.jsonl"
 OUTCOME = "outcome.json"
 #: An instrumented app instance's stream: ``app-<instance>``.

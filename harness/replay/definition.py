@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from kafka_replay.workload import Workload
 
 #: What a profile may change.
-OVERRIDABLE = ("broker", "client", "producer", "app", "workloads", "sink")
+OVERRIDABLE = ("broker", "client", "producer", "app", "apps", "workloads", "sink")
 #: The most nodes a definition may ask for: each is a JVM (or container) of its own.
 MAX_BROKERS = 5
 
@@ -121,10 +121,29 @@ def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
     if "topic" in kind.fields and context.partitions and topic not in context.partitions:
         names = ", ".join(context.partitions)
         raise DefinitionError(source, f"{where}.topic", f"no topic {topic!r}; topics: {names}")
+    if "app" in kind.fields:
+        _step_app(source, where, do, options["app"], context.apps)
     problem = kind.validate(options, context) if kind.validate else None
     if problem:
         raise DefinitionError(source, f"{where}.{problem[0]}", problem[1])
     return Step(do, options)
+
+
+#: Steps that act on every service of a pipeline unless they name one.
+EVERY_SERVICE = ("start_apps", "stop_apps")
+
+
+def _step_app(source: Path, where: str, do: str, app: str | None, apps: tuple[str, ...]) -> None:
+    """A step's ``app`` names a service of the pipeline; one that acts on a single service
+    must name it where there are several."""
+    if app is None and len(apps) > 1 and do not in EVERY_SERVICE:
+        raise DefinitionError(
+            source, f"{where}.app", f"name the service it acts on: one of {', '.join(apps)}"
+        )
+    if app is not None and app not in apps:
+        raise DefinitionError(
+            source, f"{where}.app", f"no service {app!r}; services: {', '.join(apps)}"
+        )
 
 
 def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, Any]) -> Profile:
@@ -135,25 +154,19 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
     own.finish()
     merged = _merge(base, {k: v for k, v in override.items() if k != "description"})
     table = Table(source, where, merged)
-    app = table.table("app")
-    definition = AppDefinition(
-        command=app.get("command", str),
-        instances=app.get("instances", int, 1),
-        restart_delay_s=float(app.get("restart_delay_s", (int, float), 0.5)),
-        restart=app.get("restart", str, "always"),
-        jvm=app.get("jvm", str, None),
-    )
-    if definition.jvm is not None and not definition.jvm.startswith("{java} "):
-        raise DefinitionError(
-            source, f"{where}.app.jvm", "must start with {java} (then the class and its flags)"
-        )
-    try:
-        parse_restart(definition.restart)
-    except ValueError:
-        raise DefinitionError(
-            source, f"{where}.app.restart", f"must be one of {', '.join(RESTART_MODES)}"
-        ) from None
-    app.finish()
+    apps = {}
+    if "apps" in merged:
+        services = table.table("apps")
+        apps = {key: _app(services.table(key), pipeline=True) for key in list(services.data)}
+        if not apps:
+            raise services.fail("", "needs at least one [apps.NAME] table")
+        services.finish()
+    if "app" in merged or not apps:
+        if apps:
+            raise table.fail("app", "give [app] (one app) or [apps.NAME] (a pipeline), not both")
+        definition = _app(table.table("app"), pipeline=False)
+    else:
+        definition = next(iter(apps.values()))
     workloads = table.table("workloads")
     built = {
         key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
@@ -172,9 +185,45 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
         definition,
         built,
         _sink(table.table("sink", None)) if "sink" in table.data else None,
+        apps,
     )
     table.finish()
     return profile
+
+
+def _app(app: Table, pipeline: bool) -> AppDefinition:
+    """``[app]``, or one service of a pipeline (``[apps.NAME]``: with the topics it reads and
+    writes, and its own ``client`` settings)."""
+    definition = AppDefinition(
+        command=app.get("command", str),
+        instances=app.get("instances", int, 1),
+        restart_delay_s=float(app.get("restart_delay_s", (int, float), 0.5)),
+        restart=app.get("restart", str, "always"),
+        jvm=app.get("jvm", str, None),
+    )
+    if definition.jvm is not None and not definition.jvm.startswith("{java} "):
+        raise app.fail("jvm", "must start with {java} (then the class and its flags)")
+    try:
+        parse_restart(definition.restart)
+    except ValueError:
+        raise app.fail("restart", f"must be one of {', '.join(RESTART_MODES)}") from None
+    if pipeline:
+        topics = {key: app.get(key, list) for key in ("reads", "writes")}
+        for key, names in topics.items():
+            if not names or not all(isinstance(name, str) for name in names):
+                raise app.fail(key, "must be a list of the incident's topic names")
+        client = _config(app, "client")
+        problem = check_client_config(client)
+        if problem:
+            raise app.fail("client", problem)
+        definition = replace(
+            definition,
+            reads=tuple(topics["reads"]),
+            writes=tuple(topics["writes"]),
+            client=client,
+        )
+    app.finish()
+    return definition
 
 
 #: A SQL name the checker reads: a table (``schema.table`` too) or a column.
@@ -329,8 +378,10 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     partitions, roles = _topics(top.table("topics"), has_sink="sink" in data)
     base = {key: data[key] for key in OVERRIDABLE if key in data}
     top.read.update(base)
-    if "app" not in base or "workloads" not in base:
-        raise DefinitionError(path, "app" if "app" not in base else "workloads", "is required")
+    if ("app" not in base and "apps" not in base) or "workloads" not in base:
+        missing = "workloads" if "workloads" not in base else "app"
+        raise DefinitionError(path, missing, "is required ([app], or [apps.NAME] for a pipeline)"
+                              if missing == "app" else "is required")  # fmt: skip
     profiles_table = top.table("profiles")
     missing = [p for p in PROFILES if p not in profiles_table.data]
     extra = [p for p in profiles_table.data if p not in PROFILES]
@@ -345,9 +396,11 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     for profile in profiles.values():
         for key, workload in profile.workloads.items():
             _workload_topic(path, key, workload, names, partitions, roles)
+    profiles = {key: _pipeline(path, p, names, roles) for key, p in profiles.items()}
     brokers = _brokers(path, top.get("brokers", int, 1))
     named = {name: partitions[topic] for name, topic in names.items()}
-    context = StepContext(set(profiles["vulnerable"].workloads), named, brokers)
+    services = tuple(profiles["vulnerable"].services)
+    context = StepContext(set(profiles["vulnerable"].workloads), named, brokers, services)
     steps_data = top.get("steps", list)
     steps = tuple(_step(path, i, s, context) for i, s in enumerate(steps_data))
     conditions = tuple(
@@ -410,19 +463,9 @@ def _topics(table: Table, has_sink: bool) -> tuple[dict[str, int], dict[str, str
     partitions: dict[str, int] = {}
     roles: dict[str, str] = {}
     for name in list(table.data):
-        if not _TOPIC_NAME.match(name):
-            raise table.fail(
-                name, "a topic's name is lower-case letters, digits, _ and -, from a letter on"
-            )
+        _topic_name(table, name)
         if isinstance(table.data[name], dict):
-            topic = table.table(name)
-            partitions[name] = topic.get("partitions", int)
-            roles[name] = topic.get("role", str)
-            topic.finish()
-            if partitions[name] < 1:
-                raise topic.fail("partitions", f"must be 1 or more, got {partitions[name]}")
-            if roles[name] not in TOPIC_ROLES:
-                raise topic.fail("role", f"must be one of {', '.join(TOPIC_ROLES)}")
+            partitions[name], roles[name] = _named_topic(table, name)
         elif name in TOPIC_ROLES:
             partitions[name] = table.get(name, int)
             roles[name] = name
@@ -440,6 +483,132 @@ def _topics(table: Table, has_sink: bool) -> tuple[dict[str, int], dict[str, str
     if not written and not has_sink:
         raise table.fail("", "needs an output partition count (or a [sink] the app writes rows to)")
     return partitions, {name: roles[name] for name in partitions}
+
+
+def _pipeline(
+    path: Path, profile: Profile, names: Mapping[str, str], roles: Mapping[str, str]
+) -> Profile:
+    """A pipeline's services, upstream first: every topic they name is the incident's, every
+    input and internal topic is read by one of them, every internal topic written by one, and
+    no service feeds itself through the others (a cycle)."""
+    internal = [name for name, role in roles.items() if role == "internal"]
+    if not profile.apps:
+        if internal:
+            raise DefinitionError(
+                path, f"topics.{internal[0]}", "an internal topic is between two services of a "
+                "pipeline ([apps.NAME] with reads and writes); this incident has one [app]",
+            )  # fmt: skip
+        return profile
+    where = f"profiles.{profile.name}.apps"
+    resolved = {}
+    for key, app in profile.apps.items():
+        for field_name in ("reads", "writes"):
+            for topic in getattr(app, field_name):
+                if topic not in names:
+                    raise DefinitionError(
+                        path, f"{where}.{key}.{field_name}",
+                        f"no topic {topic!r}; topics: {', '.join(names)}",
+                    )  # fmt: skip
+        reads = tuple(names[t] for t in app.reads)
+        resolved[key] = replace(app, reads=reads, writes=tuple(names[t] for t in app.writes))
+    read = {t for app in resolved.values() for t in app.reads}
+    written = {t for app in resolved.values() for t in app.writes}
+    for name, role in roles.items():
+        if role in ("input", "internal") and name not in read:
+            raise DefinitionError(
+                path, where, f"no service reads the {role} topic {name!r}: name it in one's reads"
+            )
+        if role in ("internal", "output") and name not in written:
+            raise DefinitionError(
+                path, where, f"no service writes the {role} topic {name!r}: name it in one's writes"
+            )
+    order = _upstream_first(path, where, resolved)
+    apps = {key: resolved[key] for key in order}
+    return replace(profile, apps=apps, app=apps[order[0]])
+
+
+def _upstream_first(path: Path, where: str, apps: Mapping[str, AppDefinition]) -> list[str]:
+    """The services in the order records flow through them; a cycle is an error naming it."""
+    feeds = {
+        key: [other for other, app in apps.items() if set(app.reads) & set(apps[key].writes)]
+        for key in apps
+    }
+    order: list[str] = []
+    visiting: list[str] = []
+
+    def visit(key: str) -> None:
+        if key in order:
+            return
+        if key in visiting:
+            cycle = [*visiting[visiting.index(key) :], key]
+            raise DefinitionError(
+                path, where, f"the services feed each other in a cycle: {' -> '.join(cycle)}"
+            )
+        visiting.append(key)
+        for downstream in feeds[key]:
+            visit(downstream)
+        visiting.pop()
+        order.insert(0, key)
+
+    for key in apps:
+        visit(key)
+    return order
+
+
+def _topic_name(table: Table, name: str) -> None:
+    if not _TOPIC_NAME.match(name):
+        raise table.fail(
+            name, "a topic's name is lower-case letters, digits, _ and -, from a letter on"
+        )
+
+
+def _named_topic(table: Table, name: str) -> tuple[int, str]:
+    """``[topics.NAME]``: its partitions and its role."""
+    _topic_name(table, name)
+    topic = table.table(name)
+    partitions, role = topic.get("partitions", int), topic.get("role", str)
+    topic.finish()
+    if partitions < 1:
+        raise topic.fail("partitions", f"must be 1 or more, got {partitions}")
+    if role not in TOPIC_ROLES:
+        raise topic.fail("role", f"must be one of {', '.join(TOPIC_ROLES)}")
+    return partitions, role
+
+
+def read_expect_file(path: Path) -> dict[str, Any]:
+    """An ``--expect`` file's TOML: ``[topics.NAME]`` tables the app writes besides the
+    incident's, and an ``[expect]`` table; an error names the file and key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DefinitionError(path, "(file)", f"cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DefinitionError(path, *toml_error(text, exc)) from None
+    top = Table(path, "", data)
+    topics = top.table("topics", {})
+    for name in list(topics.data):
+        if not isinstance(topics.data[name], dict):
+            raise topics.fail(name, "give [topics.NAME] with partitions and a role")
+        _named_topic(topics, name)
+    top.table("expect", {})
+    top.finish()
+    return data
+
+
+def with_expect_file(incident: Incident, path: Path) -> Incident:
+    """``incident`` with an ``--expect`` file's topics added and its ``[expect]`` instead of
+    the incident's: what a team's service makes of each input, for the catalog against it."""
+    data = read_expect_file(path)
+    partitions, roles = dict(incident.topics), {n: incident.role(n) for n in incident.topics}
+    topics = Table(path, "topics", data.get("topics", {}))
+    for name in list(topics.data):
+        if name in partitions:
+            raise topics.fail(name, f"{incident.name} has a topic {name!r} already")
+        partitions[name], roles[name] = _named_topic(topics, name)
+    top = Table(path, "", {"expect": data.get("expect", {})})
+    expect = read_expectations(top, topic_names(partitions, roles), roles)
+    return replace(incident, topics=partitions, roles=roles, expect=expect)
 
 
 def _workload(source: Path, where: str, data: Any) -> Workload:

@@ -18,9 +18,9 @@ PROFILES = ("vulnerable", "remediated")
 NETWORK_STEPS = frozenset({"network_fault", "heal_network"})
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: What a topic is to the app (``[topics.NAME] role``): read by it, or one of its results.
-TOPIC_ROLES = ("input", "output", "dead_letter", "side_effects")
+TOPIC_ROLES = ("input", "output", "dead_letter", "side_effects", "internal")
 #: The roles of the topics an app writes: a transaction it leaves open holds their readers.
-WRITTEN_ROLES = ("output", "dead_letter", "side_effects")
+WRITTEN_ROLES = ("output", "dead_letter", "side_effects", "internal")
 
 #: ``[group] type``: a consumer group (classic or KIP-848, committed offsets) or a share group
 #: (KIP-932: records acquired, acknowledged one by one, no committed offsets).
@@ -136,6 +136,11 @@ class AppDefinition:
         "always"  # always, on-failure or every:SECONDS (see kafka_replay.apps.RestartPolicy)
     )
     jvm: str | None = None  # the JVM reference app: ``{java} Class --flags`` (see jvm_apps)
+    #: A service of a pipeline (``[apps.NAME]``): the topics it reads and writes, by their
+    #: names in the definition, and its own client settings over the profile's ``[client]``.
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    client: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -209,6 +214,14 @@ class Profile:
     app: AppDefinition
     workloads: Mapping[str, Workload]
     sink: Sink | None = None
+    #: A pipeline's services (``[apps.NAME]``), upstream first; empty in the one-app form.
+    #: ``app`` is then the first of them.
+    apps: Mapping[str, AppDefinition] = field(default_factory=dict)
+
+    @property
+    def services(self) -> dict[str, AppDefinition]:
+        """Every app the run starts, by name (the one-app form's is ``app``), upstream first."""
+        return dict(self.apps) if self.apps else {"app": self.app}
 
 
 @dataclass(frozen=True)

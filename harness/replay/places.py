@@ -17,7 +17,11 @@ from kafka_replay.apps import load_callable
 from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
 from kafka_replay.checker.check import Expected
 
-from .model import Incident
+from .model import AppDefinition, Incident
+
+#: The roles of the topics a service's results are checked in: the pipeline's outputs, and the
+#: topics between its services.
+RESULTS = ("output", "internal")
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -39,16 +43,24 @@ def places(
     topics: Mapping[str, str],
     topic_output: Callable[[str], KafkaOutput],
     table: tuple[str, JdbcOutput] | None = None,
+    hop: AppDefinition | None = None,
+    pipeline: bool = False,
 ) -> list[Place]:
     """Every place the app's results land in, the table first, then each output topic in the
-    definition's order (each kind of a fan-out's), then the dead-letter topic.
+    definition's order (each kind of a fan-out's), then the dead-letter topic; with ``hop``,
+    the places one service of a pipeline writes (the topics between services among them),
+    each checked against what that service reads; of a ``pipeline`` without ``hop``, its
+    places end to end (see ``Expected.without_commits``).
 
     Without a dead-letter topic, an input a workload marks for one belongs on the output.
     """
     expect = incident.expect
     outputs = ("output",) if expect.dead_letter else ("output", "dead_letter")
     found = [Place(table[0], table[1], Expected(outputs))] if table else []
-    for name in incident.named("output"):
+    written = incident.named("output")
+    if hop is not None:
+        written = [n for n in incident.topics if n in hop.writes and incident.role(n) in RESULTS]
+    for name in written:
         output = topic_output(topics[name])
         fan = expect.fan_out
         if fan is None or fan.topic != name:
@@ -63,12 +75,21 @@ def places(
             )
             for kind in fan.kinds
         ]
-    if expect.dead_letter:
+    if expect.dead_letter and (hop is None or expect.dead_letter in hop.writes):
         output = topic_output(topics[expect.dead_letter])
         found.append(
             Place(f"topic {topics[expect.dead_letter]}", output, Expected(("dead_letter",)), True)
         )
-    return found
+    if pipeline and hop is None:  # the whole of a pipeline, end to end
+        return [replace(p, expected=replace(p.expected, without_commits=True)) for p in found]
+    if hop is None:
+        return found
+    reads = [topics[name] for name in hop.reads if incident.role(name) == "input"]
+    between = tuple(topic_output(topics[n]) for n in hop.reads if incident.role(n) == "internal")
+    return [
+        replace(place, expected=replace(place.expected, acked_topics=tuple(reads), between=between))
+        for place in found
+    ]
 
 
 def check_places(

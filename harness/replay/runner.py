@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -41,13 +42,20 @@ from kafka_replay.history.group import group_members, group_stable
 from kafka_replay.history.lag import commits_from_samples
 from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
-from kafka_replay.history.store import CHECK, OUTPUT_TOPIC_CHECK, PLACE_CHECKS, SIDE_EFFECTS_CHECK
+from kafka_replay.history.store import (
+    CHECK,
+    HOP_CHECKS,
+    OUTPUT_TOPIC_CHECK,
+    PLACE_CHECKS,
+    SIDE_EFFECTS_CHECK,
+)
 from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
+from .definition import with_expect_file
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
 from .judge import judge
-from .model import WRITTEN_ROLES, Incident, Profile, Sink
+from .model import WRITTEN_ROLES, AppDefinition, Incident, Profile, Sink
 from .places import check_places, places
 from .share_group import (
     archived_reason,
@@ -80,6 +88,8 @@ class RunOptions:
     output_id: str | None = None  # module:function(OutputRecord) -> event_id
     #: a ``--payload`` file: a team's messages in every workload's records
     payload: Path | None = None
+    #: an ``--expect`` file: what the user's app makes of each input, and the topics it writes
+    expect: Path | None = None
     #: a PostgreSQL database of the user's for incidents with a ``[sink]`` (the run owns one
     #: schema there); None: a server of the run's own
     database_url: str | None = None
@@ -152,24 +162,49 @@ def client_config(profile: Profile, group_protocol: str | None) -> dict[str, Any
 
 
 def app_command(
-    incident: Incident, profile: Profile, options: RunOptions, topics: Mapping[str, str]
+    incident: Incident,
+    profile: Profile,
+    options: RunOptions,
+    topics: Mapping[str, str],
+    service: str = "app",
 ) -> AppSpec:
-    """The app to run: the user's, or the reference app with its ``{python}`` and topics.
+    """The app to run as ``service`` (a pipeline's, or the one app): the user's, or the
+    reference app with its ``{python}`` and topics.
 
-    With ``kafka-clients==VERSION`` as the client library, the reference app is the JVM one
+    ``--app NAME=COMMAND`` puts the user's app in the place of service ``NAME``; a plain
+    ``--app`` takes the last service's (the one whose results are judged). With
+    ``kafka-clients==VERSION`` as the client library, the reference app is the JVM one
     (``[app] jvm``), its ``{java}`` compiled and run against that release.
     """
-    if options.app:
-        return AppSpec.parse(options.app)
+    services = profile.services
+    users = users_app(options.app, services) if options.app else None
+    if users is not None and users[0] == service:
+        return AppSpec.parse(users[1])
+    app = services[service]
     library = parse_client(options.client_library) if options.client_library else None
     if library is not None and library[0] == JVM_CLIENT:
-        if profile.app.jvm is None:
+        if app.jvm is None:
             raise JvmAppError(f"{incident.name} has no JVM reference app ([app] jvm)")
         java = java_command(incident.source.parent, library[1])
-        command = profile.app.jvm.replace("{java}", java)
+        command = app.jvm.replace("{java}", java)
     else:
-        command = profile.app.command.replace("{python}", sys.executable)
+        command = app.command.replace("{python}", sys.executable)
     return AppSpec.parse(command.replace("{side_effects_topic}", topics.get("side_effects", "")))
+
+
+#: ``--app NAME=COMMAND``: a team's service for one place of a pipeline.
+_NAMED_APP = re.compile(r"^([a-z][a-z0-9_-]*)=(\S.*)$", re.DOTALL)
+
+
+def users_app(given: str, services: Mapping[str, AppDefinition]) -> tuple[str, str]:
+    """``(service, command)`` of ``--app``: ``NAME=COMMAND`` puts the command in service
+    ``NAME``'s place, or in the last service's where the incident has no ``NAME`` (every
+    one-app incident); a plain command takes the last service's place."""
+    match = _NAMED_APP.match(given.strip())
+    if match is None:
+        return list(services)[-1], given
+    name, command = match.groups()
+    return (name if name in services else list(services)[-1]), command
 
 
 def app_label(spec: AppSpec) -> str:
@@ -346,6 +381,8 @@ class PlayedRun:
         self.stage, self.stage_started = stage, now
 
     def play(self, cluster_for: ClusterFor) -> None:
+        if self.options.expect is not None:
+            self.incident = with_expect_file(self.incident, self.options.expect)
         incident, profile, history = self.incident, self.profile, self.history
         if self.options.app and incident.your_app and not incident.your_app.applies:
             raise NotApplicable(f"not applicable to an app: {incident.your_app.tests}")
@@ -365,53 +402,99 @@ class PlayedRun:
         self.topics = topics = {
             name: created[topic] for name, topic in incident.topic_names().items()
         }
-        group = cluster.unique_name(incident.name)
         profile = self.profile = self._registered(with_expectations(profile, incident), topics)
-        registry_url = self.registry.url if self.registry is not None else None
         database = self._database(profile)
-        spec = app_command(incident, profile, self.options, topics)
-        self.outcome.app = app_label(spec)
-        config = client_config(profile, self.options.group_protocol)
+        services = profile.services
+        pipeline = bool(profile.apps)
+        groups = {
+            name: cluster.unique_name(f"{incident.name}-{name}" if pipeline else incident.name)
+            for name in services
+        }
+        specs = {name: app_command(incident, profile, self.options, topics, name)
+                 for name in services}  # fmt: skip
+        self.outcome.app = " -> ".join(app_label(spec) for spec in specs.values())
+        configs = {
+            name: client_config(
+                replace(profile, client={**profile.client, **app.client}),
+                self.options.group_protocol,
+            )
+            for name, app in services.items()
+        }
+        last = list(services)[-1]  # a pipeline's last service: the output's group
         history.write_meta(
             incident=incident.name,
             profile=profile.name,
             app=self.outcome.app,
-            app_command=list(spec.argv) or spec.target,
+            app_command=list(specs[last].argv) or specs[last].target,
             guarantee=self.guarantee,
             topics=topics,
             topic_roles={name: incident.role(name) for name in incident.topics},
-            group=group,
-            client_config=config,
+            group=groups[last],
+            client_config=configs[last],
             broker_config=dict(profile.broker),
             client_library=self.options.client_library,
             bootstrap_servers=cluster.client_bootstrap_servers,
             observer_bootstrap_servers=cluster.bootstrap_servers,
             started=time.time(),
+            **({"services": _services_meta(services, specs, groups)} if pipeline else {}),
         )
-        admin = cluster.admin()
         if incident.group_type == "share":  # its settings, then a watch on it (SPSO, members)
-            self.share_watch = start_share_group(cluster, group, topics["input"], history)
-        apps = Supervisor(
+            self.share_watch = start_share_group(cluster, groups[last], topics["input"], history)
+        supervisors = {
+            name: self._supervisor(
+                name if pipeline else None, app, specs[name], configs[name], groups[name], database
+            )
+            for name, app in services.items()
+        }
+        reads = {
+            groups[name]: tuple(topics[t] for t in app.reads or incident.named("input"))
+            for name, app in services.items()
+        }
+        self._enter("steps")
+        error = _play(
+            incident, profile, cluster, history, topics, reads, supervisors, self.progress,
+            share=self.share_watch,
+        )  # fmt: skip
+        if error is not None:
+            raise StepFailed(error)
+        self._enter("queued")  # until a lane's check of the run before is done
+
+    def _supervisor(
+        self,
+        name: str | None,
+        app: AppDefinition,
+        spec: AppSpec,
+        config: Mapping[str, Any],
+        group: str,
+        database: Database | None,
+    ) -> Supervisor:
+        """The supervisor of one app (of a pipeline's service ``name``): its instances get the
+        contract with their group, their first read and written topics, and every topic."""
+        assert self.cluster is not None
+        cluster, history, topics = self.cluster, self.history, self.topics
+        admin = cluster.admin()
+        registry_url = self.registry.url if self.registry is not None else None
+        reads, writes = app.reads or ("input",), app.writes or ("output",)
+        return Supervisor(
             spec,
             lambda i: AppContext(
                 cluster.client_bootstrap_servers,
-                topics["input"],
-                topics.get("output", ""),  # none when the app's results are only rows
+                topics[reads[0]],
+                topics.get(writes[0], ""),  # none when the app's results are only rows
                 group,
-                config,
+                dict(config),
                 i,
-                properties_dir=history.root,
+                properties_dir=history.root / (f"client-{name}" if name else ""),
                 schema_registry=registry_url,
                 database_url=database.url if database else None,
                 jdbc_url=database.jdbc_url if database else None,
                 database_schema=database.schema if database else None,
-                topics={name: topics[name] for name in incident.topics},
+                topics={topic: topics[topic] for topic in self.incident.topics},
             ),
             history.logs_dir,
             on_event=history.stream("lifecycle"),
             policy=RestartPolicy(
-                restart=self.options.restart or profile.app.restart,
-                delay_s=profile.app.restart_delay_s,
+                restart=self.options.restart or app.restart, delay_s=app.restart_delay_s
             ),
             report_dir=history.events_dir,
             ready=members_ready(self.share_watch)
@@ -422,22 +505,8 @@ class PlayedRun:
                 else group_stable(admin, group)
             ),
             python_path=app_python_path(self.options.client_library),
+            name=name,
         )
-        self._enter("steps")
-        error = _play(
-            incident,
-            profile,
-            cluster,
-            history,
-            topics,
-            group,
-            apps,
-            self.progress,
-            share=self.share_watch,
-        )
-        if error is not None:
-            raise StepFailed(error)
-        self._enter("queued")  # until a lane's check of the run before is done
 
     def _registered(self, profile: Profile, topics: Mapping[str, str]) -> Profile:
         """The profile whose workloads a schema registry frames: started, their schemas
@@ -527,7 +596,10 @@ class PlayedRun:
             self.database,
         )
         self.check_result = next(iter(outputs.values()))  # the table's, when there is one
-        judged = _worst(outputs)
+        hops = self._check_hops(spark()) if self.profile.apps else {}
+        judged = _worst(
+            {**outputs, **{f"{n}: {p}": c for n, h in hops.items() for p, c in h.items()}}
+        )
         self.outcome.verdict = judged.verdict
         self.outcome.check = judged.result
         self.outcome.anomalies = judged.counts
@@ -535,7 +607,7 @@ class PlayedRun:
         if dead_letter is not None:  # inputs in their place there: the app's dead letters
             found = outputs[f"topic {self.topics[dead_letter]}"].totals["delivered"]
             self.outcome.dead_lettered = found
-        if len(outputs) > 1:  # each judged and reported; the worse decides the gate
+        if len(outputs) > 1:  # each judged and reported; the worst decides the gate
             self.outcome.outputs = {
                 name: {"verdict": c.verdict, "check": c.result, "anomalies": c.counts}
                 for name, c in outputs.items()
@@ -543,6 +615,42 @@ class PlayedRun:
             each = ", ".join(f"{name} {c.verdict} ({c.result})" for name, c in outputs.items())
             self.outcome.reasons.append(f"each output judged, the worse for the run: {each}")
         self.judged = judged
+
+    def _check_hops(self, spark: SparkSession) -> dict[str, dict[str, CheckResult]]:
+        """Each service of a pipeline checked on its own, upstream first: the report names the
+        first one where records went wrong (lost, misrouted or repeated)."""
+        assert self.cluster is not None
+        cluster, topics, incident = self.cluster, self.topics, self.incident
+
+        def output(topic: str) -> KafkaOutput:
+            return _topic_output(cluster, topic, self.options, self.profile)
+
+        hops, found = {}, {}
+        for name, app in self.profile.apps.items():
+            chosen = places(incident, topics, output, hop=app)
+            source = [KafkaOutput(cluster.bootstrap_servers, topics[t]) for t in app.reads]
+            checks = check_places(spark, self.history.root, chosen, self.guarantee, source)
+            found[name] = checks
+            worst = _worst(checks)
+            each = {place: check.to_json() for place, check in checks.items()}
+            hops[name] = {
+                "verdict": worst.verdict, "check": worst.result, "anomalies": worst.counts,
+                "places": each,
+            }  # fmt: skip
+        (self.history.root / HOP_CHECKS).write_text(json.dumps(hops, indent=2, default=str))
+        self.outcome.hops = {
+            name: {key: hop[key] for key in ("verdict", "check", "anomalies")}
+            for name, hop in hops.items()
+        }
+        wrong = [name for name, hop in hops.items() if went_wrong(hop["anomalies"])]
+        if wrong:
+            self.outcome.first_wrong_hop = wrong[0]
+            said = ", ".join(f"{n} {c}" for n, c in hops[wrong[0]]["anomalies"].items()
+                             if c and n in WRONG)  # fmt: skip
+            self.outcome.reasons.append(
+                f"records first went wrong at service {wrong[0]} of the pipeline ({said})"
+            )
+        return found
 
     def judge(self) -> None:
         assert self.check_result is not None and self.judged is not None
@@ -629,30 +737,38 @@ def _play(
     cluster: Cluster,
     history: RunHistory,
     topics: dict[str, str],
-    group: str,
-    apps: Supervisor,
+    reads: Mapping[str, tuple[str, ...]],
+    apps: Mapping[str, Supervisor],
     progress: Callable[[str], None],
     share: ShareGroupWatch | None = None,
 ) -> str | None:
-    """Run the steps with the recorders on; the error that stopped them, if any."""
-    recorder = None
+    """Run the steps with the recorders on (each group's commits and lag on what it reads);
+    the error that stopped them, if any."""
+    recorders = []
     if cluster.has_offsets_topic and share is None:  # else the lag samples give the commits
-        recorder = OffsetsRecorder(cluster.bootstrap_servers, group, history.stream("offsets"))
-        recorder.start()
-    inputs = tuple(topics[name] for name in incident.named("input"))
-    lag = (  # a share group's lag comes from its watch (see share_group)
-        LagSampler(
-            cluster.bootstrap_servers, group, inputs, history.stream("lag"), LAG_SAMPLE_S
-        ).start()
+        recorders = [
+            OffsetsRecorder(cluster.bootstrap_servers, group, history.stream("offsets")).start()
+            for group in reads
+        ]
+    lags = (  # a share group's lag comes from its watch (see share_group)
+        [
+            LagSampler(
+                cluster.bootstrap_servers, group, read, history.stream("lag"), LAG_SAMPLE_S
+            ).start()
+            for group, read in reads.items()
+        ]
         if share is None
-        else None
+        else []
     )
     stable = StableOffsetSampler(
         cluster.admin(), _written(incident, topics), history.stream("stable"), LAG_SAMPLE_S
     ).start()
-    apps.start(0)  # the instances come from the steps
-    stage = Stage(cluster, history, profile, topics, group, apps, random.Random(incident.seed))
-    stage.share_watch, stage.input_topics = share, inputs
+    for supervisor in apps.values():
+        supervisor.start(0)  # the instances come from the steps
+    group = list(reads)[-1]
+    first = next(iter(apps.values()))
+    stage = Stage(cluster, history, profile, topics, group, first, random.Random(incident.seed))
+    stage.share_watch, stage.services, stage.reads = share, dict(apps), dict(reads)
     try:
         run_steps(stage, incident.steps, progress)
         stage.check()
@@ -661,17 +777,35 @@ def _play(
         return str(exc)
     finally:
         stop_background(stage)
-        apps.stop()
-        if lag is not None:
+        for supervisor in apps.values():
+            supervisor.stop()
+        for lag in lags:
             lag.stop()
         if share is not None:  # its last look is in the lag stream before that is read
             share.stop()
         stable.stop()
-        if recorder is not None:
+        for recorder in recorders:
             recorder.stop()
-        else:  # a share group's lag samples hold where the broker is done with its records
+        if not recorders:  # a share group's lag samples hold where the broker is done with them
             for event in commits_from_samples(history.read("lag")):
                 history.stream("offsets").append(event)
+
+
+def _services_meta(
+    services: Mapping[str, AppDefinition],
+    specs: Mapping[str, AppSpec],
+    groups: Mapping[str, str],
+) -> dict[str, dict[str, Any]]:
+    """A pipeline's services in ``run.json``: each one's group, topics and command."""
+    return {
+        name: {
+            "group": groups[name],
+            "reads": list(app.reads),
+            "writes": list(app.writes),
+            "app": app_label(specs[name]),
+        }
+        for name, app in services.items()
+    }
 
 
 def _check(
@@ -693,8 +827,9 @@ def _check(
     if profile.sink is not None and database is not None:
         table = (f"table {profile.sink.relation}", _table_output(spark, profile.sink, database))
     chosen = places(
-        incident, topics, lambda topic: _topic_output(cluster, topic, options, profile), table
-    )
+        incident, topics, lambda topic: _topic_output(cluster, topic, options, profile), table,
+        pipeline=bool(profile.apps),
+    )  # fmt: skip
     outputs = check_places(spark, history.root, chosen, guarantee, source)
     first, *others = outputs.values()
     _write_check(history.root / CHECK, first)
@@ -711,6 +846,14 @@ def _check(
         side_effects = check_run(spark, history.root, side, guarantee, source=source)
         _write_check(history.root / SIDE_EFFECTS_CHECK, side_effects)
     return outputs, side_effects
+
+
+#: What a service did wrong to records: the anomalies that name a hop of a pipeline.
+WRONG = ("lost", "misrouted", "duplicate", "unexpected")
+
+
+def went_wrong(anomalies: Mapping[str, int]) -> bool:
+    return any(anomalies.get(name) for name in WRONG)
 
 
 def _write_check(path: Path, check: CheckResult) -> None:
@@ -765,9 +908,14 @@ def _evidence(
     side_effects: CheckResult | None,
 ) -> Evidence:
     """Everything the symptoms look at, read by the one reader of a run's history; the
-    brokers' group events are kept as a stream too."""
+    brokers' group events (of every service's group, in a pipeline) are kept as a stream too."""
     logs = cluster.coordinator_logs()
-    group = group_events(logs, history.meta()["group"]) if logs else None
+    meta = history.meta()
+    groups = [service["group"] for service in meta.get("services", {}).values()]
+    group = None
+    if logs:
+        group = [e for name in groups or [meta["group"]] for e in group_events(logs, name)]
+        group.sort(key=lambda event: event["ts"])
     stream = history.stream("group")
     for event in group or []:
         stream.append(event)

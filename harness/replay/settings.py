@@ -126,6 +126,14 @@ def _payload(path: Path) -> None:
     read_payload_file(path)  # a DefinitionError names the file and field
 
 
+def _expect(path: Path) -> None:
+    from .definition import read_expect_file
+
+    if not path.is_file():
+        raise ValueError(f"--expect {path}: no such file (give a TOML file with an [expect] table)")
+    read_expect_file(path)  # a DefinitionError names the file and key
+
+
 def _database_url(url: str) -> None:
     from kafka_replay.sinks.external import ExternalDatabase
 
@@ -176,6 +184,10 @@ for _option in (
            "with a team generator, a schema or a capture (docs/incidents.md#your-apps-messages);"
            " each workload keeps its keys, timing and pauses", type=Path, metavar="FILE",
            check=_payload),
+    Option("expect", "what your app makes of each input, where it is not once on the output:"
+           " a TOML file with an [expect] table (a dead-letter topic, inputs it drops, kinds of "
+           "output) and the [topics.NAME] your app writes besides the incident's "
+           "(docs/service-shapes.md)", type=Path, metavar="FILE", check=_expect),
     Option("database_url", "a PostgreSQL database of yours (postgresql://USER:PASSWORD@HOST/DB)"
            " for incidents whose app writes rows ([sink]): each run works in a schema of its own "
            "there and drops only that (default: $KAFKA_REPLAY_DATABASE_URL, else a server of "
@@ -342,6 +354,7 @@ class RunSettings:
             app=self.app,
             output_id=self.output_id,
             payload=self.payload,
+            expect=self.expect,
             database_url=self.database_url,
             guarantee=self.guarantee,
             group_protocol=self.group_protocol,

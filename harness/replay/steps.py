@@ -85,11 +85,26 @@ class Stage:
     share_watch: Any = None
     #: The app's input topics (default: the ``input`` topic), as created.
     input_topics: tuple[str, ...] = ()
+    #: Every app by its service's name (``app`` in the one-app form), upstream first.
+    services: dict[str, Supervisor] = field(default_factory=dict)
+    #: What each group reads (the topics as created), by group: the drain waits for each.
+    reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def inputs(self) -> tuple[str, ...]:
         return self.input_topics or (self.topics["input"],)
+
+    def app(self, name: str | None) -> Supervisor:
+        """The supervisor of service ``name``; None: the one app (a pipeline's first)."""
+        if name is None or not self.services:
+            return self.apps
+        return self.services[name]
+
+    @property
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Each group and what it reads: the one app's group on the inputs by default."""
+        return self.reads or {self.group: self.inputs}
 
     def topic_of(self, workload: Workload) -> str:
         """The topic a workload is written to: the one it names, else the first input."""
@@ -190,6 +205,8 @@ class StepContext:
     #: with the topic's partitions.
     partitions: Mapping[str, int] = field(default_factory=dict)
     brokers: int = 1
+    #: The services a step may name (``app``): a pipeline's, else the one ``app``.
+    apps: tuple[str, ...] = ("app",)
 
 
 #: Checks a step's options against the rest of its definition: ``(field, problem)`` or None.
@@ -293,26 +310,34 @@ def _wait_acks(stage: Stage, step: Step) -> dict[str, Any]:
     return {"acks": stage.acks}
 
 
-@step_kind("start_apps", instances=Field(int, None), label=Field(str, None))
+#: The service a step acts on, in a pipeline (``[apps.NAME]``); the one app's by default.
+APP = Field(str, None)
+
+
+@step_kind("start_apps", instances=Field(int, None), app=APP, label=Field(str, None))
 def _start_apps(stage: Stage, step: Step) -> dict[str, Any]:
-    """Start the app's instances (default ``app.instances``)."""
-    count = step["instances"] or stage.profile.app.instances
-    for index in range(count):
-        stage.apps.start_instance(index)
-    return {"instances": count}
+    """Start the app's instances (default ``app.instances``); in a pipeline, every service's
+    (upstream first), or the one ``app`` names."""
+    started = {}
+    for name in [step["app"]] if step["app"] else list(stage.services):
+        count = step["instances"] or stage.profile.services[name].instances
+        for index in range(count):
+            stage.app(name).start_instance(index)
+        started[name] = count
+    return {"instances": sum(started.values())} if len(started) == 1 else {"instances": started}
 
 
-@step_kind("start_instance", instance=Field(int), label=Field(str, None))
+@step_kind("start_instance", instance=Field(int), app=APP, label=Field(str, None))
 def _start_instance(stage: Stage, step: Step) -> dict[str, Any]:
     """One instance up (a scale-up, forcing a rebalance)."""
-    stage.apps.start_instance(step["instance"])
+    stage.app(step["app"]).start_instance(step["instance"])
     return {}
 
 
-@step_kind("stop_instance", instance=Field(int), label=Field(str, None))
+@step_kind("stop_instance", instance=Field(int), app=APP, label=Field(str, None))
 def _stop_instance(stage: Stage, step: Step) -> dict[str, Any]:
     """One instance down with SIGTERM (a scale-down)."""
-    stage.apps.stop_instance(step["instance"])
+    stage.app(step["app"]).stop_instance(step["instance"])
     return {}
 
 
@@ -327,25 +352,30 @@ def _client_settings(options: Mapping[str, Any], context: StepContext) -> tuple[
     _client_settings,
     instance=Field(int),
     client=Field(dict, {}),
+    app=APP,
     label=Field(str, None),
 )
 def _restart_instance(stage: Stage, step: Step) -> dict[str, Any]:
     """One instance down with SIGTERM and up again with `client` over its settings (a roll)."""
-    stage.apps.restart_instance(step["instance"], step["client"])
+    stage.app(step["app"]).restart_instance(step["instance"], step["client"])
     return {"instance": step["instance"], "client": dict(step["client"])}
 
 
-@step_kind("stop_apps", label=Field(str, None))
+@step_kind("stop_apps", app=APP, label=Field(str, None))
 def _stop_apps(stage: Stage, step: Step) -> dict[str, Any]:
-    """Stop every running instance."""
-    running = stage.apps.running()
-    for index in running:
-        stage.apps.stop_instance(index)
-    return {"stopped": running}
+    """Stop every running instance (of every service of a pipeline, or of ``app``)."""
+    stopped = []
+    for name in [step["app"]] if step["app"] else list(stage.services):
+        running = stage.app(name).running()
+        for index in running:
+            stage.app(name).stop_instance(index)
+        stopped += running
+    return {"stopped": stopped}
 
 
 def caught_up(stage: Stage) -> Callable[[], bool]:
-    """A check that the group has committed everything in the input topic.
+    """A check that the group (each group of a pipeline) has committed everything in the
+    topics it reads.
 
     Everything: up to the log end the broker lists, and past every input it acknowledged
     (where a broker lists a wrong end, as Tansu 0.6.0 does for batches of several records, the
@@ -363,18 +393,26 @@ def caught_up(stage: Stage) -> Callable[[], bool]:
         done = drained(stage.share_watch, by_partition)
         done.close = lambda: None  # type: ignore[attr-defined]
         return done
-    reader = group_reader(stage.cluster.bootstrap_servers, stage.group)
+    readers = {
+        group: group_reader(stage.cluster.bootstrap_servers, group) for group in stage.groups
+    }
 
     def check() -> bool:
-        try:
-            rows = sample_lag(reader, stage.group, stage.inputs)
-        except KafkaException as exc:  # a request timed out on a loaded machine: ask again
-            log.warning("the group's committed offsets could not be read yet: %s", exc)
-            return False
+        rows = []
+        for group, reads in stage.groups.items():  # a pipeline's: every service's group
+            try:
+                rows += sample_lag(readers[group], group, reads)
+            except KafkaException as exc:  # a request timed out on a loaded machine: ask again
+                log.warning("the group's committed offsets could not be read yet: %s", exc)
+                return False
         ends = [(row, max(row["end"], acked.get(_where(row), 0))) for row in rows]
         return all(end == 0 or (row["committed"] or 0) >= end for row, end in ends)
 
-    check.close = reader.close  # type: ignore[attr-defined]
+    def close() -> None:
+        for reader in readers.values():
+            reader.close()
+
+    check.close = close  # type: ignore[attr-defined]
     return check
 
 
@@ -422,13 +460,14 @@ def _idle(stage: Stage, step: Step) -> dict[str, Any]:
     instance=Field(int, 0),
     signal=Field(str, "SIGKILL", SIGNALS),
     background=Field(bool, True),
+    app=APP,
 )
 def _kill_at_random(stage: Stage, step: Step) -> dict[str, Any]:
     """Send a signal (SIGKILL by default) at random intervals; the supervisor restarts the app."""
 
     def kill() -> int:
         return kill_at_random(
-            stage.apps,
+            stage.app(step["app"]),
             stage.rng,
             step["times"],
             tuple(step["gap_s"]),
@@ -524,7 +563,8 @@ def _spared(stage: Stage, step: Step) -> set[int]:
     """The nodes a broker fault must not hit: those holding the group's offsets, if asked."""
     if not step["spare_group_offsets"]:
         return set()
-    return group_offsets_holders(stage.brokers().cluster, stage.group)
+    cluster = stage.brokers().cluster
+    return {node for group in stage.groups for node in group_offsets_holders(cluster, group)}
 
 
 #: How long ``kill_broker`` waits for ``unreplicated`` acknowledged records before it kills

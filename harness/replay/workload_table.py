@@ -13,7 +13,7 @@ import itertools
 import random
 import tomllib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -175,9 +175,11 @@ def _schema_source(
     skew = table.get("skew", str, "uniform")
     if skew not in SKEWS:
         raise table.fail("skew", f"must be one of {', '.join(SKEWS)}")
+    invalid = _invalid(table, seed)
     table.finish()
     key_field = encoding.key_field
     written = [path for path in (encoding.id_field, key_field) if path]
+    not_a_document = INVALID_VALUES[schema.kind == "avro"]
 
     def payloads(rng: random.Random, fake: Faker) -> Iterator[Payload]:
         make = DocumentMaker(schema, fake, rng, present=written)
@@ -185,12 +187,41 @@ def _schema_source(
         if kind in TEMPORAL:  # a time from Faker depends on today: keys must not
             kind = None
         space = KeySpace(keys, skew, (lambda n: kind(fake)) if kind else (lambda n: f"key-{n}"))
-        for _ in itertools.count() if count is None else range(int(count)):
-            yield Payload(make(), space.pick(rng))
+        is_invalid = invalid()
+        for position in itertools.count() if count is None else range(int(count)):
+            if is_invalid(position):  # a poison pill: belongs in the dead-letter topic
+                yield Payload(not_a_document, space.pick(rng), expect="dead_letter")
+            else:
+                yield Payload(make(), space.pick(rng))
 
     name = Path(table.data["schema"]).name
     parameters = {"schema": table.data["schema"], "count": count, "keys": keys, "skew": skew}
+    parameters.update({k: table.data[k] for k in ("invalid_at", "invalid_rate") if k in table.data})
     return PayloadSource(name, payloads, encoding, seed, rate, parameters, registry)
+
+
+#: A value that matches no schema, by whether the schema is Avro: text that is no JSON, and no
+#: bytes at all (an Avro record of any field cannot be read from nothing).
+INVALID_VALUES = {False: b'{"not json', True: b""}
+
+
+def _invalid(table: Table, seed: int) -> Callable[[], Callable[[int], bool]]:
+    """``invalid_at`` (positions) and ``invalid_rate`` (a share, seeded): which records of a
+    schema workload are values that do not match the schema, marked for the dead-letter topic.
+    Each replay draws the same ones, apart from the valid documents' own draws."""
+    at = table.get("invalid_at", list, [])
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in at):
+        raise table.fail("invalid_at", "must be a list of record positions (0 is the first)")
+    rate = table.number("invalid_rate", 0.0, 0)
+    if rate >= 1:
+        raise table.fail("invalid_rate", f"must be less than 1 (a share of records), got {rate}")
+    chosen = set(at)
+
+    def start() -> Callable[[int], bool]:
+        draws = random.Random(f"{seed}:invalid")
+        return lambda position: position in chosen or (rate > 0 and draws.random() < rate)
+
+    return start
 
 
 def _recorded(table: Table, seed: int) -> PayloadSource:

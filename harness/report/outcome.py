@@ -54,6 +54,12 @@ class Outcome:
     #: With a dead-letter topic (``[expect] dead_letter``): the inputs that belong there found
     #: there; None without one.
     dead_lettered: int | None = None
+    #: A pipeline's services, each checked on its own (its inputs: what it reads), upstream
+    #: first: ``verdict``, ``check`` and ``anomalies``; the run's gate is the end-to-end check.
+    hops: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The first service of the pipeline whose check found records lost, misrouted, repeated
+    #: or unexpected: where records first went wrong.
+    first_wrong_hop: str | None = None
 
     @property
     def gate(self) -> str:
@@ -82,6 +88,11 @@ class Outcome:
             *(
                 f"    {name}: {each['verdict']}, {each['check']}"
                 for name, each in self.outputs.items()
+            ),
+            *(
+                f"    service {name}: {each['verdict']}, {each['check']}"
+                + (" <- records first went wrong here" if name == self.first_wrong_hop else "")
+                for name, each in self.hops.items()
             ),
             f"  reproduced: {self.reproduced}",
             "  symptoms: " + ", ".join(f"{k}={v}" for k, v in self.symptoms.items()),

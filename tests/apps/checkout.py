@@ -1,5 +1,6 @@
 """A checkout service as a team writes it, from the documented contract alone (no harness
-import): it reads orders, writes a confirmation per order, and commits after each batch.
+import): it reads orders (``REPLAY_INPUT_TOPIC``), writes a confirmation per order
+(``REPLAY_OUTPUT_TOPIC``), and commits after each batch.
 
 ``python tests/apps/checkout.py --on-bad crash|skip|dead-letter [--dead-letter-every N]``
 
@@ -42,11 +43,11 @@ def main(argv: list[str]) -> int:
     producer = Producer(
         {"bootstrap.servers": env["KAFKA_BOOTSTRAP_SERVERS"], "enable.idempotence": True}
     )
-    confirmations = env["REPLAY_TOPIC_CONFIRMATIONS"]
+    confirmations = env["REPLAY_OUTPUT_TOPIC"]
     dead_letters = env.get("REPLAY_TOPIC_ORDERS_DLQ")
     stopping: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    consumer.subscribe([env["REPLAY_TOPIC_ORDERS"]])
+    consumer.subscribe([env["REPLAY_INPUT_TOPIC"]])
     good = 0
     while not stopping:
         records = [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]

@@ -149,3 +149,112 @@ def test_a_failing_predicate_names_itself_and_the_record() -> None:
 def test_a_payload_refuses_a_place_that_does_not_exist() -> None:
     with pytest.raises(ValueError, match="must be one of None, 'dead_letter', 'filtered'"):
         Payload({"n": 1}, expect="trash")
+
+
+PIPELINE = VALID.replace(
+    "[topics]\ninput = 3\noutput = 3\n",
+    '[topics]\ninput = 3\noutput = 3\n\n[topics.onboarded]\npartitions = 3\nrole = "internal"\n',
+).replace(
+    '[app]\ncommand = "{{python}} -m kafka_replay_incidents.apps.batch_forwarder"\n',
+    """[apps.billing]
+command = "billing"
+reads = ["onboarded"]
+writes = ["output"]
+
+[apps.onboarding]
+command = "onboarding"
+reads = ["input"]
+writes = ["onboarded"]
+""",
+)
+
+
+def test_a_pipelines_services_run_upstream_first(tmp_path: Path) -> None:
+    text = PIPELINE + '\n[profiles.remediated.apps.billing.client]\n"max.poll.records" = 100\n'
+    incident = load_incident(write(tmp_path, text))
+    assert list(incident.profiles["vulnerable"].services) == ["onboarding", "billing"]
+    billing = incident.profiles["remediated"].services["billing"]
+    assert (billing.reads, billing.writes) == (("onboarded",), ("output",))
+    assert billing.client == {"max.poll.records": 100}
+    assert incident.profiles["vulnerable"].services["billing"].client == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "says"),
+    [
+        (('reads = ["onboarded"]', 'reads = ["input"]'), "profiles.vulnerable.apps",
+         "no service reads the internal topic 'onboarded'"),
+        (('writes = ["onboarded"]', 'writes = ["output"]'), "profiles.vulnerable.apps",
+         "no service writes the internal topic 'onboarded'"),
+        (('reads = ["input"]', 'reads = ["input", "output"]'), "profiles.vulnerable.apps",
+         "cycle: "),
+        (('reads = ["input"]', 'reads = ["refunds"]'), "profiles.vulnerable.apps.onboarding.reads",
+         "no topic 'refunds'"),
+        (('writes = ["output"]\n', ""), "profiles.vulnerable.apps.billing.writes", "required"),
+        (('[apps.billing]', '[app]\ncommand = "x"\n\n[apps.billing]'), "profiles.vulnerable.app",
+         "not both"),
+        (('do = "produce"\nworkload = "w"', 'do = "stop_instance"\ninstance = 0'), "steps[0].app",
+         "name the service it acts on: one of onboarding, billing"),
+        (('do = "produce"\nworkload = "w"', 'do = "start_apps"\napp = "payments"'), "steps[0].app",
+         "no service 'payments'"),
+    ],
+)  # fmt: skip
+def test_a_pipeline_mistake_names_the_file_and_key(
+    tmp_path: Path, change: tuple[str, str], where: str, says: str
+) -> None:
+    path = write(tmp_path, PIPELINE.replace(*change))
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(path)
+    assert caught.value.where.startswith(where), caught.value
+    assert says in caught.value.problem, caught.value
+
+
+def test_an_internal_topic_needs_a_pipeline(tmp_path: Path) -> None:
+    text = VALID.replace(
+        "output = 3\n", 'output = 3\n\n[topics.x]\npartitions = 1\nrole = "internal"\n'
+    )
+    with pytest.raises(
+        DefinitionError, match=r"topics\.x: an internal topic is between two services"
+    ):
+        load_incident(write(tmp_path, text))
+
+
+def test_an_expect_file_adds_its_topics_and_replaces_the_expectations(tmp_path: Path) -> None:
+    from kafka_replay.replay.definition import with_expect_file
+
+    incident = load_incident(write(tmp_path, VALID))
+    expect = tmp_path / "expect.toml"
+    expect.write_text('[topics.dlq]\npartitions = 1\nrole = "dead_letter"\n\n[expect]\n')
+    theirs = with_expect_file(incident, expect)
+    assert theirs.topics == {"input": 3, "output": 3, "dlq": 1}
+    assert theirs.expect.dead_letter == "dlq" and incident.expect.dead_letter is None
+    expect.write_text('[topics.output]\npartitions = 1\nrole = "dead_letter"\n')
+    with pytest.raises(DefinitionError, match=r"topics\.output: broken has a topic 'output'"):
+        with_expect_file(incident, expect)
+    expect.write_text("[expect]\ndead_letter = 3\n")
+    with pytest.raises(DefinitionError, match=r"expect\.dead_letter: must be"):
+        with_expect_file(incident, expect)
+
+
+def test_a_users_app_takes_a_named_place_or_the_last_one() -> None:
+    from kafka_replay.replay.model import AppDefinition
+    from kafka_replay.replay.runner import users_app
+
+    services = {"onboarding": AppDefinition("a"), "billing": AppDefinition("b")}
+    assert users_app("onboarding=./svc --x", services) == ("onboarding", "./svc --x")
+    assert users_app("./svc --x=1", services) == ("billing", "./svc --x=1")
+    assert users_app("refunds=./svc", {"app": AppDefinition("a")}) == ("app", "./svc")
+
+
+def test_a_schema_workload_writes_poison_pills_where_it_is_told(tmp_path: Path) -> None:
+    schema = Path(__file__).parents[1] / "docs" / "examples" / "order.schema.json"
+    text = VALID.replace(
+        'generator = "student_onboarding"\ncount = 10',
+        f'schema = "{schema}"\ncount = 40\ninvalid_at = [3, 30]\ninvalid_rate = 0.1',
+    )
+    workload = load_incident(write(tmp_path, text)).profiles["vulnerable"].workloads["w"]
+    records = list(workload.records())
+    bad = [n for n, record in enumerate(records) if record.expect == "dead_letter"]
+    assert {3, 30} <= set(bad) and len(bad) < 20
+    assert all(records[n].value == b'{"not json' for n in bad)
+    assert bad == [n for n, r in enumerate(workload.records()) if r.expect]  # the same again

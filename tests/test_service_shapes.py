@@ -8,6 +8,7 @@ a correct service makes of each input (``[expect]``, or a generator's ``Payload(
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from collections.abc import Callable
@@ -171,5 +172,7 @@ def test_a_teams_service_takes_one_place_in_a_pipeline(replay_incident: Replay) 
     )  # fmt: skip
     print(outcome.explain())
     assert (outcome.result, outcome.passed) == ("guarantee held", True), outcome.explain()
-    assert outcome.app == "batch_forwarder -> plain.py"
-    assert outcome.first_wrong_hop is None
+    assert outcome.first_wrong_hop is None and list(outcome.hops) == ["onboarding", "billing"]
+    services = json.loads((Path(outcome.run_dir) / "run.json").read_text())["services"]
+    assert services["billing"]["command"][-1] == "tests/apps/plain.py"
+    assert services["onboarding"]["app"] == "kafka_replay_incidents.apps.batch_forwarder"

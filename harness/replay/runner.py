@@ -803,6 +803,7 @@ def _services_meta(
             "reads": list(app.reads),
             "writes": list(app.writes),
             "app": app_label(specs[name]),
+            "command": list(specs[name].argv) or specs[name].target,
         }
         for name, app in services.items()
     }

@@ -223,18 +223,32 @@ def lag_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     samples = recorded.stream("lag")
     if not samples:
         return Panel("lag per partition", note="lag not recorded (events/lag.jsonl)", height=90)
-    lines: dict[int, list[Event]] = defaultdict(list)
+    services = _services(recorded)
+    lines: dict[tuple[str, int], list[Event]] = defaultdict(list)
     for sample in samples:
-        lines[sample["partition"]].append(sample)
+        lines[(services.get(sample.get("group"), ""), sample["partition"])].append(sample)
     traces = [
         go.Scatter(
             x=[recorded.t(s["ts"]) for s in points], y=[s["lag"] for s in points], mode="lines",
-            name=f"lag p{partition}", line={"color": _colour(partition), "width": 1.5},
-            hovertemplate=f"p{partition}: lag %{{y}} at %{{x:.1f}} s<extra></extra>",
+            name=f"{service} lag p{partition}".lstrip(), hovertemplate=f"{service} p{partition}: "
+            "lag %{y} at %{x:.1f} s<extra></extra>".lstrip(),
+            line={"color": _colour(partition), "width": 1.5, "dash": _dash(services, service)},
         )
-        for partition, points in sorted(lines.items())
+        for (service, partition), points in sorted(lines.items())
     ]  # fmt: skip
     return Panel("lag per partition", traces)
+
+
+def _services(recorded: RecordedRun) -> dict[str, str]:
+    """A pipeline's service names by group (empty for one app): each panel line says whose."""
+    services = recorded.meta.get("services") or {}
+    return {service["group"]: name for name, service in services.items()}
+
+
+def _dash(services: dict[str, str], service: str) -> str:
+    """One dash per service of a pipeline, so its partitions' lines tell the services apart."""
+    names = list(services.values())
+    return ("solid", "dot", "dash", "dashdot")[names.index(service) % 4] if service else "solid"
 
 
 @panel
@@ -245,20 +259,23 @@ def offsets_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     entries = recorded.stream("offsets")
     if entries is None:
         return Panel("committed offset", note="offsets not recorded (events/offsets.jsonl)")
-    topic = recorded.input_topic
+    services = _services(recorded)
+    topic = None if services else recorded.input_topic  # a pipeline: each group's own topics
     entries = [e for e in entries if topic is None or e.get("topic") in (None, topic)]
-    commits: dict[int, list[Event]] = defaultdict(list)
+    commits: dict[tuple[str, int], list[Event]] = defaultdict(list)
     for entry in entries:
         if entry.get("kind") == "commit":
-            commits[entry["partition"]].append(entry)
+            commits[(services.get(entry.get("group"), ""), entry["partition"])].append(entry)
     traces = [
         go.Scatter(
             x=[recorded.t(c["ts"]) for c in points], y=[c["offset"] for c in points],
             mode="lines+markers", marker={"size": 4}, line={"shape": "hv", "width": 1.5,
-            "color": _colour(partition)}, name=f"committed p{partition}",
-            hovertemplate=f"p{partition}: committed %{{y}} at %{{x:.1f}} s<extra></extra>",
+            "color": _colour(partition), "dash": _dash(services, service)},
+            name=f"{service} committed p{partition}".lstrip(),
+            hovertemplate=f"{service} p{partition}: ".lstrip()
+            + "committed %{y} at %{x:.1f} s<extra></extra>",
         )
-        for partition, points in sorted(commits.items())
+        for (service, partition), points in sorted(commits.items())
     ]  # fmt: skip
     back = [c for c in offset_regressions(recorded) if c.get("commit_ts_ms") is not None
             and (topic is None or c.get("topic") in (None, topic))]  # fmt: skip

@@ -143,3 +143,10 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     for frame in frames[1:]:
         union = union.unionByName(frame)
     return union.distinct()
+
+
+def worst(checks: Mapping[str, CheckResult]) -> CheckResult:
+    """The check the gate takes where results land in several places: a failure, else one
+    that could not be judged, else a pass (the first, on a tie)."""
+    rank = {"fail": 0, "unknown": 1, "pass": 2}
+    return min(checks.values(), key=lambda check: rank.get(check.result, 1))

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import random
-import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -56,7 +55,8 @@ from .definition import with_expect_file
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
 from .judge import judge
 from .model import WRITTEN_ROLES, AppDefinition, Incident, Profile, Sink
-from .places import check_places, places
+from .pipeline import check_services, first_wrong, hop_summary, services_meta, users_app
+from .places import check_places, places, worst
 from .share_group import (
     archived_reason,
     check_share_groups,
@@ -190,21 +190,6 @@ def app_command(
     else:
         command = app.command.replace("{python}", sys.executable)
     return AppSpec.parse(command.replace("{side_effects_topic}", topics.get("side_effects", "")))
-
-
-#: ``--app NAME=COMMAND``: a team's service for one place of a pipeline.
-_NAMED_APP = re.compile(r"^([a-z][a-z0-9_-]*)=(\S.*)$", re.DOTALL)
-
-
-def users_app(given: str, services: Mapping[str, AppDefinition]) -> tuple[str, str]:
-    """``(service, command)`` of ``--app``: ``NAME=COMMAND`` puts the command in service
-    ``NAME``'s place, or in the last service's where the incident has no ``NAME`` (every
-    one-app incident); a plain command takes the last service's place."""
-    match = _NAMED_APP.match(given.strip())
-    if match is None:
-        return list(services)[-1], given
-    name, command = match.groups()
-    return (name if name in services else list(services)[-1]), command
 
 
 def app_label(spec: AppSpec) -> str:
@@ -436,7 +421,7 @@ class PlayedRun:
             bootstrap_servers=cluster.client_bootstrap_servers,
             observer_bootstrap_servers=cluster.bootstrap_servers,
             started=time.time(),
-            **({"services": _services_meta(services, specs, groups)} if pipeline else {}),
+            **({"services": services_meta(services, specs, groups, app_label)} if pipeline else {}),
         )
         if incident.group_type == "share":  # its settings, then a watch on it (SPSO, members)
             self.share_watch = start_share_group(cluster, groups[last], topics["input"], history)
@@ -597,7 +582,7 @@ class PlayedRun:
         )
         self.check_result = next(iter(outputs.values()))  # the table's, when there is one
         hops = self._check_hops(spark()) if self.profile.apps else {}
-        judged = _worst(
+        judged = worst(
             {**outputs, **{f"{n}: {p}": c for n, h in hops.items() for p, c in h.items()}}
         )
         self.outcome.verdict = judged.verdict
@@ -617,38 +602,30 @@ class PlayedRun:
         self.judged = judged
 
     def _check_hops(self, spark: SparkSession) -> dict[str, dict[str, CheckResult]]:
-        """Each service of a pipeline checked on its own, upstream first: the report names the
-        first one where records went wrong (lost, misrouted or repeated)."""
+        """Each service of a pipeline checked on its own (see :mod:`.pipeline`)."""
         assert self.cluster is not None
-        cluster, topics, incident = self.cluster, self.topics, self.incident
+        cluster = self.cluster
 
         def output(topic: str) -> KafkaOutput:
             return _topic_output(cluster, topic, self.options, self.profile)
 
-        hops, found = {}, {}
-        for name, app in self.profile.apps.items():
-            chosen = places(incident, topics, output, hop=app)
-            source = [KafkaOutput(cluster.bootstrap_servers, topics[t]) for t in app.reads]
-            checks = check_places(spark, self.history.root, chosen, self.guarantee, source)
-            found[name] = checks
-            worst = _worst(checks)
-            each = {place: check.to_json() for place, check in checks.items()}
-            hops[name] = {
-                "verdict": worst.verdict, "check": worst.result, "anomalies": worst.counts,
-                "places": each,
-            }  # fmt: skip
-        (self.history.root / HOP_CHECKS).write_text(json.dumps(hops, indent=2, default=str))
-        self.outcome.hops = {
-            name: {key: hop[key] for key in ("verdict", "check", "anomalies")}
-            for name, hop in hops.items()
+        found = check_services(
+            spark, self.history.root, self.incident, self.profile, self.topics, output,
+            cluster.bootstrap_servers, self.guarantee,
+        )  # fmt: skip
+        hops = {name: hop_summary(checks) for name, checks in found.items()}
+        kept = {
+            name: {**hops[name], "places": {place: c.to_json() for place, c in checks.items()}}
+            for name, checks in found.items()
         }
-        wrong = [name for name, hop in hops.items() if went_wrong(hop["anomalies"])]
-        if wrong:
-            self.outcome.first_wrong_hop = wrong[0]
-            said = ", ".join(f"{n} {c}" for n, c in hops[wrong[0]]["anomalies"].items()
-                             if c and n in WRONG)  # fmt: skip
+        (self.history.root / HOP_CHECKS).write_text(json.dumps(kept, indent=2, default=str))
+        self.outcome.hops = hops
+        first = first_wrong(hops)
+        if first is not None:
+            self.outcome.first_wrong_hop = first
+            said = ", ".join(f"{n} {c}" for n, c in hops[first]["anomalies"].items() if c)
             self.outcome.reasons.append(
-                f"records first went wrong at service {wrong[0]} of the pipeline ({said})"
+                f"records first went wrong at service {first} of the pipeline ({said})"
             )
         return found
 
@@ -791,24 +768,6 @@ def _play(
                 history.stream("offsets").append(event)
 
 
-def _services_meta(
-    services: Mapping[str, AppDefinition],
-    specs: Mapping[str, AppSpec],
-    groups: Mapping[str, str],
-) -> dict[str, dict[str, Any]]:
-    """A pipeline's services in ``run.json``: each one's group, topics and command."""
-    return {
-        name: {
-            "group": groups[name],
-            "reads": list(app.reads),
-            "writes": list(app.writes),
-            "app": app_label(specs[name]),
-            "command": list(specs[name].argv) or specs[name].target,
-        }
-        for name, app in services.items()
-    }
-
-
 def _check(
     spark: SparkSession,
     cluster: Cluster,
@@ -849,23 +808,8 @@ def _check(
     return outputs, side_effects
 
 
-#: What a service did wrong to records: the anomalies that name a hop of a pipeline.
-WRONG = ("lost", "misrouted", "duplicate", "unexpected")
-
-
-def went_wrong(anomalies: Mapping[str, int]) -> bool:
-    return any(anomalies.get(name) for name in WRONG)
-
-
 def _write_check(path: Path, check: CheckResult) -> None:
     path.write_text(json.dumps(check.to_json(), indent=2, default=str))
-
-
-def _worst(outputs: Mapping[str, CheckResult]) -> CheckResult:
-    """The check the gate takes when the app writes more than one output: a failure, else
-    one that could not be judged, else a pass (the first, on a tie)."""
-    rank = {"fail": 0, "unknown": 1, "pass": 2}
-    return min(outputs.values(), key=lambda check: rank.get(check.result, 1))
 
 
 def _table_output(spark: SparkSession, sink: Sink, database: Database) -> JdbcOutput:

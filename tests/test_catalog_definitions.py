@@ -80,6 +80,7 @@ def test_the_catalog_covers_every_post() -> None:
     from_posts = {
         "poll-timeout-rebalance",
         "poll-timeout-rebalance-db",
+        "poll-timeout-rebalance-chain",
         "zombie-commit",
         "deal-flood",
         "offset-retention-expiry",
@@ -94,8 +95,8 @@ def test_the_catalog_covers_every_post() -> None:
         assert tuple(incident.profiles) == PROFILES
         assert incident.signature and incident.time_scale.strip()
         vulnerable, remediated = incident.profiles.values()
-        assert (vulnerable.app, vulnerable.broker, vulnerable.client, vulnerable.producer) != (
-            remediated.app,
+        assert (vulnerable.services, vulnerable.broker, vulnerable.client, vulnerable.producer) != (
+            remediated.services,
             remediated.broker,
             remediated.client,
             remediated.producer,

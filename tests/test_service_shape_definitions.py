@@ -220,7 +220,7 @@ def test_an_internal_topic_needs_a_pipeline(tmp_path: Path) -> None:
 
 
 def test_an_expect_file_adds_its_topics_and_replaces_the_expectations(tmp_path: Path) -> None:
-    from kafka_replay.replay.definition import with_expect_file
+    from kafka_replay.replay.shapes import with_expect_file
 
     incident = load_incident(write(tmp_path, VALID))
     expect = tmp_path / "expect.toml"

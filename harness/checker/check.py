@@ -321,20 +321,10 @@ def _hop_inputs(spark: SparkSession, acks: DataFrame, expected: Expected) -> Dat
     record of the topics between services it reads, with its acknowledgement's mark."""
     assert expected.acked_topics is not None
     hop = acks.filter(F.col("in_topic").isin(list(expected.acked_topics)))
-    marks = acks.select("event_id", "expect").dropDuplicates(["event_id"])
     for topic in expected.between:
-        log = sources.kafka_log(spark, topic.bootstrap_servers, topic.topic, "read_committed")
-        logged = log.join(marks, "event_id", "left").select(
-            "event_id",
-            "key",
-            "seq",
-            F.col("topic").alias("in_topic"),
-            F.col("partition").alias("in_partition"),
-            F.col("offset").alias("in_offset"),
-            F.lit(None).cast("double").alias("ack_ts"),
-            F.coalesce(F.col("expect"), F.lit("output")).alias("expect"),
+        hop = hop.unionByName(
+            sources.logged_inputs(spark, topic.bootstrap_servers, topic.topic, acks)
         )
-        hop = hop.unionByName(logged)
     return hop
 
 

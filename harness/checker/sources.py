@@ -127,19 +127,34 @@ def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
     keeps one of them (:func:`kafka_replay.checker.analysis.match`) in the shuffle it makes
     anyway, so no shuffle of its own is spent here.
     """
-    return (
-        read_stream(spark, run_dir, "produce", "produce")
-        .filter(F.col("kind") == "ack")
-        .select(
-            "event_id",
-            "key",
-            "seq",
-            F.col("topic").alias("in_topic"),
-            F.col("partition").alias("in_partition"),
-            F.col("offset").alias("in_offset"),
-            F.col("ts").alias("ack_ts"),
-            F.coalesce(F.col("expect"), F.lit("output")).alias("expect"),
-        )
+    acks = read_stream(spark, run_dir, "produce", "produce").filter(F.col("kind") == "ack")
+    return _as_inputs(acks, F.col("ts"), F.col("expect"))
+
+
+def logged_inputs(
+    spark: SparkSession, bootstrap_servers: str, topic: str, acks: DataFrame
+) -> DataFrame:
+    """Every record of a topic between two services (``read_committed``, as the service after
+    it reads it) as that service's inputs, in :func:`acknowledged_inputs`' columns: no
+    ``ack_ts``, and each with the mark its acknowledgement in ``acks`` has."""
+    marks = acks.select("event_id", "expect").dropDuplicates(["event_id"])
+    log = kafka_log(spark, bootstrap_servers, topic, "read_committed").join(
+        marks, "event_id", "left"
+    )
+    return _as_inputs(log, F.lit(None).cast("double"), F.col("expect"))
+
+
+def _as_inputs(rows: DataFrame, ack_ts: Column, expect: Column) -> DataFrame:
+    """Acks, or a topic's records, in the columns the checker takes its inputs in."""
+    return rows.select(
+        "event_id",
+        "key",
+        "seq",
+        F.col("topic").alias("in_topic"),
+        F.col("partition").alias("in_partition"),
+        F.col("offset").alias("in_offset"),
+        ack_ts.alias("ack_ts"),
+        F.coalesce(expect, F.lit("output")).alias("expect"),
     )
 
 

@@ -26,7 +26,6 @@ from .model import (
     GROUP_TYPES,
     PROFILES,
     SETTING_NEEDS,
-    TOPIC_ROLES,
     AppDefinition,
     Condition,
     DefinitionError,
@@ -40,6 +39,7 @@ from .model import (
     topic_names,
 )
 from .scale import scale_definition
+from .shapes import check_workload_topic, pipeline_services, read_topics
 from .steps import STEPS, StepContext
 from .symptoms import SYMPTOMS
 from .table import Table
@@ -375,13 +375,13 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     guarantee = top.get("guarantee", str)
     if guarantee not in GUARANTEES:
         raise DefinitionError(path, "guarantee", f"must be one of {', '.join(GUARANTEES)}")
-    partitions, roles = _topics(top.table("topics"), has_sink="sink" in data)
+    partitions, roles = read_topics(top.table("topics"), has_sink="sink" in data)
     base = {key: data[key] for key in OVERRIDABLE if key in data}
     top.read.update(base)
-    if ("app" not in base and "apps" not in base) or "workloads" not in base:
-        missing = "workloads" if "workloads" not in base else "app"
-        raise DefinitionError(path, missing, "is required ([app], or [apps.NAME] for a pipeline)"
-                              if missing == "app" else "is required")  # fmt: skip
+    if "app" not in base and "apps" not in base:
+        raise DefinitionError(path, "app", "is required ([app], or [apps.NAME] for a pipeline)")
+    if "workloads" not in base:
+        raise DefinitionError(path, "workloads", "is required")
     profiles_table = top.table("profiles")
     missing = [p for p in PROFILES if p not in profiles_table.data]
     extra = [p for p in profiles_table.data if p not in PROFILES]
@@ -395,8 +395,8 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     names = topic_names(partitions, roles)
     for profile in profiles.values():
         for key, workload in profile.workloads.items():
-            _workload_topic(path, key, workload, names, partitions, roles)
-    profiles = {key: _pipeline(path, p, names, roles) for key, p in profiles.items()}
+            check_workload_topic(path, key, workload, names, partitions, roles)
+    profiles = {key: pipeline_services(path, p, names, roles) for key, p in profiles.items()}
     brokers = _brokers(path, top.get("brokers", int, 1))
     named = {name: partitions[topic] for name, topic in names.items()}
     services = tuple(profiles["vulnerable"].services)
@@ -449,168 +449,6 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     return incident
 
 
-#: A topic's name in a definition: what ``REPLAY_TOPIC_<NAME>`` and ``{topic.<name>}`` carry.
-_TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
-
-
-def _topics(table: Table, has_sink: bool) -> tuple[dict[str, int], dict[str, str]]:
-    """``[topics]``: each topic's partitions and role, by name.
-
-    The short form ``input = 3`` is a topic named after its role; ``[topics.NAME]`` takes
-    ``partitions`` and a ``role``. At least one input, and an output or dead-letter topic
-    (or a ``[sink]``) for the results.
-    """
-    partitions: dict[str, int] = {}
-    roles: dict[str, str] = {}
-    for name in list(table.data):
-        _topic_name(table, name)
-        if isinstance(table.data[name], dict):
-            partitions[name], roles[name] = _named_topic(table, name)
-        elif name in TOPIC_ROLES:
-            partitions[name] = table.get(name, int)
-            roles[name] = name
-        else:
-            raise table.fail(
-                name,
-                f"give [topics.{name}] with partitions and a role; the short form NAME = "
-                f"PARTITIONS is for {', '.join(TOPIC_ROLES)}",
-            )
-    partitions = {name: count for name, count in partitions.items() if count > 0}
-    table.finish()
-    written = [name for name in partitions if roles[name] in ("output", "dead_letter")]
-    if not any(roles[name] == "input" for name in partitions):
-        raise table.fail("", "needs an input partition count (input = N, or a topic of role input)")
-    if not written and not has_sink:
-        raise table.fail("", "needs an output partition count (or a [sink] the app writes rows to)")
-    return partitions, {name: roles[name] for name in partitions}
-
-
-def _pipeline(
-    path: Path, profile: Profile, names: Mapping[str, str], roles: Mapping[str, str]
-) -> Profile:
-    """A pipeline's services, upstream first: every topic they name is the incident's, every
-    input and internal topic is read by one of them, every internal topic written by one, and
-    no service feeds itself through the others (a cycle)."""
-    internal = [name for name, role in roles.items() if role == "internal"]
-    if not profile.apps:
-        if internal:
-            raise DefinitionError(
-                path, f"topics.{internal[0]}", "an internal topic is between two services of a "
-                "pipeline ([apps.NAME] with reads and writes); this incident has one [app]",
-            )  # fmt: skip
-        return profile
-    where = f"profiles.{profile.name}.apps"
-    resolved = {}
-    for key, app in profile.apps.items():
-        for field_name in ("reads", "writes"):
-            for topic in getattr(app, field_name):
-                if topic not in names:
-                    raise DefinitionError(
-                        path, f"{where}.{key}.{field_name}",
-                        f"no topic {topic!r}; topics: {', '.join(names)}",
-                    )  # fmt: skip
-        reads = tuple(names[t] for t in app.reads)
-        resolved[key] = replace(app, reads=reads, writes=tuple(names[t] for t in app.writes))
-    read = {t for app in resolved.values() for t in app.reads}
-    written = {t for app in resolved.values() for t in app.writes}
-    for name, role in roles.items():
-        if role in ("input", "internal") and name not in read:
-            raise DefinitionError(
-                path, where, f"no service reads the {role} topic {name!r}: name it in one's reads"
-            )
-        if role in ("internal", "output") and name not in written:
-            raise DefinitionError(
-                path, where, f"no service writes the {role} topic {name!r}: name it in one's writes"
-            )
-    order = _upstream_first(path, where, resolved)
-    apps = {key: resolved[key] for key in order}
-    return replace(profile, apps=apps, app=apps[order[0]])
-
-
-def _upstream_first(path: Path, where: str, apps: Mapping[str, AppDefinition]) -> list[str]:
-    """The services in the order records flow through them; a cycle is an error naming it."""
-    feeds = {
-        key: [other for other, app in apps.items() if set(app.reads) & set(apps[key].writes)]
-        for key in apps
-    }
-    order: list[str] = []
-    visiting: list[str] = []
-
-    def visit(key: str) -> None:
-        if key in order:
-            return
-        if key in visiting:
-            cycle = [*visiting[visiting.index(key) :], key]
-            raise DefinitionError(
-                path, where, f"the services feed each other in a cycle: {' -> '.join(cycle)}"
-            )
-        visiting.append(key)
-        for downstream in feeds[key]:
-            visit(downstream)
-        visiting.pop()
-        order.insert(0, key)
-
-    for key in apps:
-        visit(key)
-    return order
-
-
-def _topic_name(table: Table, name: str) -> None:
-    if not _TOPIC_NAME.match(name):
-        raise table.fail(
-            name, "a topic's name is lower-case letters, digits, _ and -, from a letter on"
-        )
-
-
-def _named_topic(table: Table, name: str) -> tuple[int, str]:
-    """``[topics.NAME]``: its partitions and its role."""
-    _topic_name(table, name)
-    topic = table.table(name)
-    partitions, role = topic.get("partitions", int), topic.get("role", str)
-    topic.finish()
-    if partitions < 1:
-        raise topic.fail("partitions", f"must be 1 or more, got {partitions}")
-    if role not in TOPIC_ROLES:
-        raise topic.fail("role", f"must be one of {', '.join(TOPIC_ROLES)}")
-    return partitions, role
-
-
-def read_expect_file(path: Path) -> dict[str, Any]:
-    """An ``--expect`` file's TOML: ``[topics.NAME]`` tables the app writes besides the
-    incident's, and an ``[expect]`` table; an error names the file and key."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DefinitionError(path, "(file)", f"cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DefinitionError(path, *toml_error(text, exc)) from None
-    top = Table(path, "", data)
-    topics = top.table("topics", {})
-    for name in list(topics.data):
-        if not isinstance(topics.data[name], dict):
-            raise topics.fail(name, "give [topics.NAME] with partitions and a role")
-        _named_topic(topics, name)
-    top.table("expect", {})
-    top.finish()
-    return data
-
-
-def with_expect_file(incident: Incident, path: Path) -> Incident:
-    """``incident`` with an ``--expect`` file's topics added and its ``[expect]`` instead of
-    the incident's: what a team's service makes of each input, for the catalog against it."""
-    data = read_expect_file(path)
-    partitions, roles = dict(incident.topics), {n: incident.role(n) for n in incident.topics}
-    topics = Table(path, "topics", data.get("topics", {}))
-    for name in list(topics.data):
-        if name in partitions:
-            raise topics.fail(name, f"{incident.name} has a topic {name!r} already")
-        partitions[name], roles[name] = _named_topic(topics, name)
-    top = Table(path, "", {"expect": data.get("expect", {})})
-    expect = read_expectations(top, topic_names(partitions, roles), roles)
-    return replace(incident, topics=partitions, roles=roles, expect=expect)
-
-
 def _workload(source: Path, where: str, data: Any) -> Workload:
     """A workload and the topic it is written to (``topic``; default: the first input)."""
     fields = dict(data) if isinstance(data, dict) else data
@@ -619,33 +457,6 @@ def _workload(source: Path, where: str, data: Any) -> Workload:
         raise DefinitionError(source, f"{where}.topic", "must be a topic's name")
     workload = read_workload(source, where, fields)
     return replace(workload, topic=topic) if topic else workload
-
-
-def _workload_topic(
-    path: Path,
-    key: str,
-    workload: Workload,
-    names: Mapping[str, str],
-    partitions: Mapping[str, int],
-    roles: Mapping[str, str],
-) -> None:
-    """A workload writes to an input topic of the incident, which holds its capture's partitions."""
-    inputs = [name for name in partitions if roles[name] == "input"]
-    topic = names.get(workload.topic or "input")
-    if topic not in inputs:
-        raise DefinitionError(
-            path,
-            f"workloads.{key}.topic",
-            f"{workload.topic!r} is not an input topic of this incident ({', '.join(inputs)})",
-        )
-    recorded = workload.parameters.get("partitions") if "recorded" in workload.parameters else None
-    if recorded and recorded > partitions[topic]:
-        raise DefinitionError(
-            path,
-            f"workloads.{key}.recorded",
-            f"the capture holds {recorded} partitions; topics.{topic} has "
-            f"{partitions[topic]}: give the input at least as many",
-        )
 
 
 def _group_type(top: Table) -> str:

@@ -127,7 +127,7 @@ def _payload(path: Path) -> None:
 
 
 def _expect(path: Path) -> None:
-    from .definition import read_expect_file
+    from .shapes import read_expect_file
 
     if not path.is_file():
         raise ValueError(f"--expect {path}: no such file (give a TOML file with an [expect] table)")

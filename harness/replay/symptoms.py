@@ -142,9 +142,9 @@ def _unexplained_leaves(evidence: Evidence) -> list[dict[str, Any]]:
     windows, opened = [], {}
     for event in evidence.lifecycle:
         if event["kind"] in ("stop", "signal"):
-            opened.setdefault(event["instance"], event["ts"])
+            opened.setdefault(_instance(event), event["ts"])
         elif event["kind"] == "exit":
-            windows.append((opened.pop(event["instance"], event["ts"]) - 1.0, event["ts"] + 2.0))
+            windows.append((opened.pop(_instance(event), event["ts"]) - 1.0, event["ts"] + 2.0))
     windows += [(start - 1.0, float("inf")) for start in opened.values()]
     return [
         e
@@ -367,10 +367,15 @@ def app_down_s(evidence: Evidence) -> Value:
     down, exited = 0.0, {}
     for event in evidence.lifecycle:
         if event["kind"] == "exit" and not event.get("expected"):
-            exited[event["instance"]] = event["ts"]
-        elif event["kind"] == "start" and event["instance"] in exited:
-            down += event["ts"] - exited.pop(event["instance"])
+            exited[_instance(event)] = event["ts"]
+        elif event["kind"] == "start" and _instance(event) in exited:
+            down += event["ts"] - exited.pop(_instance(event))
     return round(down, 2)
+
+
+def _instance(event: dict[str, Any]) -> tuple[str | None, int]:
+    """Which instance a lifecycle event is of: its number, and its service in a pipeline."""
+    return event.get("app"), event["instance"]
 
 
 @symptom

@@ -124,6 +124,7 @@ def test_the_step_reads_its_instance_and_settings(tmp_path: Path) -> None:
     assert dict(step.options) == {
         "instance": 0,
         "client": {"group.protocol": "consumer"},
+        "app": None,
         "label": None,
     }
 

@@ -75,7 +75,7 @@ def test_an_expectation_reads_its_predicates_and_fan_out(tmp_path: Path) -> None
         (NAMED + '\n[expect]\ndead_letter = "receipts"\n', "expect.dead_letter",
          "not a dead-letter topic"),
         (VALID + '\n[expect]\nbad = "tests.apps.shop:is_payment"\n', "expect.bad",
-         "the incident has none"),
+         "names inputs for a dead-letter topic"),
         (NAMED + '\n[expect]\nfiltered = "tests.apps.nowhere:f"\n', "expect.filtered",
          "cannot import"),
         (NAMED + '\n[expect.fan_out]\ntopic = "orders"\nkinds = ["a"]\nkind_of = "x:y"\n',
@@ -85,7 +85,7 @@ def test_an_expectation_reads_its_predicates_and_fan_out(tmp_path: Path) -> None
         (NAMED + '\n[expect.fan_out]\nkinds = ["a"]\nkind_of = "tests.apps.shop:nothing"\n',
          "expect.fan_out.kind_of", "has no"),
         (NAMED.replace('workload = "w"\n', 'workload = "w"\n\n[[steps]]\ndo = "add_partitions"\n'
-                       'topic = "refunds"\ncount = 4\n'), "steps[1].topic", "no topic 'refunds'"),
+                       'topic = "refunds"\ncount = 4\n'), "steps[1].topic", "no refunds topic"),
     ],
 )  # fmt: skip
 def test_a_shape_mistake_names_the_file_and_key(

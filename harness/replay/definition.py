@@ -120,7 +120,9 @@ def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
     topic = options.get("topic")
     if "topic" in kind.fields and context.partitions and topic not in context.partitions:
         names = ", ".join(context.partitions)
-        raise DefinitionError(source, f"{where}.topic", f"no topic {topic!r}; topics: {names}")
+        raise DefinitionError(
+            source, f"{where}.topic", f"the incident has no {topic} topic; allowed: {names}"
+        )
     if "app" in kind.fields:
         _step_app(source, where, do, options["app"], context.apps)
     problem = kind.validate(options, context) if kind.validate else None

@@ -43,6 +43,7 @@ from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
 from kafka_replay.history.store import (
     CHECK,
+    DELIVERIES,
     HOP_CHECKS,
     OUTPUT_TOPIC_CHECK,
     PLACE_CHECKS,
@@ -582,6 +583,9 @@ class PlayedRun:
         )
         self.check_result = next(iter(outputs.values()))  # the table's, when there is one
         hops = self._check_hops(spark()) if self.profile.apps else {}
+        if hops:  # the symptoms follow the last service's consumption, in what it reads
+            self.check_result = next(iter(hops[list(hops)[-1]].values()))
+            _write_deliveries(self.history.root, self.check_result)
         judged = worst(
             {**outputs, **{f"{n}: {p}": c for n, h in hops.items() for p, c in h.items()}}
         )
@@ -798,14 +802,19 @@ def _check(
     if len(outputs) > 1:
         checks = {name: check.to_json() for name, check in outputs.items()}
         (history.root / PLACE_CHECKS).write_text(json.dumps(checks, indent=2, default=str))
-    with (history.root / "deliveries.jsonl").open("w") as deliveries:  # for the HTML report
-        deliveries.writelines(json.dumps(d, default=str) + "\n" for d in first.deliveries)
+    _write_deliveries(history.root, first)
     side_effects = None
     if "side_effects" in topics:
         side = KafkaOutput(cluster.bootstrap_servers, topics["side_effects"])
         side_effects = check_run(spark, history.root, side, guarantee, source=source)
         _write_check(history.root / SIDE_EFFECTS_CHECK, side_effects)
     return outputs, side_effects
+
+
+def _write_deliveries(root: Path, check: CheckResult) -> None:
+    """The output records the check matched, for the HTML report and the symptoms."""
+    with (root / DELIVERIES).open("w") as deliveries:
+        deliveries.writelines(json.dumps(d, default=str) + "\n" for d in check.deliveries)
 
 
 def _write_check(path: Path, check: CheckResult) -> None:

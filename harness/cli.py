@@ -24,8 +24,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from rich.console import Console
-from rich.logging import RichHandler
 from rich.markup import escape
 from rich.status import Status
 
@@ -43,6 +41,7 @@ from kafka_replay.cluster.backends import (
 from kafka_replay.cluster.images import build_kafka_image
 from kafka_replay.cluster.nodes import NodeCluster
 from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
+from kafka_replay.console import log_handler, make_console, print_exception
 from kafka_replay.history.store import EventStream
 from kafka_replay.interrupts import interrupted, stop_on_signals
 from kafka_replay.replay.model import PROFILES
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
     from kafka_replay.replay.model import Incident
     from kafka_replay.report.outcome import Outcome
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 #: Clusters a lane of ``--jobs`` keeps: two, the one a run is checked on and the one the next
 #: run plays on (a run with another broker config starts its own in about 1.5 s); no more, so
 #: idle brokers do not take CPU from the runs beside it.
@@ -183,7 +182,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         spark.stop()
     report = args.run_dir / "check.json"
     report.write_text(json.dumps(result.to_json(), indent=2, default=str))
-    Console().print(result.summary())
+    make_console().print(result.summary())
     console.print(f"Report: {report}")
     return {"pass": 0, "fail": 1}.get(result.result, 3)
 
@@ -313,7 +312,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    out = Console(highlight=False, soft_wrap=True)
+    out = make_console(highlight=False, soft_wrap=True)
     for incident in _incidents(args).values():
         out.print(f"[bold]{incident.name}[/]  ({incident.guarantee}; post {incident.post})")
         out.print(f"  {incident.title}")
@@ -392,8 +391,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             outcomes = _run_in_turn(settings, incidents, profiles, work_dir, args.runs_dir)
         remember_durations(outcomes)
         wall_s = time.monotonic() - started
-        width = None if sys.stdout.isatty() else 120  # logs are read wider than 80 columns
-        out = Console(highlight=False, soft_wrap=True, width=width)
+        out = make_console(highlight=False, soft_wrap=True)  # a log's table: as wide as its cells
         out.print(summary_rich_table(outcomes, "Incident replay"), soft_wrap=False)
         out.print(
             f"{len(outcomes)} runs in {wall_s:.0f} s wall time; the runs took "
@@ -626,7 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(message)s",
-        handlers=[RichHandler(console=console, show_path=False)],
+        handlers=[log_handler(console)],
     )
     if not args.verbose:  # librdkafka warns about routine retries while a broker warms up
         logging.getLogger("kafka_replay.librdkafka").setLevel(logging.ERROR)
@@ -642,7 +640,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if interrupted(exc):
             console.print("Interrupted.")
             return 130
-        console.print_exception()
+        print_exception(console)
         _error(f"{type(exc).__name__}: {exc}")
         return 2
 

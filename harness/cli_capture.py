@@ -16,10 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 
-console = Console(stderr=True)
+from kafka_replay.console import make_console
+
+console = make_console(stderr=True)
 
 _SPAN = re.compile(r"^-(?P<amount>\d+(?:\.\d+)?)(?P<unit>ms|s|m|h|d)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kafka_replay.console import make_console
 from kafka_replay.history.store import read_stream
 from kafka_replay.replay.settings import COMPARE, RunSettings, add_to_parser
 
@@ -29,7 +29,7 @@ POLL_S = 0.5
 KIND_STYLES = {"regression": "red", "improvement": "green", "drift": "yellow", "same": "dim",
                "not applicable": "dim"}  # fmt: skip
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 
 def add_compare_command(commands: Any) -> None:
@@ -220,7 +220,7 @@ def _follow(worker: Any, side: str, events: Path) -> None:
 
 
 def _print_comparison(items: list[Any], baseline: str, candidate: str) -> None:
-    out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+    out = make_console(highlight=False, soft_wrap=True)  # a log's table: as wide as its cells
     table = Table(title=f"{baseline} (baseline) against {candidate} (candidate)")
     for column in ("incident", "profile", "baseline", "candidate", "change"):
         table.add_column(column)

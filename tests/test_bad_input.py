@@ -97,7 +97,7 @@ ROWS = {
     "unknown-workload": (
         definition(('generator = "student_onboarding"', 'generator = "lottery"')),
         ["run", "broken"],
-        ["profiles.vulnerable.workloads.w.generator: unknown generator",
+        ["broken.toml: workloads.w.generator: unknown generator",
          "known: student_onboarding, quiet_events"],
     ),
     "unknown-name": (None, ["run", "no-such-incident"], ["no incident named"]),
@@ -296,7 +296,7 @@ ONE_LINE = {
     ),
     "negative-count": (
         definition(("count = 10", "count = -5")), ["run", "broken"],
-        ["broken.toml: profiles.vulnerable.workloads.w.count: must be 0 or more, got -5"],
+        ["broken.toml: workloads.w.count: must be 0 or more, got -5"],
     ),
     "empty-app": (None, ["run", "zombie-commit", "--app", " "], ["--app is empty"]),
     "check-without-output": (

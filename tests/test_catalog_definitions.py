@@ -128,7 +128,7 @@ def test_an_app_that_writes_only_rows_has_no_output_topic(tmp_path: Path) -> Non
         (('rejected_commits = ">= 1"', 'rejected_commits = "lots"'), "signature", "like"),
         (
             ("count = 10", "count = 10\nwidth = 2"),
-            "profiles.vulnerable.workloads.w",
+            "workloads.w.width",
             "bad parameters",
         ),
         (('[profiles.remediated]\ndescription = "r"\n', ""), "profiles", "exactly"),
@@ -147,6 +147,65 @@ def test_a_broken_definition_names_the_file_and_field(
     assert str(path) in str(caught.value)
     assert caught.value.where.startswith(field), caught.value
     assert says in caught.value.problem
+
+
+#: A profile's own table, added after its description.
+REMEDIATED = '[profiles.remediated]\ndescription = "r"\n'
+#: A top-level table, added before the workloads.
+TOP = "[workloads.backlog]\n"
+
+
+@pytest.mark.parametrize(
+    ("where", "table", "where_named", "says"),
+    [
+        (TOP, '[client]\n"fetch.wait.max.ms" = 5\n', "client", "unknown client setting"),
+        (REMEDIATED, '[profiles.remediated.client]\n"max.poll.records" = "9"\n',
+         "profiles.remediated.client", "'max.poll.records' must be an integer"),
+        (TOP, '[broker]\n"log.dirs" = [1]\n', "broker.log.dirs", "a string, number or boolean"),
+        (REMEDIATED, '[profiles.remediated.producer]\n"acks" = [1]\n',
+         "profiles.remediated.producer.acks", "a string, number or boolean"),
+        (TOP, '[sink]\ntables = "t"\ntable = "t"\nid_colum = "x"\n', "sink.id_colum",
+         "unknown field"),
+        (REMEDIATED, '[profiles.remediated.app]\nrestart = "sometimes"\n',
+         "profiles.remediated.app.restart", "must be one of always"),
+        (REMEDIATED, '[profiles.remediated.workloads.backlog]\ntopic = "output"\n',
+         "profiles.remediated.workloads.backlog.topic", "is not an input topic"),
+        (REMEDIATED, '[profiles.remediated.workloads.burst]\ngenerator = "quiet_events"\nkyes = 2',
+         "profiles.remediated.workloads.burst.kyes", "bad parameters for quiet_events"),
+    ],
+)  # fmt: skip
+def test_a_mistake_in_a_merged_table_is_named_where_it_was_written(
+    tmp_path: Path, where: str, table: str, where_named: str, says: str
+) -> None:
+    """A profile's tables are merged over the top level's before they are read; a mistake is
+    named at the table the user wrote it in, not at the profile that read the merge."""
+    text = VALID.replace("[workloads.w]", "[workloads.backlog]").replace('"w"', '"backlog"')
+    text = text.replace(where, table + "\n" + where if where == TOP else where + "\n" + table)
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(write(tmp_path, text))
+    assert caught.value.where == where_named, caught.value
+    assert says in caught.value.problem, caught.value
+
+
+def test_a_misspelt_workload_key_is_named_in_its_own_table(tmp_path: Path) -> None:
+    """``[workloads.backlog]`` of the top level is read by both profiles; its key is named
+    there, and the same key in a profile's own table is named in that profile's."""
+    text = VALID.replace("[workloads.w]", "[workloads.backlog]").replace('"w"', '"backlog"')
+    path = write(tmp_path, text.replace("count = 10", "count = 10\nrate_per_s = 5"))
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(path)
+    assert str(caught.value).startswith(f"{path}: workloads.backlog.rate_per_s: bad parameters")
+    own = REMEDIATED + "\n[profiles.remediated.workloads.backlog]\nrate_per_s = 5\n"
+    path = write(tmp_path, text.replace(REMEDIATED, own))
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(path)
+    assert caught.value.where == "profiles.remediated.workloads.backlog.rate_per_s"
+    client = '[client]\n"max.poll.records" = 5\n\n'  # the top level's is right, the profile's not
+    own = REMEDIATED + '\n[profiles.remediated.client]\n"fetch.wait.max.ms" = 5\n'
+    path = write(tmp_path, text.replace(REMEDIATED, own).replace(TOP, client + TOP))
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(path)
+    assert caught.value.where == "profiles.remediated.client", caught.value
 
 
 YOUR_APP = '\n[your_app]\ntests = "the app\'s producer"\n'
@@ -179,13 +238,16 @@ def test_your_app_leaves_the_apps_producer_settings_to_the_app(tmp_path: Path) -
     ("extra", "field", "says"),
     [
         ("\n[your_app.steps.drain]\nbudget_s = 1\n", "your_app.steps.drain", "a step this"),
-        ("\n[your_app.steps.produce]\nspeed = 1\n", "steps[0].speed", "unknown"),
-        ("\n[your_app.steps.produce]\nbackground = 1\n", "steps[0].background", "true or"),
+        ("\n[your_app.steps.produce]\nspeed = 1\n", "your_app.steps.produce.speed", "unknown"),
+        ("\n[your_app.steps.produce]\nbackground = 1\n", "your_app.steps.produce.background",
+         "true or"),  # a field of a team app's step named where it was set, not at steps[0]
         ('signature = { nope = ">= 1" }\n', "your_app.signature.nope", "unknown symptom"),
         ("applied = true\n", "your_app.applied", "unknown field"),
         ("without_client = [1]\n", "your_app.without_client", "setting names"),
+        ('\n[your_app.steps.produce]\nworkload = "nope"\n', "your_app.steps.produce.workload",
+         "no workload 'nope'"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_your_app_table_names_the_field(
     tmp_path: Path, extra: str, field: str, says: str
 ) -> None:

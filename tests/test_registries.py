@@ -222,7 +222,7 @@ def test_the_reader_refuses_an_unknown_generator_listing_the_registered_ones(
 ) -> None:
     with pytest.raises(DefinitionError) as caught:
         load_incident(write(tmp_path, "unknown-generator", workload='generator = "no_such"'))
-    assert caught.value.where == "profiles.vulnerable.workloads.w.generator"
+    assert caught.value.where == "workloads.w.generator"
     assert caught.value.problem.endswith(", ".join(GENERATORS))
 
 

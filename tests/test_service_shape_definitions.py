@@ -15,7 +15,7 @@ from kafka_replay.workload.expect import marked
 from kafka_replay.workload.payloads import Payload, PayloadError
 from kafka_replay.workload.records import Workload
 
-from .test_catalog_definitions import VALID, write
+from .test_catalog_definitions import REMEDIATED, VALID, write
 
 NAMED = VALID.replace(
     "[topics]\ninput = 3\noutput = 3\n",
@@ -182,16 +182,16 @@ def test_a_pipelines_services_run_upstream_first(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "where", "says"),
     [
-        (('reads = ["onboarded"]', 'reads = ["input"]'), "profiles.vulnerable.apps",
+        (('reads = ["onboarded"]', 'reads = ["input"]'), "apps",
          "no service reads the internal topic 'onboarded'"),
-        (('writes = ["onboarded"]', 'writes = ["output"]'), "profiles.vulnerable.apps",
+        (('writes = ["onboarded"]', 'writes = ["output"]'), "apps",
          "no service writes the internal topic 'onboarded'"),
-        (('reads = ["input"]', 'reads = ["input", "output"]'), "profiles.vulnerable.apps",
+        (('reads = ["input"]', 'reads = ["input", "output"]'), "apps",
          "cycle: "),
-        (('reads = ["input"]', 'reads = ["refunds"]'), "profiles.vulnerable.apps.onboarding.reads",
+        (('reads = ["input"]', 'reads = ["refunds"]'), "apps.onboarding.reads",
          "no topic 'refunds'"),
-        (('writes = ["output"]\n', ""), "profiles.vulnerable.apps.billing.writes", "required"),
-        (('[apps.billing]', '[app]\ncommand = "x"\n\n[apps.billing]'), "profiles.vulnerable.app",
+        (('writes = ["output"]\n', ""), "apps.billing.writes", "required"),
+        (('[apps.billing]', '[app]\ncommand = "x"\n\n[apps.billing]'), "app",
          "not both"),
         (('do = "produce"\nworkload = "w"', 'do = "stop_instance"\ninstance = 0'), "steps[0].app",
          "name the service it acts on: one of onboarding, billing"),
@@ -207,6 +207,34 @@ def test_a_pipeline_mistake_names_the_file_and_key(
         load_incident(path)
     assert caught.value.where.startswith(where), caught.value
     assert says in caught.value.problem, caught.value
+
+
+@pytest.mark.parametrize(
+    ("own", "where", "says"),
+    [
+        ('[profiles.remediated.apps.billing]\nreads = ["refunds"]\n',
+         "profiles.remediated.apps.billing.reads", "no topic 'refunds'"),
+        ('[profiles.remediated.apps.billing]\ninstancse = 2\n',
+         "profiles.remediated.apps.billing.instancse", "unknown field"),
+        ('[profiles.remediated.apps.billing.client]\n"fetch.wait.max.ms" = 5\n',
+         "profiles.remediated.apps.billing.client", "unknown client setting"),
+        ('[profiles.remediated.apps.refunds]\ncommand = "r"\nreads = ["output"]\nwrites = []\n',
+         "profiles.remediated.apps.refunds.writes", "must be a list of the incident's topic"),
+    ],
+)  # fmt: skip
+def test_a_mistake_in_a_profiles_service_is_named_in_its_own_table(
+    tmp_path: Path, own: str, where: str, says: str
+) -> None:
+    """A profile's ``[profiles.NAME.apps.SERVICE]`` is merged over the pipeline's before it is
+    read; its mistake is named there, and one in the pipeline's own tables without the profile."""
+    path = write(tmp_path, PIPELINE.replace(REMEDIATED, f"{REMEDIATED}\n{own}"))
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(path)
+    assert caught.value.where == where, caught.value
+    assert says in caught.value.problem, caught.value
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(write(tmp_path, PIPELINE.replace('reads = ["input"]', 'reads = ["x"]')))
+    assert caught.value.where == "apps.onboarding.reads", caught.value
 
 
 def test_an_internal_topic_needs_a_pipeline(tmp_path: Path) -> None:

@@ -42,8 +42,8 @@ from .scale import scale_definition
 from .shapes import check_workload_topic, pipeline_services, read_topics
 from .steps import STEPS, StepContext
 from .symptoms import SYMPTOMS
-from .table import Table
-from .workload_table import read_workload
+from .table import Origin, Table
+from .workload_table import workload_of
 
 if TYPE_CHECKING:
     from kafka_replay.workload import Workload
@@ -96,18 +96,34 @@ def _config(table: Table, name: str) -> dict[str, Any]:
     for key, value in config.items():
         if not isinstance(value, (str, int, float, bool)):
             raise DefinitionError(
-                table.source, table.path(f"{name}.{key}"), "must be a string, number or boolean"
+                table.source, table.path(name, key), "must be a string, number or boolean"
             )
     return dict(config)
 
 
-def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
-    where = f"steps[{index}]"
-    table = Table(source, where, data)
+def _client(table: Table, name: str = "client") -> dict[str, Any]:
+    """Client settings (``[client]``, a service's ``client``), checked as the app gets them; a
+    mistake is named at the table that holds the first setting at fault (a profile's own, or
+    the one it merges over)."""
+    client = _config(table, name)
+    problem = check_client_config(client)
+    if problem:
+        wrong = [key for key, value in client.items() if check_client_config({key: value})]
+        where = table.holder(name, wrong[0]) if wrong else table.path(name)
+        raise DefinitionError(table.source, where, problem)
+    return client
+
+
+def _step(
+    source: Path, index: int, data: Any, context: StepContext, origin: Origin | None = None
+) -> Step:
+    """``steps[index]``; ``origin``: where its fields were written, when some come from
+    elsewhere (``[your_app.steps.KIND]``)."""
+    table = Table(source, f"steps[{index}]", data, origin)
     do = table.get("do", str)
     if do not in STEPS:
         raise DefinitionError(
-            source, f"{where}.do", f"unknown step {do!r}; steps: {', '.join(STEPS)}"
+            source, table.path("do"), f"unknown step {do!r}; steps: {', '.join(STEPS)}"
         )
     kind = STEPS[do]
     options = {name: table.get(name, spec.kind, spec.default) for name, spec in kind.fields.items()}
@@ -115,19 +131,19 @@ def _step(source: Path, index: int, data: Any, context: StepContext) -> Step:
     for name, spec in kind.fields.items():
         if spec.choices and options[name] not in spec.choices:
             raise DefinitionError(
-                source, f"{where}.{name}", f"must be one of {', '.join(spec.choices)}"
+                source, table.path(name), f"must be one of {', '.join(spec.choices)}"
             )
     topic = options.get("topic")
     if "topic" in kind.fields and context.partitions and topic not in context.partitions:
         names = ", ".join(context.partitions)
         raise DefinitionError(
-            source, f"{where}.topic", f"the incident has no {topic} topic; allowed: {names}"
+            source, table.path("topic"), f"the incident has no {topic} topic; allowed: {names}"
         )
     if "app" in kind.fields:
-        _step_app(source, where, do, options["app"], context.apps)
+        _step_app(source, table.path("app"), do, options["app"], context.apps)
     problem = kind.validate(options, context) if kind.validate else None
     if problem:
-        raise DefinitionError(source, f"{where}.{problem[0]}", problem[1])
+        raise DefinitionError(source, table.path(problem[0]), problem[1])
     return Step(do, options)
 
 
@@ -136,26 +152,33 @@ EVERY_SERVICE = ("start_apps", "stop_apps")
 
 
 def _step_app(source: Path, where: str, do: str, app: str | None, apps: tuple[str, ...]) -> None:
-    """A step's ``app`` names a service of the pipeline; one that acts on a single service
-    must name it where there are several."""
+    """A step's ``app`` (at ``where``) names a service of the pipeline; one that acts on a
+    single service must name it where there are several."""
     if app is None and len(apps) > 1 and do not in EVERY_SERVICE:
         raise DefinitionError(
-            source, f"{where}.app", f"name the service it acts on: one of {', '.join(apps)}"
+            source, where, f"name the service it acts on: one of {', '.join(apps)}"
         )
     if app is not None and app not in apps:
-        raise DefinitionError(
-            source, f"{where}.app", f"no service {app!r}; services: {', '.join(apps)}"
-        )
+        raise DefinitionError(source, where, f"no service {app!r}; services: {', '.join(apps)}")
+
+
+def _origin(name: str, base: dict[str, Any], override: dict[str, Any]) -> Origin:
+    """Where each key of profile ``name``'s tables was written: its own table, or the top
+    level's it merges over."""
+    changes = {key: value for key, value in override.items() if key != "description"}
+    return Origin(base, changes, f"profiles.{name}")
 
 
 def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, Any]) -> Profile:
-    where = f"profiles.{name}"
-    own = Table(source, where, override)
+    """A profile: its own tables merged over the top level's, each mistake named where the
+    key was written (``workloads.w.count``, or ``profiles.NAME.workloads.w.count``)."""
+    own = Table(source, f"profiles.{name}", override)
     description = own.get("description", str)
     own.read.update(OVERRIDABLE)
     own.finish()
-    merged = _merge(base, {k: v for k, v in override.items() if k != "description"})
-    table = Table(source, where, merged)
+    origin = _origin(name, base, override)
+    merged = _merge(base, dict(origin.override))
+    table = Table(source, "", merged, origin)
     apps = {}
     if "apps" in merged:
         services = table.table("apps")
@@ -170,14 +193,8 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
     else:
         definition = next(iter(apps.values()))
     workloads = table.table("workloads")
-    built = {
-        key: _workload(source, f"{where}.workloads.{key}", workloads.get(key, dict))
-        for key in list(workloads.data)
-    }
-    client = _config(table, "client")
-    problem = check_client_config(client)
-    if problem:
-        raise DefinitionError(source, f"{where}.client", problem)
+    built = {key: _workload(workloads, key) for key in list(workloads.data)}
+    client = _client(table)
     profile = Profile(
         name,
         description,
@@ -214,10 +231,7 @@ def _app(app: Table, pipeline: bool) -> AppDefinition:
         for key, names in topics.items():
             if not names or not all(isinstance(name, str) for name in names):
                 raise app.fail(key, "must be a list of the incident's topic names")
-        client = _config(app, "client")
-        problem = check_client_config(client)
-        if problem:
-            raise app.fail("client", problem)
+        client = _client(app)
         definition = replace(
             definition,
             reads=tuple(topics["reads"]),
@@ -324,11 +338,13 @@ def _your_app(
                 f"must be a table of fields of a step this incident has ({', '.join(used)})",
             )
     steps = ()
-    if overrides:  # each step read again with its new fields: checked as the incident's are
-        steps = tuple(
-            _step(path, i, {**step, **overrides.get(step["do"], {})}, context)
+    if overrides:  # each step read again with its new fields: checked as the incident's are,
+        steps = tuple(  # a mistake in a new field named where it was written
+            _step(path, i, {**step, **fields}, context,
+                  Origin(step, fields, f"your_app.steps.{step['do']}", f"steps[{i}]", deep=False))
             for i, step in enumerate(steps_data)
-        )
+            for fields in [overrides.get(step["do"], {})]
+        )  # fmt: skip
     without = table.get("without_client", list, [])
     if not all(isinstance(key, str) for key in without):
         raise DefinitionError(path, "your_app.without_client", "must be a list of setting names")
@@ -393,12 +409,18 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
             "profiles",
             f"must define exactly {' and '.join(PROFILES)} (got {sorted(profiles_table.data)})",
         )
-    profiles = {p: _profile(path, p, base, profiles_table.get(p, dict)) for p in PROFILES}
+    overrides = {p: profiles_table.get(p, dict) for p in PROFILES}
+    profiles = {p: _profile(path, p, base, overrides[p]) for p in PROFILES}
+    origins = {p: _origin(p, base, overrides[p]) for p in PROFILES}
     names = topic_names(partitions, roles)
-    for profile in profiles.values():
-        for key, workload in profile.workloads.items():
-            check_workload_topic(path, key, workload, names, partitions, roles)
-    profiles = {key: pipeline_services(path, p, names, roles) for key, p in profiles.items()}
+    for key, profile in profiles.items():
+        for workload_key, workload in profile.workloads.items():
+            check_workload_topic(
+                path, workload_key, workload, names, partitions, roles, origins[key]
+            )
+    profiles = {
+        key: pipeline_services(path, p, names, roles, origins[key]) for key, p in profiles.items()
+    }
     brokers = _brokers(path, top.get("brokers", int, 1))
     named = {name: partitions[topic] for name, topic in names.items()}
     services = tuple(profiles["vulnerable"].services)
@@ -451,13 +473,14 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     return incident
 
 
-def _workload(source: Path, where: str, data: Any) -> Workload:
-    """A workload and the topic it is written to (``topic``; default: the first input)."""
-    fields = dict(data) if isinstance(data, dict) else data
-    topic = fields.pop("topic", None) if isinstance(fields, dict) else None
+def _workload(workloads: Table, key: str) -> Workload:
+    """``[workloads.KEY]``: a workload and the topic it is written to (``topic``; default: the
+    first input)."""
+    table = workloads.table(key)
+    topic = table.data.get("topic")
     if topic is not None and not isinstance(topic, str):
-        raise DefinitionError(source, f"{where}.topic", "must be a topic's name")
-    workload = read_workload(source, where, fields)
+        raise table.fail("topic", "must be a topic's name")
+    workload = workload_of(table.without("topic"))
     return replace(workload, topic=topic) if topic else workload
 
 

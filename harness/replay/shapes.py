@@ -21,7 +21,7 @@ from .model import (
     toml_error,
     topic_names,
 )
-from .table import Table
+from .table import AS_WRITTEN, Origin, Table
 
 if TYPE_CHECKING:
     from kafka_replay.workload import Workload
@@ -120,11 +120,16 @@ def with_expect_file(incident: Incident, path: Path) -> Incident:
 
 
 def pipeline_services(
-    path: Path, profile: Profile, names: Mapping[str, str], roles: Mapping[str, str]
+    path: Path,
+    profile: Profile,
+    names: Mapping[str, str],
+    roles: Mapping[str, str],
+    origin: Origin = AS_WRITTEN,
 ) -> Profile:
     """A pipeline's services, upstream first: every topic they name is the incident's, every
     input and internal topic is read by one of them, every internal topic written by one, and
-    no service feeds itself through the others (a cycle)."""
+    no service feeds itself through the others (a cycle). ``origin``: where the profile's keys
+    were written, to name a mistake there."""
     internal = [name for name, role in roles.items() if role == "internal"]
     if not profile.apps:
         if internal:
@@ -133,14 +138,14 @@ def pipeline_services(
                 "pipeline ([apps.NAME] with reads and writes); this incident has one [app]",
             )  # fmt: skip
         return profile
-    where = f"profiles.{profile.name}.apps"
+    where = origin.place(("apps",))
     resolved = {}
     for key, app in profile.apps.items():
         for field_name in ("reads", "writes"):
             for topic in getattr(app, field_name):
                 if topic not in names:
                     raise DefinitionError(
-                        path, f"{where}.{key}.{field_name}",
+                        path, origin.place(("apps", key, field_name)),
                         f"no topic {topic!r}; topics: {', '.join(names)}",
                     )  # fmt: skip
         reads = tuple(names[t] for t in app.reads)
@@ -196,21 +201,23 @@ def check_workload_topic(
     names: Mapping[str, str],
     partitions: Mapping[str, int],
     roles: Mapping[str, str],
+    origin: Origin = AS_WRITTEN,
 ) -> None:
-    """A workload writes to an input topic of the incident, which holds its capture's partitions."""
+    """A workload writes to an input topic of the incident, which holds its capture's
+    partitions; ``origin``: where the profile's keys were written, to name a mistake there."""
     inputs = [name for name in partitions if roles[name] == "input"]
     topic = names.get(workload.topic or "input")
     if topic not in inputs:
         raise DefinitionError(
             path,
-            f"workloads.{key}.topic",
+            origin.place(("workloads", key, "topic")),
             f"{workload.topic!r} is not an input topic of this incident ({', '.join(inputs)})",
         )
     recorded = workload.parameters.get("partitions") if "recorded" in workload.parameters else None
     if recorded and recorded > partitions[topic]:
         raise DefinitionError(
             path,
-            f"workloads.{key}.recorded",
+            origin.place(("workloads", key, "recorded")),
             f"the capture holds {recorded} partitions; topics.{topic} has "
             f"{partitions[topic]}: give the input at least as many",
         )

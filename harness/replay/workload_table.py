@@ -9,11 +9,12 @@ does not import or take its parameters, a file that is not a capture.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
 import tomllib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,12 @@ HARNESS_KEYS = ("generator", "schema", "format", "registry", "key_field", "id_fi
 
 def read_workload(source: Path, where: str, data: Any) -> Workload:
     """The workload a definition's ``[workloads.NAME]`` table describes."""
-    table = Table(source, where, data)
+    return workload_of(Table(source, where, data))
+
+
+def workload_of(table: Table) -> Workload:
+    """The workload a ``[workloads.NAME]`` table read as part of its definition describes (a
+    profile's, whose keys are named where they were written)."""
     if not any(key in table.data for key in SOURCES):
         raise table.fail("", f"needs one of {', '.join(SOURCES)}")
     generator = table.get("generator", str, None)
@@ -90,7 +96,20 @@ def _built_in(table: Table, name: str) -> Workload:
     try:
         return GENERATORS[name](**parameters)
     except TypeError as exc:
-        raise table.fail("", f"bad parameters for {name}: {exc}") from exc
+        unknown = _not_taken(GENERATORS[name], parameters)
+        raise table.fail(unknown, f"bad parameters for {name}: {exc}") from exc
+
+
+def _not_taken(function: Callable[..., Any], parameters: Mapping[str, Any]) -> str:
+    """The first of ``parameters`` that ``function`` does not take, so that the mistake is named
+    at its key (in a profile's table or the top level's); '' when it takes them all."""
+    try:
+        taken = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return ""
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in taken.values()):
+        return ""
+    return next((key for key in parameters if key not in taken), "")
 
 
 def _bad_amount(key: str, value: Any) -> str | None:

@@ -24,18 +24,17 @@ from kafka_replay.cluster import BrokerNode, EmbeddedCluster, choose_version
 from kafka_replay.cluster.artifacts import kafka_classpath
 from kafka_replay.cluster.backends import make_cluster
 from kafka_replay.cluster.broker_config import NodeAddress, node_properties
-from kafka_replay.cluster.images import (
+from kafka_replay.cluster.images import build_kafka_image, local_image
+from kafka_replay.cluster.nodes import NodeCluster
+from kafka_replay.cluster.storage_template import template_key
+from kafka_replay.servers.docker import (
     DEBIAN_IMAGE,
     JAVA_IMAGE,
     DockerUnavailable,
-    build_kafka_image,
     docker_client,
     image_exists,
-    local_image,
 )
-from kafka_replay.cluster.nodes import NodeCluster
-from kafka_replay.cluster.paths import cache_root
-from kafka_replay.cluster.storage_template import template_key
+from kafka_replay.servers.paths import cache_root
 
 
 def peak_rss_mib(pid: int) -> float:

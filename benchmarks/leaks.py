@@ -111,7 +111,7 @@ def trial(
     at_kill = _left(seen, ports, tmp, registry)
     subprocess.run(
         [sys.executable, "-c",
-         "from kafka_replay.cluster.reaper import reap_orphans; reap_orphans()"],
+         "from kafka_replay.servers.reaper import reap_orphans; reap_orphans()"],
         env=env, check=True,
     )  # fmt: skip
     time.sleep(SETTLE_S)

@@ -23,9 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kafka_replay.cluster import EmbeddedCluster, choose_version
-from kafka_replay.cluster.artifacts import LOG4J_VERSION, Artifact, resolve_classpath
-from kafka_replay.cluster.jvm import find_java
+from kafka_replay.cluster.artifacts import LOG4J_VERSION
 from kafka_replay.history import RunHistory
+from kafka_replay.servers.jvm import find_java
+from kafka_replay.servers.maven import Artifact, resolve_classpath
 from kafka_replay.workload import WorkloadProducer, deal_flood, quiet_events
 
 CASES = {  # name: (record bytes, records per run)

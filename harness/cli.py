@@ -46,6 +46,7 @@ from kafka_replay.history.store import EventStream
 from kafka_replay.interrupts import interrupted, stop_on_signals
 from kafka_replay.replay.model import PROFILES
 from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
+from kafka_replay.servers.errors import ServerError
 
 if TYPE_CHECKING:
     from kafka_replay.replay.model import Incident
@@ -348,7 +349,6 @@ def _progress(title: str, status: Status) -> Callable[[str], None]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kafka_replay.cluster.reaper import leased_temp_dir
     from kafka_replay.replay.catalog import select
     from kafka_replay.replay.definition import load_incident
     from kafka_replay.replay.parallel import remember_durations
@@ -361,6 +361,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_step_summary,
     )
     from kafka_replay.report.junit import write_junit
+    from kafka_replay.servers.reaper import leased_temp_dir
 
     if args.events is not None:
         _Events.stream = EventStream(args.events)
@@ -438,7 +439,7 @@ def _fetch_client_library(spec: str, app: str | None) -> None:
     """The client release the apps run with, fetched now (once) so a bad one fails at once."""
     from kafka_replay.apps.client_libraries import JVM_CLIENT, parse_client, python_client_path
     from kafka_replay.apps.jvm_apps import kafka_clients_classpath
-    from kafka_replay.cluster import ArtifactResolutionError
+    from kafka_replay.servers.errors import ArtifactResolutionError
 
     name, version = parse_client(spec)
     if name == JVM_CLIENT and app:
@@ -465,8 +466,8 @@ def _check_before_starting(settings: RunSettings) -> None:
     import shutil
 
     from kafka_replay.apps.contract import AppSpec
-    from kafka_replay.cluster import ArtifactResolutionError
     from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
+    from kafka_replay.servers.errors import ArtifactResolutionError
 
     if settings.app:
         spec = AppSpec.parse(settings.app)
@@ -630,7 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("kafka_replay.librdkafka").setLevel(logging.ERROR)
     try:
         return args.run(args)
-    except (ClusterError, ValueError) as exc:
+    except (ServerError, ValueError) as exc:  # a ClusterError is a ServerError
         _error(str(exc))
         return 2
     except KeyboardInterrupt:

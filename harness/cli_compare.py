@@ -158,8 +158,8 @@ def _run_options(args: argparse.Namespace, names: list[str], profile: str | None
 
 def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
     """Run ``kafka-replay run`` for one side, showing its progress; its ``report.json``."""
-    from kafka_replay.cluster.reaper import Lease
     from kafka_replay.replay.parallel import Worker, WorkerFailed
+    from kafka_replay.servers.reaper import Lease
 
     events = report_dir.parent / f"{side}.events.jsonl"
     argv = [sys.executable, "-m", "kafka_replay.cli", "run", *options, "--events", str(events)]

@@ -44,7 +44,7 @@ import psutil
 import pytest
 
 from kafka_replay.cluster import EmbeddedCluster
-from kafka_replay.cluster.ports import accepts_connections, free_ports
+from kafka_replay.servers.ports import accepts_connections, free_ports
 from tests.test_catalog_definitions import VALID, write
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,13 +14,17 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kafka_replay.cluster import EmbeddedCluster, ExternalCluster, reap_orphans
+from kafka_replay.cluster import EmbeddedCluster, ExternalCluster
 from kafka_replay.cluster.backends import backend_names
-from kafka_replay.cluster.container import LEASE_LABEL, reap_containers
-from kafka_replay.cluster.images import DockerUnavailable, docker_client
-from kafka_replay.cluster.paths import REGISTRY_ENV
-from kafka_replay.cluster.reaper import LEASE_ENV
 from kafka_replay.pytest_plugin import skip_unavailable
+from kafka_replay.servers.docker import (
+    LEASE_LABEL,
+    DockerUnavailable,
+    docker_client,
+    reap_containers,
+)
+from kafka_replay.servers.paths import REGISTRY_ENV
+from kafka_replay.servers.reaper import LEASE_ENV, reap_orphans
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
 

@@ -14,11 +14,17 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_replay.cluster import choose_version
-from kafka_replay.cluster.container import LEASE_LABEL, reap_containers
-from kafka_replay.cluster.images import DEBIAN_IMAGE, IMAGE_LABEL, RECIPE_LABEL, docker_client
 from kafka_replay.cluster.pool import ClusterPool
 from kafka_replay.replay.definition import load_incident
 from kafka_replay.replay.runner import RunOptions, run_incident
+from kafka_replay.servers.docker import (
+    DEBIAN_IMAGE,
+    IMAGE_LABEL,
+    LEASE_LABEL,
+    RECIPE_LABEL,
+    docker_client,
+    reap_containers,
+)
 from kafka_replay.sinks import postgres_image
 from kafka_replay.sinks.container_postgres import ContainerPostgres
 from kafka_replay.sinks.database import PostgresError

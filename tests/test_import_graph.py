@@ -1,5 +1,7 @@
-"""The harness's import graph, read from its source with ``ast``: no cycles, and the report side
-(the run record, the reports, the run history) never reaches the replay engine.
+"""The harness's import graph, read from its source with ``ast``: no cycles; the report side
+(the run record, the reports, the run history) never reaches the replay engine; the servers
+room (``kafka_replay.servers``) stands on nothing else of the harness; and the rest of the
+harness takes only Kafka from the cluster room (``kafka_replay.cluster``).
 
 Every import counts: at module level, inside functions and under ``TYPE_CHECKING``. The implicit
 import of a package's ``__init__`` by its submodules is not an edge.
@@ -8,7 +10,9 @@ import of a package's ``__init__`` by its submodules is not an edge.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import importlib
+import inspect
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +27,60 @@ ENGINE = (
     "kafka_replay.cli_compare",
     "kafka_replay.pytest_plugin",
 )
+
+#: What every local server stands on, and the only modules of the rest of the harness it may use.
+SERVERS = "kafka_replay.servers"
+SERVERS_MAY_USE = ("kafka_replay.file_lock", "kafka_replay.lazy")
+#: The Kafka room: outside it, the harness imports from it only these Kafka-facing names (by the
+#: module they are imported from). Processes, ports, leases, Maven, JVMs and Docker come from
+#: ``kafka_replay.servers``, even where a cluster module happens to import or re-export them.
+CLUSTER = "kafka_replay.cluster"
+KAFKA_FACING: dict[str, frozenset[str]] = {
+    CLUSTER: frozenset(
+        {
+            "BrokerDiedError",
+            "BrokerNode",
+            "BrokerStartError",
+            "Cluster",
+            "ClusterError",
+            "DEFAULT_KAFKA_VERSION",
+            "EmbeddedCluster",
+            "ExternalCluster",
+            "NodeCluster",
+            "TESTED_KAFKA_VERSIONS",
+            "backends",
+            "choose_backend",
+            "choose_version",
+            "make_cluster",
+            "register_backend",
+        }
+    ),
+    f"{CLUSTER}.backends": frozenset(
+        {
+            "backend_argument",
+            "backend_class",
+            "backend_version",
+            "backends_help",
+            "choose_backend",
+            "make_cluster",
+            "register_backend",
+        }
+    ),
+    f"{CLUSTER}.broker_config": frozenset({"validate_overrides"}),
+    f"{CLUSTER}.capabilities": frozenset({"CAPABILITIES", "lacks_by_version"}),
+    f"{CLUSTER}.errors": frozenset(
+        {"BrokerDiedError", "BrokerStartError", "ClusterError", "NotApplicable"}
+    ),
+    f"{CLUSTER}.images": frozenset({"build_kafka_image"}),  # ``kafka-replay build-image``
+    f"{CLUSTER}.nodes": frozenset({"NODE_REQUEST_TIMEOUT_S", "NodeCluster", "RESTART_GRACE_S"}),
+    f"{CLUSTER}.pool": frozenset({"DEFAULT_MAX_LIVE", "ClusterPool", "ClusterSpec"}),
+    f"{CLUSTER}.toxiproxy": frozenset({"ToxiproxyError"}),  # the brokers' network faults
+    f"{CLUSTER}.versions": frozenset(
+        {"DEFAULT_KAFKA_VERSION", "TESTED_KAFKA_VERSIONS", "choose_version"}
+    ),
+}
+#: The incident catalog's package, held to the cluster rule too.
+INCIDENTS = ("kafka_replay_incidents", ROOT / "incidents")
 
 Graph = dict[str, set[str]]
 
@@ -165,4 +223,158 @@ def test_the_report_side_never_reaches_the_engine() -> None:
     ]
     assert not reaching, "the report side imports the engine: " + "; ".join(
         " -> ".join(chain) for chain in reaching
+    )
+
+
+def _statements(module: str, path: Path) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement of ``module``, with the absolute name of what it imports from
+    (``from X import ...``: X; ``import X``: each X in turn)."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            yield node, _base(module, is_package, node.level, node.module)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node, alias.name
+
+
+def _where(path: Path, node: ast.stmt) -> str:
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return f"{shown}:{node.lineno}: {ast.unparse(node)}"
+
+
+def _incident_modules() -> dict[str, Path]:
+    package, source = INCIDENTS
+    found = {}
+    for path in sorted(source.rglob("*.py")):
+        parts = [package, *path.relative_to(source).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def cluster_imports_outside_kafka(files: dict[str, Path]) -> list[str]:
+    """The imports of the cluster room by the modules of ``files`` outside it that take
+    anything but :data:`KAFKA_FACING`: each as ``file:line: import (not Kafka's: names)``."""
+    offending = []
+    for module, path in files.items():
+        if _under(module, (CLUSTER,)):
+            continue
+        for node, base in _statements(module, path):
+            if not _under(base, (CLUSTER,)):
+                continue
+            if isinstance(node, ast.Import):  # a whole module: never only Kafka-facing names
+                taken = [(base, "*")]
+            else:  # ``from kafka_replay.cluster import nodes`` takes a whole module too
+                taken = [
+                    (f"{base}.{alias.name}", "*")
+                    if f"{base}.{alias.name}" in files
+                    else (base, alias.name)
+                    for alias in node.names
+                ]
+            wrong = [
+                source if name == "*" else f"{source}.{name}"
+                for source, name in taken
+                if name not in KAFKA_FACING.get(source, frozenset())
+            ]
+            if wrong:
+                offending.append(f"{_where(path, node)} (not Kafka's: {', '.join(wrong)})")
+    return offending
+
+
+def servers_imports_of_the_harness(files: dict[str, Path]) -> list[str]:
+    """The imports by the servers room's modules of ``files`` of the harness's modules outside
+    it but :data:`SERVERS_MAY_USE`: each as ``file:line: import (imports module)``."""
+    offending = []
+    for module, path in files.items():
+        if not _under(module, (SERVERS,)):
+            continue
+        for node, base in _statements(module, path):
+            names = [base]
+            if isinstance(node, ast.ImportFrom):  # ``from pkg import sub``: the submodule
+                names = [f"{base}.{alias.name}" for alias in node.names]
+                names = [name if name in files else base for name in names]
+            for target in sorted({hit for name in names if (hit := _known(name, files))}):
+                if not _under(target, (SERVERS, *SERVERS_MAY_USE)):
+                    offending.append(f"{_where(path, node)} (imports {target})")
+    return offending
+
+
+def test_the_cluster_rule_names_the_module_and_what_it_takes(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.py"
+    fake.write_text(
+        "from kafka_replay.cluster import Cluster, ArtifactResolutionError\n"
+        "from ..cluster.images import build_kafka_image, docker_client\n"
+        "from ..cluster import nodes\n"
+        "import kafka_replay.cluster.embedded\n"
+        "from kafka_replay.servers.reaper import Lease\n"
+    )
+    files = {**module_files(), "kafka_replay.sinks.fake": fake}
+    found = [line for line in cluster_imports_outside_kafka(files) if str(fake) in line]
+    assert found == [
+        f"{fake}:1: from kafka_replay.cluster import Cluster, ArtifactResolutionError "
+        "(not Kafka's: kafka_replay.cluster.ArtifactResolutionError)",
+        f"{fake}:2: from ..cluster.images import build_kafka_image, docker_client "
+        "(not Kafka's: kafka_replay.cluster.images.docker_client)",
+        f"{fake}:3: from ..cluster import nodes (not Kafka's: kafka_replay.cluster.nodes)",
+        f"{fake}:4: import kafka_replay.cluster.embedded "
+        "(not Kafka's: kafka_replay.cluster.embedded)",
+    ]
+
+
+def test_the_servers_rule_names_the_module_and_what_it_imports(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.py"
+    fake.write_text(
+        "from kafka_replay.file_lock import file_lock\n"
+        "from .reaper import Lease\n"
+        "from ..cluster import Cluster\n"
+        "from kafka_replay import jvm_archive\n"
+    )
+    files = {**module_files(), "kafka_replay.servers.fake": fake}
+    found = [line for line in servers_imports_of_the_harness(files) if str(fake) in line]
+    assert found == [
+        f"{fake}:3: from ..cluster import Cluster (imports kafka_replay.cluster)",
+        f"{fake}:4: from kafka_replay import jvm_archive (imports kafka_replay.jvm_archive)",
+    ]
+
+
+def test_outside_the_cluster_room_only_kafka_comes_from_it() -> None:
+    """A module outside ``harness/cluster/`` (the incident catalog's too) imports from
+    ``kafka_replay.cluster`` (absolutely or as ``..cluster``) only the Kafka-facing names of
+    :data:`KAFKA_FACING`: clusters, backends, versions, capabilities, Kafka's errors, the pool,
+    Kafka's image, Toxiproxy's error. What every local server needs (processes, ports, leases,
+    Maven, JVMs, Docker) comes from ``kafka_replay.servers``, even where a cluster module
+    happens to import or re-export it."""
+    offending = cluster_imports_outside_kafka({**module_files(), **_incident_modules()})
+    assert not offending, (
+        "imports of kafka_replay.cluster for something that is not Kafka (take it from "
+        "kafka_replay.servers, or add a Kafka-facing name to KAFKA_FACING):\n"
+        + "\n".join(offending)
+    )
+
+
+def test_the_kafka_facing_names_are_the_cluster_rooms_own() -> None:
+    """Every allowed name exists, and none is a class or function of the servers room that a
+    cluster module re-exports (``ArtifactResolutionError``, ``docker_client``...)."""
+    borrowed = []
+    for module, names in KAFKA_FACING.items():
+        loaded = importlib.import_module(module)
+        for name in sorted(names):
+            value = getattr(loaded, name)  # AttributeError: the allow-list names a ghost
+            defined_in = (
+                value.__module__ if inspect.isclass(value) or inspect.isfunction(value) else None
+            )
+            if defined_in is not None and not _under(defined_in, (CLUSTER,)):
+                borrowed.append(f"{module}.{name} (defined in {defined_in})")
+    assert not borrowed, "KAFKA_FACING allows names that are not Kafka's: " + "; ".join(borrowed)
+
+
+def test_the_servers_room_stands_on_nothing_else_of_the_harness() -> None:
+    """``kafka_replay.servers`` (processes and their logs, ports, leases, Maven, JVMs, Docker)
+    imports nothing of the harness outside itself but the small shared utilities of
+    :data:`SERVERS_MAY_USE`: not the cluster room, nor replay, checker, sinks or the rest."""
+    offending = servers_imports_of_the_harness(module_files())
+    assert not offending, "the servers room imports the rest of the harness:\n" + "\n".join(
+        offending
     )

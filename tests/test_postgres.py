@@ -20,9 +20,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_replay.checker.spark import jdbc_driver_class
-from kafka_replay.cluster.images import docker_client
-from kafka_replay.cluster.paths import REGISTRY_ENV
-from kafka_replay.cluster.reaper import LEASE_ENV, reap_orphans
+from kafka_replay.servers.docker import docker_client
+from kafka_replay.servers.paths import REGISTRY_ENV
+from kafka_replay.servers.reaper import LEASE_ENV, reap_orphans
 from kafka_replay.sinks import local_postgres
 from kafka_replay.sinks.container_postgres import ContainerPostgres
 from kafka_replay.sinks.database import (

@@ -20,7 +20,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from kafka_replay.cluster.reaper import LEASE_ENV, reap_orphans
+from kafka_replay.servers.reaper import LEASE_ENV, reap_orphans
 from kafka_replay.workload import registry as registry_module
 from kafka_replay.workload.registry import (
     JAVA_HOME_ENV,

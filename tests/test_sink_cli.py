@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_replay.cluster.paths import REGISTRY_ENV
-from kafka_replay.cluster.ports import free_ports
+from kafka_replay.servers.paths import REGISTRY_ENV
+from kafka_replay.servers.ports import free_ports
 from kafka_replay.sinks.database import PostgresError
 from kafka_replay.sinks.postgres import PostgresServer, postgres_unavailable
 from tests.test_bad_input import ROOT, ROW_ENV, ctrl_c_when, kafka_replay, leftovers

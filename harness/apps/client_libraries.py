@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kafka_replay.cluster.artifacts import file_lock
-from kafka_replay.cluster.paths import cache_root
+from kafka_replay.file_lock import file_lock
+from kafka_replay.servers.paths import cache_root
 
 PYTHON_CLIENT = "confluent-kafka"
 JVM_CLIENT = "kafka-clients"  # the JVM reference apps run on it (see kafka_replay.apps.jvm_apps)

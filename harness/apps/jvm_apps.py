@@ -17,9 +17,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from kafka_replay.cluster.artifacts import Artifact, file_lock, resolve_classpath
-from kafka_replay.cluster.jvm import find_java
-from kafka_replay.cluster.paths import cache_root
+from kafka_replay.file_lock import file_lock
+from kafka_replay.servers.jvm import find_java
+from kafka_replay.servers.maven import Artifact, resolve_classpath
+from kafka_replay.servers.paths import cache_root
 
 JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 COMPILE_TIMEOUT_S = 180

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kafka_replay.cluster.process import spawn
-from kafka_replay.cluster.reaper import Lease
+from kafka_replay.servers.process import spawn
+from kafka_replay.servers.reaper import Lease
 
 from .contract import REPORT_FILE, AppContext, AppSpec
 

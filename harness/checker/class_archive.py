@@ -23,7 +23,7 @@ from pathlib import Path
 import pyspark
 
 from kafka_replay import jvm_archive
-from kafka_replay.cluster.paths import cache_root
+from kafka_replay.servers.paths import cache_root
 
 TRAINING_TIMEOUT_S = 600
 #: Options of the training JVM that are not the program's own.

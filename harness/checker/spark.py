@@ -2,7 +2,7 @@
 
 ``local[2]`` by default (this machine has two cores); any ``spark.master`` URL for a cluster.
 The Kafka connector matching the installed PySpark is resolved from Maven Central once and
-cached (see :mod:`kafka_replay.cluster.artifacts`), so later sessions never touch the network.
+cached (see :mod:`kafka_replay.servers.maven`), so later sessions never touch the network.
 The driver binds 127.0.0.1 only.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
-from kafka_replay.cluster.artifacts import Artifact, cached_classpath, resolve_classpath
-from kafka_replay.cluster.errors import ArtifactResolutionError
+from kafka_replay.servers.errors import ArtifactResolutionError
+from kafka_replay.servers.maven import Artifact, cached_classpath, resolve_classpath
 
 from .class_archive import spark_class_archive
 

@@ -17,10 +17,10 @@ from types import TracebackType
 
 import pyspark
 
-from kafka_replay.cluster.nodes import read_tail
-from kafka_replay.cluster.ports import free_ports
-from kafka_replay.cluster.process import spawn
-from kafka_replay.cluster.reaper import Lease, reap_orphans
+from kafka_replay.servers.ports import free_ports
+from kafka_replay.servers.process import spawn
+from kafka_replay.servers.reaper import Lease, reap_orphans
+from kafka_replay.servers.server_log import read_tail
 
 READY_TIMEOUT_S = 120.0
 

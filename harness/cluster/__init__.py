@@ -28,7 +28,6 @@ _EXPORTS = {
     "choose_version": ".versions",
     "make_cluster": ".backends",
     "register_backend": ".backends",
-    "reap_orphans": ".reaper",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kafka_replay import jvm_archive
+from kafka_replay.servers.paths import cache_root
 
 from .base import Cluster
-from .paths import cache_root
 
 TRAINING_TIMEOUT_S = 30
 #: The training clients' retries while the new broker loads its coordinators are expected.

@@ -2,9 +2,8 @@
 
 Containers use host networking and bind 127.0.0.1 only, so no traffic leaves loopback and no
 bridge network is needed (the daemon may run with ``--bridge=none --iptables=false``).
-testcontainers' reaper container cannot be pulled everywhere, so it is switched off: every
-container carries its lease's label, teardown removes it, and the next start removes any
-whose owner died.
+Every container carries its lease's label, teardown removes it, and the next start removes any
+whose owner died (:mod:`kafka_replay.servers.docker`).
 """
 
 from __future__ import annotations
@@ -15,49 +14,32 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_replay.servers.docker import (
+    LEASE_LABEL,
+    docker_container,
+    docker_unavailable,
+    reap_containers,
+)
+
 from . import broker_config
 from .backends import register_backend
 from .embedded import cluster_id, formatted_storage
-from .images import docker_client, docker_unavailable, local_image, resolve_image
+from .images import local_image, resolve_image
 from .nodes import Node, NodeCluster
-from .reaper import lease_is_live
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
 
 log = logging.getLogger(__name__)
 
-LEASE_LABEL = "kafka-replay.lease"
 DATA_DIR = "/var/lib/kafka/data"
 #: Where a local image's entrypoint finds a formatted storage template (see storage_template).
 TEMPLATE_DIR = "/opt/kafka/storage-template"
 
 
-def docker_container(image: str) -> DockerContainer:
-    """A testcontainers container of ``image``: imported here, so listing backends stays light."""
-    from testcontainers.core.config import testcontainers_config
-    from testcontainers.core.container import DockerContainer
-
-    testcontainers_config.ryuk_disabled = True
-    return DockerContainer(image)
-
-
 def environment_name(key: str) -> str:
     """``log.dirs`` -> ``KAFKA_LOG_DIRS``: the official image's property naming."""
     return "KAFKA_" + key.replace("-", "___").replace("_", "__").replace(".", "_").upper()
-
-
-def reap_containers() -> list[str]:
-    """Remove containers whose lease is gone or whose owner died; return their names."""
-    removed = []
-    for container in docker_client().containers.list(all=True, filters={"label": LEASE_LABEL}):
-        if not lease_is_live(container.labels.get(LEASE_LABEL, "")):
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
-                removed.append(container.name)
-    if removed:
-        log.warning("Removed containers a crashed run left: %s", ", ".join(removed))
-    return removed
 
 
 class ContainerNode:

@@ -19,15 +19,16 @@ from importlib import resources
 from pathlib import Path
 
 from kafka_replay.jvm_archive import class_list
+from kafka_replay.servers.jvm import find_java
+from kafka_replay.servers.process import spawn, wait_frozen
+from kafka_replay.servers.reaper import Lease
+from kafka_replay.servers.server_log import read_tail
 
 from . import broker_config
 from .artifacts import kafka_classpath
 from .backends import register_backend
 from .class_archive import class_archive, exercise
-from .jvm import find_java
-from .nodes import Node, NodeCluster, read_tail
-from .process import spawn, wait_frozen
-from .reaper import Lease
+from .nodes import Node, NodeCluster
 from .storage_template import formatted_template, install
 
 log = logging.getLogger(__name__)

@@ -1,14 +1,25 @@
-"""Errors the cluster room raises, each carrying what a user needs to act on it."""
+"""Errors the cluster room raises, each carrying what a user needs to act on it.
+
+What can go wrong under any local server (Maven's jars, a JVM, Docker) is a
+:class:`~kafka_replay.servers.errors.ServerError`, which :class:`ClusterError` extends;
+:class:`ArtifactResolutionError` is served here too, as before.
+"""
 
 from __future__ import annotations
 
+from kafka_replay.servers.errors import ArtifactResolutionError, ServerError
 
-class ClusterError(RuntimeError):
+__all__ = [
+    "ArtifactResolutionError",
+    "BrokerDiedError",
+    "BrokerStartError",
+    "ClusterError",
+    "NotApplicable",
+]
+
+
+class ClusterError(ServerError):
     """Base class for everything that goes wrong while providing Kafka."""
-
-
-class ArtifactResolutionError(ClusterError):
-    """The Kafka artifacts could not be resolved from Maven."""
 
 
 class BrokerStartError(ClusterError):

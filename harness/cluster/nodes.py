@@ -21,11 +21,12 @@ from typing import ClassVar, Protocol, Self
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from kafka_replay.servers.ports import accepts_connections, free_ports
+from kafka_replay.servers.reaper import Lease, reap_orphans
+
 from . import broker_config
 from .base import Cluster
 from .errors import BrokerDiedError, BrokerStartError
-from .ports import accepts_connections, free_ports
-from .reaper import Lease, reap_orphans
 from .toxiproxy import Toxiproxy, toxiproxy_binary
 from .versions import choose_version
 
@@ -95,14 +96,6 @@ def check_free_space(*directories: Path) -> None:
                 f"needs at least {MIN_FREE_BYTES // 2**20} MiB; free some space there, or point "
                 "TMPDIR (broker data) or --report/--log-dir (logs) at a disk with room"
             )
-
-
-def read_tail(path: Path, lines: int) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
 
 
 class NodeCluster(Cluster):

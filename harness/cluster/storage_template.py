@@ -16,11 +16,13 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kafka_replay.file_lock import file_lock
+from kafka_replay.servers.paths import cache_root
+from kafka_replay.servers.server_log import read_tail
+
 from . import broker_config
-from .artifacts import file_lock
 from .errors import BrokerStartError
-from .nodes import START_TIMEOUT_S, read_tail, refused_config
-from .paths import cache_root
+from .nodes import START_TIMEOUT_S, refused_config
 
 META = "meta.properties"
 #: The cluster id the template is formatted with; each node's ``meta.properties`` replaces it.

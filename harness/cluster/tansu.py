@@ -28,13 +28,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
+from kafka_replay.servers.built_tools import built_once
+from kafka_replay.servers.paths import cache_root
+
 from . import broker_config
 from .backends import register_backend
-from .built_tools import built_once
 from .embedded import BrokerNode
 from .errors import ClusterError
 from .nodes import Node, NodeCluster
-from .paths import cache_root
 from .versions import choose_tansu_version
 
 log = logging.getLogger(__name__)

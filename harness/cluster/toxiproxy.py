@@ -25,12 +25,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from .built_tools import built_once
+from kafka_replay.servers.built_tools import built_once
+from kafka_replay.servers.paths import cache_root
+from kafka_replay.servers.ports import free_ports
+from kafka_replay.servers.process import spawn
+from kafka_replay.servers.reaper import Lease
+
 from .errors import ClusterError
-from .paths import cache_root
-from .ports import free_ports
-from .process import spawn
-from .reaper import Lease
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kafka_replay.cluster.jvm import find_java
+from kafka_replay.servers.jvm import find_java
 
 from .transactions import JVM_MARGIN_S, TIMEOUT_S, _classpath, _tail
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_replay.apps.jvm_apps import JAVA_OPTIONS, compiled_apps, kafka_clients_classpath
-from kafka_replay.cluster.jvm import find_java
 from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
+from kafka_replay.servers.jvm import find_java
 
 SOURCES = Path(__file__).parent / "jvm"
 MAIN_CLASS = "TransactionAdmin"

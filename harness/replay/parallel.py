@@ -23,10 +23,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kafka_replay.cluster.paths import cache_root
-from kafka_replay.cluster.process import spawn
-from kafka_replay.cluster.reaper import Lease
 from kafka_replay.report.outcome import Outcome
+from kafka_replay.servers.paths import cache_root
+from kafka_replay.servers.process import spawn
+from kafka_replay.servers.reaper import Lease
 
 POLL_S = 0.2
 STOP_GRACE_S = 60.0

@@ -19,11 +19,16 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_replay.cluster.container import LEASE_LABEL, docker_container, reap_containers
-from kafka_replay.cluster.errors import ClusterError
-from kafka_replay.cluster.images import DockerUnavailable, Progress, docker_unavailable
-from kafka_replay.cluster.process import wait_answering
-from kafka_replay.cluster.reaper import reap_orphans
+from kafka_replay.servers.docker import (
+    LEASE_LABEL,
+    Progress,
+    docker_container,
+    docker_unavailable,
+    reap_containers,
+)
+from kafka_replay.servers.errors import DockerUnavailable, ServerError
+from kafka_replay.servers.process import wait_answering
+from kafka_replay.servers.reaper import reap_orphans
 
 from .database import PostgresError
 from .local_postgres import LocalPostgres
@@ -73,7 +78,7 @@ class ContainerPostgres(LocalPostgres):
                 f"the container backend runs the run's PostgreSQL in a container, and {exc} "
                 "Or give the run a database of your own with --database-url."
             ) from None
-        except ClusterError as exc:
+        except ServerError as exc:
             raise PostgresError(
                 f"cannot build {POSTGRES_IMAGE}, the image the run's PostgreSQL runs in: {exc}\n"
                 "Or give the run a database of your own with --database-url, or use the "

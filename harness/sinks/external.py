@@ -24,7 +24,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from kafka_replay.cluster.paths import registry_dir
+from kafka_replay.servers.paths import registry_dir
 
 from .database import Database, PostgresError, _encode, _query_pairs, redact
 

@@ -17,8 +17,8 @@ from typing import ClassVar, Self
 import psycopg
 from psycopg import sql
 
-from kafka_replay.cluster.ports import free_ports
-from kafka_replay.cluster.reaper import Lease
+from kafka_replay.servers.ports import free_ports
+from kafka_replay.servers.reaper import Lease
 
 from .database import Database, PostgresError
 

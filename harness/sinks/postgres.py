@@ -38,9 +38,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from kafka_replay.cluster.process import wait_answering
-from kafka_replay.cluster.reaper import reap_orphans
-from kafka_replay.cluster.server_log import ServerLog
+from kafka_replay.servers.process import wait_answering
+from kafka_replay.servers.reaper import reap_orphans
+from kafka_replay.servers.server_log import ServerLog
 
 from .database import PostgresError
 from .local_postgres import LocalPostgres

@@ -1,7 +1,7 @@
 """The PostgreSQL image the container backend runs a run's database from, built with no registry.
 
-``kafka-replay/postgres:bookworm`` is built the way the local Kafka image is (see
-:mod:`kafka_replay.cluster.images`): ``FROM`` the local ``kafka-replay/debian:bookworm``, made
+``kafka-replay/postgres:bookworm`` is built the way every local image is (see
+:mod:`kafka_replay.servers.docker`): ``FROM`` the local ``kafka-replay/debian:bookworm``, made
 with debootstrap when missing and never pulled, then Debian's ``postgresql`` package from the
 mirror that root filesystem was made from. Its entrypoint makes a throw-away cluster at each
 start of a container (trust for 127.0.0.1 only) and runs ``postgres`` with the settings the
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kafka_replay.cluster.images import (
+from kafka_replay.servers.docker import (
     DEBIAN_IMAGE,
     IMAGE_LABEL,
     RECIPE_LABEL,
@@ -78,8 +78,8 @@ def recipe() -> str:
 def build_postgres_image(progress: Progress = log.warning) -> str:
     """Build :data:`POSTGRES_IMAGE` (a no-op when it exists with this recipe); return its tag.
 
-    :class:`~kafka_replay.cluster.images.DockerUnavailable` when no daemon answers,
-    :class:`~kafka_replay.cluster.errors.ClusterError` when the image cannot be built.
+    :class:`~kafka_replay.servers.errors.DockerUnavailable` when no daemon answers,
+    :class:`~kafka_replay.servers.errors.ServerError` when the image cannot be built.
     """
     client = docker_client()
     if built_by(client, POSTGRES_IMAGE, recipe()):

@@ -33,13 +33,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kafka_replay.cluster.artifacts import Artifact, _run_maven
-from kafka_replay.cluster.paths import cache_root
-from kafka_replay.cluster.ports import free_ports
-from kafka_replay.cluster.process import wait_answering
-from kafka_replay.cluster.reaper import Lease, reap_orphans
-from kafka_replay.cluster.server_log import ServerLog
 from kafka_replay.file_lock import file_lock
+from kafka_replay.servers.maven import Artifact, _run_maven
+from kafka_replay.servers.paths import cache_root
+from kafka_replay.servers.ports import free_ports
+from kafka_replay.servers.process import wait_answering
+from kafka_replay.servers.reaper import Lease, reap_orphans
+from kafka_replay.servers.server_log import ServerLog
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ def cache_root() -> Path:
 
 
 def registry_dir() -> Path:
-    """Where leases of running brokers are kept (``$KAFKA_REPLAY_REGISTRY`` overrides it)."""
+    """Where leases of running servers are kept (``$KAFKA_REPLAY_REGISTRY`` overrides it)."""
     override = os.environ.get(REGISTRY_ENV)
     path = Path(override) if override else cache_root() / "live"
     path.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Find a Java runtime that can run Kafka."""
+"""Find a Java runtime for the servers and tools the harness runs on a JVM."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import ClusterError
+from .errors import ServerError
 
 MINIMUM_JAVA = 17
 
@@ -20,9 +20,10 @@ def find_java() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not Path(java).is_file():
-        raise ClusterError(
-            f"Java {MINIMUM_JAVA}+ is needed to run the embedded Kafka broker; set JAVA_HOME "
-            "or put java on PATH (Debian: apt-get install openjdk-17-jre-headless)"
+        raise ServerError(
+            f"Java {MINIMUM_JAVA}+ is needed to run the harness's Java servers and tools (the "
+            "embedded brokers among them); set JAVA_HOME or put java on PATH "
+            "(Debian: apt-get install openjdk-17-jre-headless)"
         )
     output = subprocess.run(
         [java, "-version"], capture_output=True, text=True, timeout=30, check=False
@@ -32,5 +33,7 @@ def find_java() -> str:
     if major == 1 and match and match.group(2):  # "1.8.0_xxx"
         major = int(match.group(2))
     if major < MINIMUM_JAVA:
-        raise ClusterError(f"{java} is Java {major or '?'}; Kafka needs Java {MINIMUM_JAVA}+")
+        raise ServerError(
+            f"{java} is Java {major or '?'}; the harness's Java servers need Java {MINIMUM_JAVA}+"
+        )
     return java

@@ -1,4 +1,4 @@
-"""Start helper processes (brokers, apps) that cannot outlive the harness.
+"""Start helper processes (servers, apps) that cannot outlive the harness.
 
 Each runs in its own session, so a Ctrl-C in the terminal reaches the harness first and it
 stops them in order. On Linux each also dies with the harness (``PR_SET_PDEATHSIG``), and
@@ -28,7 +28,7 @@ FREEZE_TIMEOUT_S = 10.0
 def _die_with_parent() -> Callable[[], None] | None:
     """A pre-exec hook asking Linux to SIGKILL the child when its parent thread exits.
 
-    Only used from the main thread: the signal follows the thread that forked, so a cluster
+    Only used from the main thread: the signal follows the thread that forked, so a server
     started from a worker thread would otherwise die with that thread.
     """
     in_main_thread = threading.current_thread() is threading.main_thread()

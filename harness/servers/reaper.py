@@ -1,10 +1,10 @@
-"""Crash-safe cleanup of broker processes and their data directories.
+"""Crash-safe cleanup of server processes and their data directories.
 
-Every cluster takes out a *lease*: a small JSON file naming the process that owns it, the
-broker processes it started and the directories it made. Normal teardown removes the lease.
-If the owner dies without tearing down (kill -9, a crash), the next start finds leases whose
-owner is gone and reaps what they list. A process is only killed when its environment still
-carries the lease's token, so a recycled pid is never touched.
+Every server (a Kafka cluster, a database, a Spark master) takes out a *lease*: a small JSON
+file naming the process that owns it, the processes it started and the directories it made.
+Normal teardown removes the lease. If the owner dies without tearing down (kill -9, a crash),
+the next start finds leases whose owner is gone and reaps what they list. A process is only
+killed when its environment still carries the lease's token, so a recycled pid is never touched.
 """
 
 from __future__ import annotations

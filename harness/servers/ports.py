@@ -9,8 +9,8 @@ from contextlib import ExitStack
 def free_ports(count: int) -> list[int]:
     """``count`` distinct ports that were free a moment ago.
 
-    Another process can still take one before the broker binds it; the embedded cluster
-    retries its start with fresh ports when that happens.
+    Another process can still take one before the server binds it; a server's start
+    retries with fresh ports when that happens.
     """
     with ExitStack() as stack:
         ports = []

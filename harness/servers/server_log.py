@@ -1,7 +1,8 @@
 """The log a leased server's starts append to, read back from where the latest start began.
 
 A server started again (a fresh port, a new run in the same directory) appends to the same
-file, so a failure must quote this start's lines, not an earlier start's.
+file, so a failure must quote this start's lines, not an earlier start's. :func:`read_tail` is
+the end of any log file, for the servers that write their own.
 """
 
 from __future__ import annotations
@@ -12,6 +13,15 @@ from pathlib import Path
 
 from .process import spawn
 from .reaper import Lease
+
+
+def read_tail(path: Path, lines: int) -> str:
+    """The last ``lines`` of the log file ``path``, for an error message."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
 
 
 class ServerLog:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from kafka_replay.file_lock import file_lock
 
-from .errors import ClusterError
+from .errors import ServerError
 
 
 def built_once(
-    binary: Path, override_env: str, build: Callable[[Path], None], error: type[ClusterError]
+    binary: Path, override_env: str, build: Callable[[Path], None], error: type[ServerError]
 ) -> Path:
     """``$override_env`` when set (an executable), else ``binary``, built by ``build`` the first
     time; the build holds a lock, so parallel workers build it once."""

@@ -119,7 +119,9 @@ else
 fi
 read -r -d '' -a dirs < <(printf '%s' "${REPLAY_INCIDENT_DIRS:-}")
 for dir in "${dirs[@]}"; do args+=(--incidents "$dir"); done
-[ -n "${REPLAY_APP:-}" ] && args+=(--app "$REPLAY_APP")
+# an image's arguments may start with a dash: given as --app=VALUE, never read as an option
+case "${REPLAY_APP:-}" in "") ;; -*) args+=("--app=$REPLAY_APP") ;; *) args+=(--app "$REPLAY_APP") ;; esac
+[ -n "${REPLAY_APP_IMAGE:-}" ] && args+=(--app-image "$REPLAY_APP_IMAGE")
 [ -n "${REPLAY_GUARANTEE:-}" ] && args+=(--guarantee "$REPLAY_GUARANTEE")
 [ -n "${REPLAY_PROFILE:-}" ] && args+=(--profile "$REPLAY_PROFILE")
 [ -n "${REPLAY_KAFKA_VERSION:-}" ] && args+=(--kafka-version "$REPLAY_KAFKA_VERSION")

@@ -469,7 +469,11 @@ def _check_before_starting(settings: RunSettings) -> None:
     from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
     from kafka_replay.servers.errors import ArtifactResolutionError
 
-    if settings.app:
+    if settings.app_image:
+        from kafka_replay.apps.image_app import check_app_image
+
+        check_app_image(settings.app_image.partition("=")[2] or settings.app_image)
+    elif settings.app:
         spec = AppSpec.parse(settings.app)
         if spec.target is not None:
             module = spec.target.split(":")[0]

@@ -253,15 +253,20 @@ def values_of_topics(values: Mapping[str, str]) -> list[str]:
 
 @dataclass(frozen=True)
 class AppSpec:
-    """The app under test: a command line (``argv``) or a Python callable (``target``)."""
+    """The app under test: a command line (``argv``), a Python callable (``target``), or a
+    container ``image`` with ``argv`` as its arguments (none: the image's own command)."""
 
     argv: tuple[str, ...] = ()
     target: str | None = None
+    image: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> AppSpec:
-        """``module:function`` is a callable; anything else is a shell-quoted command line."""
+    def parse(cls, text: str, image: str | None = None) -> AppSpec:
+        """``module:function`` is a callable; anything else is a shell-quoted command line
+        (with an ``image``: the container's arguments, which may be empty)."""
         text = text.strip()
+        if image is not None:
+            return cls(argv=tuple(shlex.split(text)), image=image)
         if _CALLABLE.match(text):
             return cls(target=text)
         argv = tuple(shlex.split(text))
@@ -271,10 +276,10 @@ class AppSpec:
 
     @property
     def name(self) -> str:
-        return self.target or os.path.basename(self.argv[0])
+        return self.image or self.target or os.path.basename(self.argv[0])
 
     def command(self, context: AppContext, python: str) -> list[str]:
-        """The argv to run for one instance, placeholders filled in."""
+        """The argv to run for one instance (an image's arguments), placeholders filled in."""
         if self.target is not None:
             return [python, "-m", "kafka_replay.apps.run_callable", self.target]
         values = context.placeholders()

@@ -27,9 +27,12 @@ from kafka_replay.servers.process import spawn
 from kafka_replay.servers.reaper import Lease
 
 from .contract import REPORT_FILE, AppContext, AppSpec
+from .image_app import ContainerProcess
 
 log = logging.getLogger(__name__)
 Sink = Callable[[dict[str, Any]], None]
+#: An instance's process: a command's, or a container of the app's image.
+Process = subprocess.Popen[bytes] | ContainerProcess
 #: Whether ``n`` instances are up and working (e.g. the group lists ``n`` members).
 ReadinessProbe = Callable[[int], bool]
 TAIL_LINES = 30
@@ -92,7 +95,7 @@ class _Instance:
     index: int
     context: AppContext
     log_path: Path
-    process: subprocess.Popen[bytes] | None = None
+    process: Process | None = None
     started_at: float = 0.0
     starts: int = 0
     short_lives: int = 0
@@ -301,10 +304,14 @@ class Supervisor:
             output.write(f"=== kafka-replay: start {instance.starts} ===\n".encode())
             output.flush()
             try:
-                instance.process = spawn(command, output, self._lease, env=env)
+                if self.spec.image is not None:
+                    instance.process = self._container(instance, command)
+                else:
+                    instance.process = spawn(command, output, self._lease, env=env)
             except OSError as exc:
+                what = self.spec.image or command[0]
                 raise AppStartError(
-                    f"could not start app instance {instance.index} ({command[0]}): {exc}"
+                    f"could not start app instance {instance.index} ({what}): {exc}"
                 ) from exc
         instance.started_at = time.monotonic()
         instance.restart_at = None
@@ -316,8 +323,33 @@ class Supervisor:
                 "attempt": instance.starts,
                 "restart": restart,
                 "command": command,
+                **self._container_fields(instance.process),
             }
         )
+
+    def _container(self, instance: _Instance, arguments: list[str]) -> ContainerProcess:
+        """A container of the app's image: the contract is its whole environment, and the
+        directories of its report file and client properties are bound where the contract says."""
+        assert self._lease is not None and self.spec.image is not None
+        env = instance.context.env()
+        mounts = [instance.context.properties_dir, self._report_dir]
+        if self._report_dir is not None:
+            env[REPORT_FILE] = str(self._report_dir / f"{self._prefix}{instance.index}.jsonl")
+        return ContainerProcess(
+            self.spec.image,
+            arguments,
+            env,
+            instance.log_path,
+            self._lease,
+            mounts=[Path(path) for path in mounts if path is not None],
+            instance=instance.index,
+        )
+
+    def _container_fields(self, process: Process | None) -> dict[str, str]:
+        """What a start event says of a container: its image and id."""
+        if not isinstance(process, ContainerProcess):
+            return {}
+        return {"image": str(self.spec.image), "container": process.container_id}
 
     def _wait_startup(self, instances: list[_Instance]) -> None:
         """Until the instances are seen working; an exit before then fails (code 0 completes)."""
@@ -411,6 +443,10 @@ class Supervisor:
         )
 
     @staticmethod
-    def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    def _signal_group(process: Process, sig: signal.Signals) -> None:
+        """The whole app: a process's group, or a container (paused for SIGSTOP)."""
+        if isinstance(process, ContainerProcess):
+            process.send_signal(sig)
+            return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)

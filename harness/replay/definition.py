@@ -213,15 +213,21 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
 def _app(app: Table, pipeline: bool) -> AppDefinition:
     """``[app]``, or one service of a pipeline (``[apps.NAME]``: with the topics it reads and
     writes, and its own ``client`` settings)."""
+    image = app.get("image", str, None)
     definition = AppDefinition(
-        command=app.get("command", str),
+        command=app.get("command", str, "" if image else ...),
         instances=app.get("instances", int, 1),
         restart_delay_s=float(app.get("restart_delay_s", (int, float), 0.5)),
         restart=app.get("restart", str, "always"),
         jvm=app.get("jvm", str, None),
+        image=image,
     )
     if definition.jvm is not None and not definition.jvm.startswith("{java} "):
         raise app.fail("jvm", "must start with {java} (then the class and its flags)")
+    if image is not None and (not image.strip() or any(c.isspace() for c in image)):
+        raise app.fail("image", f"{image!r} is not an image name (like team/orders:1)")
+    if image is not None and definition.jvm is not None:
+        raise app.fail("jvm", "an app from an image brings its own Java: give image or jvm")
     try:
         parse_restart(definition.restart)
     except ValueError:

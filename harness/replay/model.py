@@ -136,6 +136,8 @@ class AppDefinition:
         "always"  # always, on-failure or every:SECONDS (see kafka_replay.apps.RestartPolicy)
     )
     jvm: str | None = None  # the JVM reference app: ``{java} Class --flags`` (see jvm_apps)
+    #: A container image the app runs from (``command``: its arguments; see apps.image_app).
+    image: str | None = None
     #: A service of a pipeline (``[apps.NAME]``): the topics it reads and writes, by their
     #: names in the definition, and its own client settings over the profile's ``[client]``.
     reads: tuple[str, ...] = ()

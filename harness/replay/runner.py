@@ -30,6 +30,7 @@ from kafka_replay.apps import (
 )
 from kafka_replay.apps.client_config import distinct_members
 from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
+from kafka_replay.apps.image_app import check_app_image
 from kafka_replay.apps.jvm_apps import JvmAppError, java_command
 from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
 from kafka_replay.cluster import Cluster
@@ -86,6 +87,8 @@ class RunOptions:
     """What the person running the catalog chose, over the definition's defaults."""
 
     app: str | None = None  # the user's app: a command line or module:function
+    #: the user's app as a container image (``[NAME=]IMAGE``); ``app``: its arguments
+    app_image: str | None = None
     output_id: str | None = None  # module:function(OutputRecord) -> event_id
     #: a ``--payload`` file: a team's messages in every workload's records
     payload: Path | None = None
@@ -108,6 +111,11 @@ class RunOptions:
     settle_timeout_s: float | None = None
     #: Every run setting as chosen (see :mod:`.settings`), recorded in ``run.json``.
     settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def users_app(self) -> bool:
+        """The user's app runs (a command, a callable or an image), not the reference app."""
+        return bool(self.app or self.app_image)
 
     def apply(self, profile: Profile) -> Profile:
         """The profile with these settings over its own."""
@@ -173,15 +181,22 @@ def app_command(
     reference app with its ``{python}`` and topics.
 
     ``--app NAME=COMMAND`` puts the user's app in the place of service ``NAME``; a plain
-    ``--app`` takes the last service's (the one whose results are judged). With
+    ``--app`` takes the last service's (the one whose results are judged); ``--app-image``
+    likewise, with ``--app`` as the container's arguments when both aim at the service. With
     ``kafka-clients==VERSION`` as the client library, the reference app is the JVM one
     (``[app] jvm``), its ``{java}`` compiled and run against that release.
     """
     services = profile.services
     users = users_app(options.app, services) if options.app else None
+    image = users_app(options.app_image, services) if options.app_image else None
+    if image is not None and image[0] == service:
+        arguments = users[1] if users is not None and users[0] == service else ""
+        return AppSpec.parse(arguments, image=image[1].strip())
     if users is not None and users[0] == service:
         return AppSpec.parse(users[1])
     app = services[service]
+    if app.image is not None:
+        return AppSpec.parse(app.command, image=app.image)
     library = parse_client(options.client_library) if options.client_library else None
     if library is not None and library[0] == JVM_CLIENT:
         if app.jvm is None:
@@ -193,9 +208,26 @@ def app_command(
     return AppSpec.parse(command.replace("{side_effects_topic}", topics.get("side_effects", "")))
 
 
+def app_images(profile: Profile, options: RunOptions) -> set[str]:
+    """The container images the run's services start from (the user's, or the definition's
+    where the user's app does not take a service's place)."""
+    services = profile.services
+    images = {}
+    if options.app_image:
+        name, image = users_app(options.app_image, services)
+        images[name] = image.strip()
+    users = users_app(options.app, services)[0] if options.app else None
+    for name, app in services.items():
+        if app.image is not None and name not in images and name != users:
+            images[name] = app.image
+    return set(images.values())
+
+
 def app_label(spec: AppSpec) -> str:
-    """How reports name the app: the module of ``python -m``, the class of ``java -cp``, else
-    the spec's name."""
+    """How reports name the app: its image, the module of ``python -m``, the class of
+    ``java -cp``, else the spec's name."""
+    if spec.image is not None:
+        return spec.image
     argv = list(spec.argv)
     if "-m" in argv[:-1]:
         return argv[argv.index("-m") + 1]
@@ -293,7 +325,7 @@ class PlayedRun:
         progress: Callable[[str], None],
     ) -> None:
         self.options, self.history = options, history
-        self.incident = incident.for_your_app() if options.app else incident
+        self.incident = incident.for_your_app() if options.users_app else incident
         self.profile = options.apply(self.incident.profiles[profile_name])
         self.progress = progress
         self.guarantee = options.guarantee or incident.guarantee
@@ -313,7 +345,7 @@ class PlayedRun:
         self.outcome = Outcome(
             incident=incident.name,
             profile=profile_name,
-            app=options.app or self.profile.app.command,
+            app=options.app_image or options.app or self.profile.app.command,
             guarantee=self.guarantee,
             verdict="unknown",
             passed=False,
@@ -370,8 +402,10 @@ class PlayedRun:
         if self.options.expect is not None:
             self.incident = with_expect_file(self.incident, self.options.expect)
         incident, profile, history = self.incident, self.profile, self.history
-        if self.options.app and incident.your_app and not incident.your_app.applies:
+        if self.options.users_app and incident.your_app and not incident.your_app.applies:
             raise NotApplicable(f"not applicable to an app: {incident.your_app.tests}")
+        for image in app_images(profile, self.options):
+            check_app_image(image)  # before any broker starts: Docker answers, the image is here
         self.cluster = cluster = cluster_for(
             profile.broker, incident.brokers, incident.network_faults
         )
@@ -412,6 +446,7 @@ class PlayedRun:
             profile=profile.name,
             app=self.outcome.app,
             app_command=list(specs[last].argv) or specs[last].target,
+            **({"app_image": specs[last].image} if specs[last].image else {}),
             guarantee=self.guarantee,
             topics=topics,
             topic_roles={name: incident.role(name) for name in incident.topics},
@@ -647,7 +682,7 @@ class PlayedRun:
         self._enter("judgement")
         judgement = judge(
             profile=self.profile.name,
-            users_app=bool(self.options.app),
+            users_app=self.options.users_app,
             signature=self.incident.signature,
             conditions=self.incident.conditions,
             symptoms=symptoms,

@@ -118,6 +118,11 @@ def _command(value: str) -> None:
         )
 
 
+def _image(value: str) -> None:
+    if not value.strip() or any(c.isspace() for c in value.strip()):
+        raise ValueError(f"--app-image {value!r} is not an image name (like team/orders:1)")
+
+
 def _payload(path: Path) -> None:
     from .workload_table import read_payload_file
 
@@ -180,6 +185,10 @@ for _option in (
     Option("app", "your app instead of the reference app: a command line (placeholders like "
            "{bootstrap} allowed) or module:function; the profile picks the conditions it runs "
            "under", check=_command),
+    Option("app_image", "your app as a container image ([NAME=]IMAGE, in a pipeline the "
+           "service NAME): each instance a container on the host's network, with the contract "
+           "as its environment and --app as its arguments (default: the image's command); "
+           "needs Docker", metavar="IMAGE", check=_image),
     Option("payload", "your app's own messages in every incident's records: a TOML file "
            "with a team generator, a schema or a capture (docs/incidents.md#your-apps-messages);"
            " each workload keeps its keys, timing and pauses", type=Path, metavar="FILE",
@@ -352,6 +361,7 @@ class RunSettings:
 
         return RunOptions(
             app=self.app,
+            app_image=self.app_image,
             output_id=self.output_id,
             payload=self.payload,
             expect=self.expect,

@@ -1,8 +1,9 @@
 """Crash-safe cleanup of server processes and their data directories.
 
 Every server (a Kafka cluster, a database, a Spark master) takes out a *lease*: a small JSON
-file naming the process that owns it, the processes it started and the directories it made.
-Normal teardown removes the lease. If the owner dies without tearing down (kill -9, a crash),
+file naming the process that owns it, the processes it started, the directories it made and
+the Docker containers it started (an app's image: the daemon's children, which no signal to the
+owner's processes reaches). Normal teardown removes the lease. If the owner dies without tearing down (kill -9, a crash),
 the next start finds leases whose owner is gone and reaps what they list. A process is only
 killed when its environment still carries the lease's token, so a recycled pid is never touched.
 """
@@ -46,6 +47,8 @@ class Lease:
     owner_started: float | None
     pids: list[int] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)
+    #: Docker containers (ids): the daemon's children, which outlive a killed owner.
+    containers: list[str] = field(default_factory=list)
 
     @classmethod
     def take(cls) -> Lease:
@@ -60,6 +63,10 @@ class Lease:
 
     def add_process(self, pid: int) -> None:
         self.pids.append(pid)
+        self._save()
+
+    def add_container(self, container_id: str) -> None:
+        self.containers.append(container_id)
         self._save()
 
     def add_dir(self, path: Path) -> None:
@@ -79,6 +86,8 @@ class Lease:
     def reap(self) -> list[int]:
         """Kill this lease's surviving processes, remove its dirs; return the pids killed."""
         killed = [pid for pid in self.pids if _kill_if_tagged(pid, self.token)]
+        if self.containers:
+            _remove_containers(self.containers)
         self.release()
         return killed
 
@@ -105,6 +114,21 @@ def _kill_if_tagged(pid: int, token: str) -> bool:
     except psutil.Error as exc:
         log.warning("could not reap process %s: %s", pid, exc)
         return False
+
+
+def _remove_containers(ids: list[str]) -> None:
+    """Force-remove the containers a dead owner started (gone ones are skipped)."""
+    try:  # the Docker SDK itself: servers.docker reads leases, so it cannot be used here
+        import docker
+
+        client = docker.from_env(timeout=30)
+    except Exception as exc:
+        log.warning("could not remove the containers %s: %s", ", ".join(ids), exc)
+        return
+    for container_id in ids:
+        with contextlib.suppress(Exception):
+            client.containers.get(container_id).remove(force=True)
+            log.warning("Removed container %s a crashed run left", container_id[:12])
 
 
 def lease_is_live(token: str) -> bool:

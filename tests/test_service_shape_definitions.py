@@ -221,6 +221,7 @@ def test_a_pipeline_mistake_names_the_file_and_key(
         ('[profiles.remediated.apps.refunds]\ncommand = "r"\nreads = ["output"]\nwrites = []\n',
          "profiles.remediated.apps.refunds.writes", "must be a list of the incident's topic"),
     ],
+    ids=["unknown-topic", "misspelled-key", "client-setting", "writes-nothing"],
 )  # fmt: skip
 def test_a_mistake_in_a_profiles_service_is_named_in_its_own_table(
     tmp_path: Path, own: str, where: str, says: str

@@ -6,6 +6,8 @@ without a probe, once it outlived its start-up window. An app that cannot start,
 before it is ready the first time, fails at once with its last output. After that, exits are
 what incidents are made of: the instance is restarted by its policy, with a back-off that
 doubles while it keeps dying young (a crash loop, recorded as such), and the run goes on.
+An app from an image runs each instance as a container (:mod:`.image_app`), which the same
+verbs reach: the signals of a process group become ``docker kill``, ``pause`` and ``unpause``.
 """
 
 from __future__ import annotations

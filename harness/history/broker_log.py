@@ -10,6 +10,7 @@ Reading them lets a run judge an app that reports nothing itself. Events, in tim
 - ``rebalance``: the group began a rebalance (``generation`` it leaves, ``reason``), or under
   the ``consumer`` protocol computed a new target assignment (``generation`` is its epoch);
 - ``stabilized``: the group completed one (``generation``, ``members``);
+- ``empty``: the group has no member left (``generation``): a rebalance it was in is over;
 - ``producer_id``: a transactional id of the app was given a producer id; a new id for a
   transactional id that had one means the old one was expired (an epoch bump keeps the id);
 - ``static_fenced``: a static member (``group.instance.id``) lost its id to a newer member
@@ -46,6 +47,7 @@ _LEFT_CONSUMER_GROUP = re.compile(r"Member (\S+) left the consumer group")
 _NEW_ASSIGNMENT = re.compile(r"Computed a new target assignment for epoch (\d+)")
 _REBALANCE = re.compile(r"Preparing to rebalance group \S+ .*old generation (\d+) \(reason: (.*)\)")
 _STABILIZED = re.compile(r"Stabilized group \S+ generation (\d+) with (\d+) members")
+_EMPTY = re.compile(r"Group \S+ with generation (\d+) is now empty")
 _REMOVED = (
     re.compile(r"Member (\S+) in group \S+ has failed, removing it from the group"),
     re.compile(r"Member (\S+) fenced from the group because (.*?)\.?(?: \(org\.apache|$)"),
@@ -124,6 +126,8 @@ def _classify(message: str, group: str) -> dict[str, Any] | None:
         return {"kind": "rebalance", "generation": int(m.group(1)), "reason": m.group(2)}
     if (m := _STABILIZED.search(message)) is not None:
         return {"kind": "stabilized", "generation": int(m.group(1)), "members": int(m.group(2))}
+    if (m := _EMPTY.search(message)) is not None:
+        return {"kind": "empty", "generation": int(m.group(1))}
     for pattern in _REMOVED:
         if (m := pattern.search(message)) is not None:
             reason = m.group(2) if pattern.groups > 1 else "session timeout"

@@ -43,8 +43,16 @@ def reproduced(signature: Sequence[Condition], symptoms: Mapping[str, Any]) -> b
     return all(measured) if measured else None
 
 
-def guarantee_reason(guarantee: str, check: str, verdict: str, counts: Mapping[str, int]) -> str:
-    """Why the declared guarantee did not hold, or could not be judged, in plain words."""
+def guarantee_reason(
+    guarantee: str,
+    check: str,
+    verdict: str,
+    counts: Mapping[str, int],
+    held_back: Sequence[str] = (),
+) -> str:
+    """Why the declared guarantee did not hold, or could not be judged, in plain words;
+    ``held_back``: what the run's history shows held the app back from the inputs it did not
+    get to (see :mod:`.held_back`), a clause each."""
     if check == "fail":
         parts = [
             f"{counts[name]} {label}"
@@ -64,6 +72,7 @@ def guarantee_reason(guarantee: str, check: str, verdict: str, counts: Mapping[s
             f"{unseen} acknowledged inputs were not in the output when the run ended and no "
             "commit had passed them (the app did not get to them in time)"
         )
+        parts += held_back
     if pending:
         parts.append(
             f"{pending} acknowledged inputs have their output only behind a transaction that "
@@ -83,8 +92,10 @@ def judge(
     check: str,
     verdict: str,
     counts: Mapping[str, int],
+    held_back: Sequence[str] = (),
 ) -> Judgement:
-    """Judge one run; ``check`` is the checker's pass, fail or unknown for ``guarantee``."""
+    """Judge one run; ``check`` is the checker's pass, fail or unknown for ``guarantee``;
+    ``held_back``: what held the app back from the inputs it did not get to, if any."""
     shown = reproduced(signature, symptoms)
     reasons = [
         f"condition not met: {c} (measured {_shown(symptoms.get(c.symptom))})"
@@ -95,7 +106,7 @@ def judge(
     held = check == "pass"
     seen = [c for c in signature if c.holds(symptoms.get(c.symptom)) is True]
     missing = [c for c in signature if c.holds(symptoms.get(c.symptom)) is not True]
-    broken = [] if held else [guarantee_reason(guarantee, check, verdict, counts)]
+    broken = [] if held else [guarantee_reason(guarantee, check, verdict, counts, held_back)]
     not_judged = broken[0] if check == "unknown" else None
 
     if not users_app and profile == "vulnerable":

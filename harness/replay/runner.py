@@ -54,6 +54,7 @@ from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
+from .held_back import held_back
 from .judge import judge
 from .model import WRITTEN_ROLES, AppDefinition, Incident, Profile, Sink
 from .pipeline import check_services, first_wrong, hop_summary, services_meta, users_app
@@ -690,6 +691,7 @@ class PlayedRun:
             check=self.judged.result,
             verdict=self.judged.verdict,
             counts=self.judged.counts,
+            held_back=held_back(evidence) if self.judged.counts.get("unseen_at_deadline") else (),
         )
         self.outcome.passed = judgement.passed
         self.outcome.reproduced = judgement.reproduced
@@ -903,7 +905,12 @@ def _evidence(
     groups = [service["group"] for service in meta.get("services", {}).values()]
     group = None
     if logs:
-        group = [e for name in groups or [meta["group"]] for e in group_events(logs, name)]
+        named = len(groups) > 1  # a pipeline's events say whose group they are
+        group = [
+            {**e, "group": name} if named else e
+            for name in groups or [meta["group"]]
+            for e in group_events(logs, name)
+        ]
         group.sort(key=lambda event: event["ts"])
     stream = history.stream("group")
     for event in group or []:

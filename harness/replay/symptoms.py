@@ -58,6 +58,8 @@ class Evidence:
     stable: list[dict[str, Any]] = field(default_factory=list)
     #: What the run found of open transactions before the check (the ``settled`` event).
     transactions: list[dict[str, Any]] = field(default_factory=list)
+    #: When the run started (Unix seconds): the clock a reader's times count from.
+    start: float = 0.0
 
     @classmethod
     def of(
@@ -88,6 +90,7 @@ class Evidence:
             deliveries=check.deliveries,
             stable=stream("stable"),
             transactions=stream("transactions"),
+            start=recorded.start,
         )
 
     def without_reports(self) -> Evidence:

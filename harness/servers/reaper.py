@@ -3,9 +3,10 @@
 Every server (a Kafka cluster, a database, a Spark master) takes out a *lease*: a small JSON
 file naming the process that owns it, the processes it started, the directories it made and
 the Docker containers it started (an app's image: the daemon's children, which no signal to the
-owner's processes reaches). Normal teardown removes the lease. If the owner dies without tearing down (kill -9, a crash),
-the next start finds leases whose owner is gone and reaps what they list. A process is only
-killed when its environment still carries the lease's token, so a recycled pid is never touched.
+owner's processes reaches). Normal teardown removes the lease. If the owner dies without
+tearing down (kill -9, a crash), the next start finds leases whose owner is gone and reaps what
+they list. A process is only killed when its environment still carries the lease's token, so a
+recycled pid is never touched.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
                 {"delivery.timeout.ms": options.delivery_timeout_ms}
                 if options.delivery_timeout_ms
                 else {}
-            ),  # noqa: E501
+            ),
             **(
                 {"transactional.id": env["REPLAY_TRANSACTIONAL_ID"]}
                 if options.transactional

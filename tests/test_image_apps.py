@@ -257,26 +257,40 @@ def test_a_missing_image_is_one_error_line_before_any_broker_starts(tmp_path: Pa
     print(f"refused in {time.monotonic() - started:.1f}s")
 
 
+def _run_until_its_app_starts(report: Path, image: str, stop: signal.Signals) -> list[str]:
+    """Start ``kafka-replay run`` with the image app, send it ``stop`` once a container of its
+    app started, wait for it to end; the containers it started."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kafka_replay.cli", "run", "crash-restart-eos",
+         "--profile", "remediated", "--app-image", image, "--app=--transactional",
+         "--report", str(report)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not started_containers(report):
+            assert child.poll() is None, "the run ended before its app started"
+            assert time.monotonic() < deadline, "no app container started within 240 s"
+            time.sleep(0.2)
+    finally:
+        os.kill(child.pid, stop)
+        child.wait(timeout=120)
+    return started_containers(report)
+
+
+def test_ctrl_c_stops_the_run_and_removes_its_containers(
+    tmp_path: Path, service_image: str
+) -> None:
+    started = _run_until_its_app_starts(tmp_path / "report", service_image, signal.SIGINT)
+    assert still_there(started) == []
+
+
 def test_containers_of_a_killed_run_are_removed_by_the_next(
     tmp_path: Path, service_image: str
 ) -> None:
     """``kill -9`` of ``kafka-replay run`` cannot stop its containers (the daemon's children);
     their lease names them, and the next run removes them before it starts anything."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "kafka_replay.cli", "run", "crash-restart-eos",
-         "--profile", "remediated", "--app-image", service_image, "--app=--transactional",
-         "--report", str(tmp_path / "report")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 240
-        while not (started := started_containers(tmp_path / "report")):
-            assert child.poll() is None, "the run ended before its app started"
-            assert time.monotonic() < deadline, "no app container started within 240 s"
-            time.sleep(0.2)
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+    started = _run_until_its_app_starts(tmp_path / "report", service_image, signal.SIGKILL)
     assert still_there(started), "the killed run's containers are there until the next run"
     from kafka_replay.servers.reaper import reap_orphans
 

@@ -171,3 +171,37 @@ def test_a_static_member_fenced_at_each_request_counts_once() -> None:
         "static_joins_refused": 1,
     }
     assert set(measure(evidence(), names).values()) == {None}  # no broker logs: unmeasured
+
+
+def test_a_new_partition_begun_at_its_end_is_told_from_one_read_whole() -> None:
+    """Input 2 -> 4 partitions: the group's first commit on a new partition above inputs of it
+    that never reached the output (a latest consumer) counts; one read from 0 does not."""
+    steps = [{"kind": "step", "do": "add_partitions", "topic": TOPIC, "before": 2,
+              "partitions": 4, "started": 5.0, "ended": 5.5}]  # fmt: skip
+    acks = [{**ack(1, 0, o), "event_id": f"p0-{o}"} for o in range(5)]
+    acks += [{**ack(6 + o, p, o), "event_id": f"p{p}-{o}"} for p in (2, 3) for o in range(10)]
+
+    def commit(partition: int, offset: int) -> dict[str, Any]:
+        return {"kind": "commit", "topic": TOPIC, "partition": partition, "offset": offset}
+
+    def run(offsets: list[dict[str, Any]], ids: list[str]) -> Evidence:
+        deliveries = [{"event_id": i} for i in ids]
+        return evidence(produce=acks, steps=steps, offsets=offsets, deliveries=deliveries)
+
+    name = ("new_partitions_started_past_zero",)
+    old = [f"p0-{o}" for o in range(5)]
+    # latest: partition 2 begun at 6 (0-5 skipped), partition 3 at 8; later commits do not matter
+    read = old + [f"p2-{o}" for o in range(6, 10)] + [f"p3-{o}" for o in range(8, 10)]
+    skipped = run([commit(0, 5), commit(2, 7), commit(3, 9), commit(2, 10), commit(3, 10)], read)
+    assert measure(skipped, name) == {name[0]: 2}
+    # earliest: the first commit is above records too, but every one of them was delivered
+    every = [f"p{p}-{o}" for p in (2, 3) for o in range(10)]
+    whole = run([commit(0, 5), commit(2, 4), commit(3, 10), commit(2, 10)], old + every)
+    assert measure(whole, name) == {name[0]: 0}
+    # an original partition's loss is not a new partition's start
+    lost_old = run([commit(0, 5), commit(2, 10), commit(3, 10)], every)
+    assert measure(lost_old, name) == {name[0]: 0}
+    # no partitions added, or added to another topic (or an older history without "before")
+    assert measure(evidence(produce=acks), name) == {name[0]: None}
+    other = [{**steps[0], "topic": "output"}]
+    assert measure(evidence(produce=acks, steps=other), name) == {name[0]: None}

@@ -66,8 +66,12 @@ def _wait_exited(apps: Supervisor, instance: int, stop: threading.Event) -> None
         pass
 
 
-def add_partitions(cluster: Cluster, topic: str, total: int, timeout: float = 30.0) -> None:
-    """Raise ``topic`` to ``total`` partitions (keys then hash onto a different count)."""
-    futures = cluster.admin().create_partitions([NewPartitions(topic, total)])
+def add_partitions(cluster: Cluster, topic: str, total: int, timeout: float = 30.0) -> int:
+    """Raise ``topic`` to ``total`` partitions (keys then hash onto a different count); return
+    how many it had before (the new ones are numbered from there)."""
+    admin = cluster.admin()
+    before = len(admin.list_topics(topic, timeout=timeout).topics[topic].partitions)
+    futures = admin.create_partitions([NewPartitions(topic, total)])
     futures[topic].result(timeout)
     cluster.wait_for_leaders(topic, total, timeout)
+    return before

@@ -489,9 +489,10 @@ def _kill_at_random(stage: Stage, step: Step) -> dict[str, Any]:
     count=Field(int),
 )
 def _add_partitions(stage: Stage, step: Step) -> dict[str, Any]:
-    """Raise the topic's partition count."""
-    add_partitions(stage.cluster, stage.topics[step["topic"]], step["count"])
-    return {"partitions": step["count"]}
+    """Raise the topic's partition count; records the topic and its count before."""
+    topic = stage.topics[step["topic"]]
+    before = add_partitions(stage.cluster, topic, step["count"])
+    return {"partitions": step["count"], "before": before, "topic": topic}
 
 
 def _broker_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:

@@ -781,3 +781,45 @@ def archived_at_limit(evidence: Evidence) -> Value:
         and ack["offset"] is not None
         and ack["offset"] < starts.get(ack["partition"], -1)
     )
+
+
+# --- partitions added while the group reads ---------------------------------------------------
+
+
+@symptom
+def new_partitions_started_past_zero(evidence: Evidence) -> Value:
+    """Input partitions added during the run that the group began past records it never
+    delivered: its first commit there lies above acknowledged inputs of that partition that
+    are missing from the output (a consumer with ``auto.offset.reset = latest`` that learned of
+    the partition after producers had written to it); ``null`` without an ``add_partitions``
+    step on the input topic."""
+    added = [
+        e
+        for e in evidence.steps
+        if e.get("kind") == "step"
+        and e["do"] == "add_partitions"
+        and e.get("topic") == evidence.input_topic
+        and "before" in e
+    ]
+    if not added:
+        return None
+    new = {p for e in added for p in range(e["before"], e["partitions"])}
+    first_commit: dict[int, int] = {}
+    for commit in evidence.offsets:  # in the order the coordinator wrote them
+        if (
+            commit["kind"] == "commit"
+            and commit["topic"] == evidence.input_topic
+            and commit["partition"] in new
+        ):
+            first_commit.setdefault(commit["partition"], commit["offset"])
+    delivered = {d["event_id"] for d in evidence.deliveries}
+    return len(
+        {
+            ack["partition"]
+            for ack in evidence.acks
+            if ack["partition"] in first_commit
+            and ack.get("offset") is not None
+            and ack["offset"] < first_commit[ack["partition"]]
+            and ack["event_id"] not in delivered
+        }
+    )

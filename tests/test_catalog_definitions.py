@@ -72,6 +72,7 @@ PUBLIC_WRITE_UPS = {
     "protocol-migration",
     "share-group-lock-expiry",
     "static-member-bounce",
+    "poison-pill",
     "partition-expansion-latest",
 }
 

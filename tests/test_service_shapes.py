@@ -82,6 +82,27 @@ def test_a_service_that_skips_the_poison_pill_silently_loses_it(replay: Replay) 
     assert outcome.anomalies["lost"] == 1
 
 
+def test_the_catalogs_forwarder_that_skips_a_poison_pill_is_found_losing_it(
+    replay_incident: Replay,
+) -> None:
+    """The catalog's ``poison-pill`` against its own reference app in the second vulnerable
+    shape (a default error handler: log, skip, commit past): it never dies, so the crash loop
+    is not seen, and the record it dropped is lost in the dead-letter topic's check."""
+    skip = shlex.join(
+        [sys.executable, "-m", "kafka_replay_incidents.apps.batch_forwarder", "--on-bad", "skip"]
+    )
+    outcome = replay_incident("poison-pill", "vulnerable", app=skip, guarantee="at-least-once")
+    print(outcome.explain())
+    assert (outcome.passed, outcome.result) == (False, "guarantee broken"), outcome.explain()
+    assert outcome.reproduced is False  # no crash loop: the loss is silent
+    assert outcome.symptoms["app_restarts"] == 0 and outcome.symptoms["backlog_drained"] is True
+    assert outcome.dead_lettered == 0 and outcome.anomalies["lost"] == 1
+    dead_letters = next(each for name, each in outcome.outputs.items() if "dead-letters" in name)
+    assert dead_letters["anomalies"]["lost"] == 1  # committed past, in neither place
+    output = next(each for name, each in outcome.outputs.items() if "dead-letters" not in name)
+    assert output["anomalies"]["lost"] == 0 and output["anomalies"]["misrouted"] == 0
+
+
 def test_a_service_that_dead_letters_good_orders_misroutes_them(replay: Replay) -> None:
     outcome = replay(
         "poison-pill", "remediated",

@@ -132,6 +132,22 @@ def test_message_size_is_a_parameter() -> None:
     assert min(sizes) >= 5000 and max(sizes) < 5100
 
 
+def test_poison_at_makes_those_sign_ups_java_serialized_and_marks_them_for_dead_letters() -> None:
+    clean = list(student_onboarding(count=20, students=5, seed=3).records())
+    poisoned = list(student_onboarding(count=20, students=5, seed=3, poison_at=[4, 9]).records())
+    assert [r.expect for r in poisoned].count("dead_letter") == 2
+    for n, (before, after) in enumerate(zip(clean, poisoned, strict=True)):
+        assert (after.key, after.event_id, after.seq) == (before.key, before.event_id, before.seq)
+        if n in (4, 9):
+            assert after.value.startswith(b"\xac\xed\x00\x05t") and before.value in after.value
+            with pytest.raises(ValueError):
+                json.loads(after.value)
+        else:
+            assert after == before
+    one = list(student_onboarding(count=5, students=2, seed=3, poison_at=0).records())
+    assert [r.expect for r in one] == ["dead_letter", None, None, None, None]
+
+
 def test_quiet_then_wake_pauses_between_its_bursts() -> None:
     steps = list(quiet_then_wake(before=4, idle_s=90, after=6, seed=2).steps())
     pauses = [i for i, s in enumerate(steps) if isinstance(s, Pause)]

@@ -1,6 +1,7 @@
 """Realistic inputs for each incident, generated with Faker from a seed.
 
-- :func:`student_onboarding`: a student's biodata and sign-up stages, keyed by student id.
+- :func:`student_onboarding`: a student's biodata and sign-up stages, keyed by student id;
+  ``poison_at`` makes some of them poison pills (not JSON: a producer changed its serializer).
 - :func:`quiet_events`: a trickle of small events on a low-volume topic.
 - :func:`deal_flood`: ~800KB deal documents (~600 options each) published in runs of hundreds
   of copies of one deal id, so each run lands on one partition.
@@ -12,13 +13,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any, TypeVar
 
 from faker import Faker
 
 from .partitioner import java_partition
-from .records import Pause, Stamper, Step, Workload, encode
+from .records import Pause, Stamper, Step, Workload, WorkloadRecord, encode
 
 T = TypeVar("T")
 
@@ -32,6 +34,9 @@ def generator(function: Callable[..., Workload]) -> Callable[..., Workload]:
     return function
 
 
+#: What a producer that switched to Java's own serialization writes before an event's text:
+#: the stream magic and version (``0xACED 0x0005``), then a string object and its length.
+JAVA_SERIALIZED = b"\xac\xed\x00\x05t"
 STUDENT_STAGES = ("biodata.uploaded", "account.created", "account.confirmed", "student.onboarded")
 #: Distinct values Faker makes once per workload for a field it is slow at (an IBAN costs
 #: ~20-40us, ~100x a pick from a list); records then draw from the pool with the seeded source.
@@ -95,8 +100,15 @@ def student_onboarding(
     size_bytes: int = 0,
     seed: int = 0,
     rate: float | None = None,
+    poison_at: int | list[int] | None = None,
 ) -> Workload:
-    """Onboarding events, each student's passing through the sign-up stages in ``seq`` order."""
+    """Onboarding events, each student's passing through the sign-up stages in ``seq`` order.
+
+    ``poison_at``: a position or a list of them (0 the first) whose event a producer wrote
+    with another serializer (Java's own): a value that is not JSON, marked for the dead-letter
+    topic (``expect = "dead_letter"``); it keeps its key, ``event_id`` header and ``seq``.
+    """
+    poisoned = frozenset([poison_at] if isinstance(poison_at, int) else poison_at or ())
 
     def build(rng: random.Random, fake: Faker, stamper: Stamper) -> Iterator[Step]:
         ids = [f"student-{fake.unique.random_int(100000, 999999)}" for _ in range(students)]
@@ -114,19 +126,27 @@ def student_onboarding(
             for student in ids
         }
         stage: dict[str, int] = dict.fromkeys(ids, 0)
-        for student in _skewed_keys(rng, ids, skew, count):
+        for position, student in enumerate(_skewed_keys(rng, ids, skew, count)):
             event = STUDENT_STAGES[stage[student] % len(STUDENT_STAGES)]
             stage[student] += 1
             body = {"type": event, "student": profiles[student], "at": clock.tick()}
-            yield stamper.stamp(student, body, pad_to=size_bytes)
+            record = stamper.stamp(student, body, pad_to=size_bytes)
+            if position in poisoned:
+                record = _java_serialized(record)
+            yield record
 
-    return Workload(
-        "student-onboarding",
-        seed,
-        build,
-        rate,
-        {"count": count, "students": students, "skew": skew, "size_bytes": size_bytes},
-    )
+    parameters = {"count": count, "students": students, "skew": skew, "size_bytes": size_bytes}
+    if poisoned:
+        parameters["poison_at"] = sorted(poisoned)
+    return Workload("student-onboarding", seed, build, rate, parameters)
+
+
+def _java_serialized(record: WorkloadRecord) -> WorkloadRecord:
+    """``record`` as a producer that switched to Java serialization writes it: its text as a
+    serialized ``java.lang.String`` (not JSON), for the dead-letter topic."""
+    text = record.value[:65535]
+    value = JAVA_SERIALIZED + len(text).to_bytes(2, "big") + text
+    return replace(record, value=value, expect="dead_letter")
 
 
 class _Settlements:

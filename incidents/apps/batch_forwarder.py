@@ -1,27 +1,49 @@
 """An at-least-once service: poll a batch, do the work for each record, write, commit.
 
-``python -m kafka_replay_incidents.apps.batch_forwarder [--batch N] [--work-ms MS]``
+``python -m kafka_replay_incidents.apps.batch_forwarder [--batch N] [--work-ms MS]
+[--on-bad crash|skip|dead-letter] [--dead-letter-topic TOPIC]``
 
 The batch size is the Java client's ``max.poll.records``: the incident's, given by the
 contract (``REPLAY_MAX_POLL_RECORDS``), else ``--batch`` (500, the Java default). ``--work-ms``
 is the per-record work (a database write, a call to another service). A commit that fails is
 reported and the loop goes on, as the post's service did.
+
+``--on-bad`` says what becomes of a record whose value is not a JSON object (a poison pill: its
+producer changed its serializer):
+
+- ``crash``: the error ends the process (its clients closed), uncommitted; restarted, the
+  service resumes at the same offset and meets the same record again;
+- ``skip``: logged and dropped, its offset committed with the batch's (a framework's default
+  error handler: the record is lost without a trace in any topic);
+- ``dead-letter``: written as it came (key, value and headers) to ``--dead-letter-topic`` before
+  the batch is committed, and the service goes on.
+
+Without ``--on-bad`` an undecodable value fails as it always did (an exception, so a crash).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
+from confluent_kafka import Message
+
 from .common import Service, next_offsets, result_of
+
+ON_BAD = ("crash", "skip", "dead-letter")
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="batch_forwarder")
     parser.add_argument("--batch", type=int, default=500, help="unless the incident sets one")
     parser.add_argument("--work-ms", type=float, default=0.0)
+    parser.add_argument("--on-bad", choices=ON_BAD, help="a value that is not a JSON object")
+    parser.add_argument("--dead-letter-topic", help="where --on-bad dead-letter writes it")
     options = parser.parse_args(argv)
+    if options.on_bad == "dead-letter" and not options.dead_letter_topic:
+        parser.error("--on-bad dead-letter needs --dead-letter-topic")
     service = Service()
     batch_size = service.context.max_poll_records or options.batch
     consumer = service.consumer()
@@ -33,6 +55,22 @@ def main(argv: list[str]) -> int:
             continue
         for message in batch:
             time.sleep(options.work_ms / 1000)  # the record's work
+            if options.on_bad and not _decodes(message):
+                if options.on_bad == "crash":  # as an uncaught exception closes the clients
+                    producer.flush(30)
+                    consumer.close()
+                    raise SystemExit(f"cannot deserialize the record at {_where(message)}")
+                if options.on_bad == "skip":
+                    where = _where(message)
+                    print(f"skipping a record that cannot be deserialized at {where}", flush=True)
+                else:
+                    producer.produce(
+                        options.dead_letter_topic,
+                        message.value(),
+                        message.key(),
+                        headers=message.headers() or [],
+                    )
+                continue
             value, headers = result_of(message)
             producer.produce(service.context.output_topic, value, message.key(), headers=headers)
             producer.poll(0)
@@ -40,6 +78,18 @@ def main(argv: list[str]) -> int:
         service.commit(consumer, next_offsets(batch))  # a refusal shows at the next poll
     consumer.close()
     return 0
+
+
+def _decodes(message: Message) -> bool:
+    """Whether the record's value is a JSON object, as the service's deserializer wants it."""
+    try:
+        return isinstance(json.loads(message.value() or b""), dict)
+    except ValueError:  # not JSON, or not UTF-8 text at all
+        return False
+
+
+def _where(message: Message) -> str:
+    return f"{message.topic()} partition {message.partition()} offset {message.offset()}"
 
 
 if __name__ == "__main__":

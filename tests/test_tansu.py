@@ -182,6 +182,7 @@ NOT_JOINED = "did not join its consumer group within"
 #: Incidents whose needs Tansu cannot meet, and why (docs/vendors.md has the whole table).
 NOT_APPLICABLE_ON_TANSU = {
     "deal-flood": "add_partitions",
+    "partition-expansion-latest": "add_partitions",
     "hanging-transaction": "abort_transactions",
     "leader-loss-acks-one": "3 brokers",
     "paused-leader-send-expiry": "3 brokers",

@@ -707,6 +707,34 @@ def partition_unread_s(evidence: Evidence) -> Value:
     return round(longest, 1)
 
 
+# --- rolling deploys --------------------------------------------------------------------------
+
+
+@symptom
+def whole_assignment_revocations(evidence: Evidence) -> Value:
+    """Times a member that stayed in the group gave up every partition it held in a rebalance
+    (the eager protocol's revocation: a cooperative member gives up only what moves), from the
+    app's ``revoked`` and ``assigned`` reports; a member's revocation as it leaves is not one."""
+    if not _reported(evidence):
+        return None
+    held: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    emptied: dict[str, int] = defaultdict(int)  # whole revocations not yet followed by an assign
+    count = 0
+    for event in evidence.app:
+        if event["kind"] not in ("assigned", "revoked"):
+            continue
+        member = event.get("member") or ""
+        partitions = {(p["topic"], p["partition"]) for p in event.get("partitions", [])}
+        if event["kind"] == "assigned":
+            count += emptied.pop(member, 0)  # the member went on: it did not leave
+            held[member] |= partitions
+        elif partitions:
+            if held[member] and held[member] <= partitions:
+                emptied[member] += 1
+            held[member] -= partitions
+    return count
+
+
 # --- group protocol migration ---------------------------------------------------------------
 
 #: The codes a ``consumer``-protocol coordinator refuses a commit with when the member's epoch

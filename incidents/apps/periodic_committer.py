@@ -1,7 +1,7 @@
 """A service that keeps a map of processed offsets and flushes it on a timer.
 
 ``python -m kafka_replay_incidents.apps.periodic_committer [--commit-every-s S] [--work-ms MS]
-[--only-assigned] [--commit-on-revoke] [--retry-stale-commits]``
+[--only-assigned] [--commit-on-revoke] [--retry-stale-commits] [--forget-revoked]``
 
 Without ``--only-assigned`` (the post's code) the map keeps partitions the instance no longer
 owns, so after a rebalance it commits their old offsets over the new owner's progress. With
@@ -12,7 +12,9 @@ revoked is committed before they leave.
 partitions being revoked, its output flushed first, before they leave. ``--retry-stale-commits``
 retries a commit the coordinator refused with ``STALE_MEMBER_EPOCH`` (the ``consumer``
 protocol's member epoch moved on between the commit and the heartbeat that told the member),
-as the KIP-848 guides say, instead of dropping it.
+as the KIP-848 guides say, instead of dropping it. ``--forget-revoked`` drops what was processed
+of the partitions being revoked without committing it: the timer only ever commits partitions
+the member owns, and the next owner starts at the last commit (``rolling-deploy-rebalance-storm``).
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ class Committer:
         only_assigned: bool,
         commit_on_revoke: bool = False,
         retry_stale: bool = False,
+        forget_revoked: bool = False,
     ) -> None:
         self.service = service
         self.only_assigned = only_assigned
         self.commit_on_revoke = commit_on_revoke
         self.retry_stale = retry_stale
+        self.forget_revoked = forget_revoked
         self.producer: Producer | None = None  # flushed before a commit on revoke
         self.done: dict[tuple[str, int], int] = {}
 
@@ -75,6 +79,7 @@ class Committer:
             if self.commit_on_revoke and self.producer is not None:
                 self.producer.flush(30)  # the outputs before the offsets that say they are done
             self.flush(consumer, partitions)
+        if self.only_assigned or self.commit_on_revoke or self.forget_revoked:
             for p in partitions:
                 self.done.pop((p.topic, p.partition), None)
 
@@ -86,10 +91,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only-assigned", action="store_true")
     parser.add_argument("--commit-on-revoke", action="store_true")
     parser.add_argument("--retry-stale-commits", action="store_true")
+    parser.add_argument("--forget-revoked", action="store_true")
     options = parser.parse_args(argv)
     service = Service()
     committer = Committer(
-        service, options.only_assigned, options.commit_on_revoke, options.retry_stale_commits
+        service,
+        options.only_assigned,
+        options.commit_on_revoke,
+        options.retry_stale_commits,
+        options.forget_revoked,
     )
     consumer = service.consumer()
     producer = committer.producer = service.producer()

@@ -19,7 +19,7 @@ import org.apache.kafka.common.errors.StaleMemberEpochException;
  * A service that keeps a map of processed offsets and flushes it on a timer.
  *
  * <pre>PeriodicCommitter [--commit-every-s S] [--work-ms MS] [--only-assigned]
- *     [--commit-on-revoke] [--retry-stale-commits]</pre>
+ *     [--commit-on-revoke] [--retry-stale-commits] [--forget-revoked]</pre>
  *
  * Without {@code --only-assigned} (the post's code) the map keeps partitions the instance no
  * longer owns, so after a rebalance it commits their old offsets over the new owner's
@@ -30,6 +30,9 @@ import org.apache.kafka.common.errors.StaleMemberEpochException;
  * of the partitions being revoked, output flushed first, before they leave.
  * {@code --retry-stale-commits} retries a commit refused with {@code STALE_MEMBER_EPOCH} (the
  * member's epoch moved on under the {@code consumer} protocol) instead of dropping it.
+ * {@code --forget-revoked} drops what was processed of the revoked partitions without committing
+ * it: the timer only ever commits partitions the member owns, and the next owner starts at the
+ * last commit.
  */
 public final class PeriodicCommitter {
     private final Map<TopicPartition, Long> done = new HashMap<>();
@@ -37,11 +40,14 @@ public final class PeriodicCommitter {
     private final boolean onlyAssigned;
     private final boolean commitOnRevoke;
     private final boolean retryStale;
+    private final boolean forgetRevoked;
 
-    private PeriodicCommitter(boolean onlyAssigned, boolean commitOnRevoke, boolean retryStale) {
+    private PeriodicCommitter(
+            boolean onlyAssigned, boolean commitOnRevoke, boolean retryStale, boolean forgetRevoked) {
         this.onlyAssigned = onlyAssigned;
         this.commitOnRevoke = commitOnRevoke;
         this.retryStale = retryStale;
+        this.forgetRevoked = forgetRevoked;
     }
 
     private static boolean stale(Throwable e) {
@@ -86,6 +92,7 @@ public final class PeriodicCommitter {
         boolean onlyAssigned = false;
         boolean commitOnRevoke = false;
         boolean retryStale = false;
+        boolean forgetRevoked = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--commit-every-s" -> commitEveryS = Double.parseDouble(args[++i]);
@@ -93,11 +100,13 @@ public final class PeriodicCommitter {
                 case "--only-assigned" -> onlyAssigned = true;
                 case "--commit-on-revoke" -> commitOnRevoke = true;
                 case "--retry-stale-commits" -> retryStale = true;
+                case "--forget-revoked" -> forgetRevoked = true;
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
         Contract.start("PeriodicCommitter");
-        PeriodicCommitter committer = new PeriodicCommitter(onlyAssigned, commitOnRevoke, retryStale);
+        PeriodicCommitter committer =
+                new PeriodicCommitter(onlyAssigned, commitOnRevoke, retryStale, forgetRevoked);
         Map<String, String> own = Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "50");
         try (KafkaConsumer<byte[], byte[]> consumer = Contract.consumer(own);
              KafkaProducer<byte[], byte[]> producer = Contract.producer(null)) {
@@ -107,6 +116,8 @@ public final class PeriodicCommitter {
                     if (committer.onlyAssigned || committer.commitOnRevoke) {
                         producer.flush();
                         committer.flush(consumer, partitions);
+                        partitions.forEach(committer.done::remove);
+                    } else if (committer.forgetRevoked) {
                         partitions.forEach(committer.done::remove);
                     }
                 }

@@ -74,6 +74,7 @@ PUBLIC_WRITE_UPS = {
     "static-member-bounce",
     "poison-pill",
     "partition-expansion-latest",
+    "record-too-large",
     "rolling-deploy-rebalance-storm",
 }
 

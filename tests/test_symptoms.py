@@ -205,3 +205,18 @@ def test_a_new_partition_begun_at_its_end_is_told_from_one_read_whole() -> None:
     assert measure(evidence(produce=acks), name) == {name[0]: None}
     other = [{**steps[0], "topic": "output"}]
     assert measure(evidence(produce=acks, steps=other), name) == {name[0]: None}
+
+
+def test_the_smallest_lost_input_is_measured_from_the_acks() -> None:
+    acks = [ack(1, 0, o, size=300) for o in range(4)] + [ack(1, 0, 4, size=900_000)]
+    acks += [ack(1, 0, 5, size=950_000), ack(1, 0, 6, size=200)]  # 6: past the commit, unseen
+    for a in acks:
+        a["topic"] = TOPIC
+    delivered = [{"in_partition": 0, "in_offset": o} for o in (0, 1, 2, 3)]
+    lag = [{"ts": 2, "topic": TOPIC, "partition": 0, "committed": 6, "lag": 1}]
+    run = evidence(produce=acks, lag=lag, deliveries=delivered, check=check(lost=2))
+    assert measure(run, ("smallest_lost_input_bytes",)) == {"smallest_lost_input_bytes": 900_000}
+    nothing_lost = evidence(produce=acks, lag=lag, deliveries=delivered)
+    assert measure(nothing_lost, ("smallest_lost_input_bytes",)) == {
+        "smallest_lost_input_bytes": None
+    }

@@ -135,6 +135,11 @@ _TABLE = (
     _same("linger.ms", "producer", int),
     _same("batch.size", "producer", int),
     _same("delivery.timeout.ms", "producer", int, note="librdkafka's alias of message.timeout.ms"),
+    Setting(
+        "max.request.size", "message.max.bytes", "producer", int,
+        note="the largest record (Java: request) the producer sends; librdkafka refuses a "
+        "larger message at produce() (MSG_SIZE_TOO_LARGE)",
+    ),
     _same("max.in.flight.requests.per.connection", "producer", int),
     _same("compression.type", "producer", str, choices=("none", "gzip", "snappy", "lz4", "zstd")),
 )  # fmt: skip

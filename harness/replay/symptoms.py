@@ -571,6 +571,27 @@ def inputs_lost(evidence: Evidence) -> Value:
     return evidence.check.counts["lost"]
 
 
+@symptom
+def smallest_lost_input_bytes(evidence: Evidence) -> Value:
+    """The smallest acknowledged size among lost inputs (none reached the output, their offsets
+    committed past); None when nothing was lost."""
+    if not evidence.check.counts["lost"]:
+        return None
+    committed: dict[int, int] = {}
+    for sample in evidence.lag:  # the group's last committed offset of each input partition
+        if sample.get("topic") == evidence.input_topic and sample.get("committed") is not None:
+            committed[sample["partition"]] = sample["committed"]
+    delivered = {(d["in_partition"], d["in_offset"]) for d in evidence.deliveries}
+    sizes = [
+        ack["size"]
+        for ack in evidence.acks
+        if ack.get("topic", evidence.input_topic) == evidence.input_topic
+        and (ack["partition"], ack["offset"]) not in delivered
+        and ack["offset"] < committed.get(ack["partition"], -1)
+    ]
+    return min(sizes, default=None)
+
+
 # --- what the steps did to the brokers and the network ----------------------------------------
 
 

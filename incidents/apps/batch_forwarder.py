@@ -1,7 +1,8 @@
 """An at-least-once service: poll a batch, do the work for each record, write, commit.
 
 ``python -m kafka_replay_incidents.apps.batch_forwarder [--batch N] [--work-ms MS]
-[--on-bad crash|skip|dead-letter] [--dead-letter-topic TOPIC]``
+[--on-bad crash|skip|dead-letter] [--dead-letter-topic TOPIC] [--enrich-percent P]
+[--on-send-error log|stop]``
 
 The batch size is the Java client's ``max.poll.records``: the incident's, given by the
 contract (``REPLAY_MAX_POLL_RECORDS``), else ``--batch`` (500, the Java default). ``--work-ms``
@@ -19,6 +20,18 @@ producer changed its serializer):
   the batch is committed, and the service goes on.
 
 Without ``--on-bad`` an undecodable value fails as it always did (an exception, so a crash).
+
+``--enrich-percent P`` makes the service enrich each record and re-publish it: the output is
+the input's value (a JSON object) with an ``enrichment`` field of P percent of its size added
+(reference data joined in), key and headers kept. ``--on-send-error`` says what a send the
+producer refused or could not deliver (its delivery report, or ``produce()`` itself) does:
+
+- ``log``: logged, and the batch committed anyway (the input is lost);
+- ``stop``: logged, and the process ends without committing the batch (clients closed);
+  restarted, the service resumes at its last commit and sends the batch again.
+
+Without it, delivery reports are not read: the batch is committed after the flush whatever
+became of its sends (a refusal at ``produce()`` is an exception, so a crash).
 """
 
 from __future__ import annotations
@@ -28,11 +41,12 @@ import json
 import sys
 import time
 
-from confluent_kafka import Message
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from .common import Service, next_offsets, result_of
 
 ON_BAD = ("crash", "skip", "dead-letter")
+ON_SEND_ERROR = ("log", "stop")
 
 
 def main(argv: list[str]) -> int:
@@ -41,6 +55,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--work-ms", type=float, default=0.0)
     parser.add_argument("--on-bad", choices=ON_BAD, help="a value that is not a JSON object")
     parser.add_argument("--dead-letter-topic", help="where --on-bad dead-letter writes it")
+    parser.add_argument("--enrich-percent", type=float, help="output = input + P%% enrichment")
+    parser.add_argument("--on-send-error", choices=ON_SEND_ERROR, help="a send that failed")
     options = parser.parse_args(argv)
     if options.on_bad == "dead-letter" and not options.dead_letter_topic:
         parser.error("--on-bad dead-letter needs --dead-letter-topic")
@@ -49,6 +65,14 @@ def main(argv: list[str]) -> int:
     consumer = service.consumer()
     producer = service.producer()
     consumer.subscribe([service.context.input_topic], **service.report.rebalance_callbacks())
+    failed: list[str] = []  # this batch's sends that failed (with --on-send-error)
+
+    def delivered(error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            failed.append(f"{_where(message)}: {error.str()}")
+            print(f"send failed, {failed[-1]}", flush=True)
+
+    send_options = {"on_delivery": delivered} if options.on_send_error else {}
     while not service.stopping:
         batch = service.poll(consumer, batch_size, timeout=0.5)
         if not batch:
@@ -71,10 +95,31 @@ def main(argv: list[str]) -> int:
                         headers=message.headers() or [],
                     )
                 continue
-            value, headers = result_of(message)
-            producer.produce(service.context.output_topic, value, message.key(), headers=headers)
+            if options.enrich_percent is not None:
+                value = _enriched(message.value(), options.enrich_percent)
+                headers = message.headers()
+            else:
+                value, headers = result_of(message)
+            try:
+                producer.produce(
+                    service.context.output_topic,
+                    value,
+                    message.key(),
+                    headers=headers or [],
+                    **send_options,
+                )
+            except KafkaException as error:  # refused before it was sent (e.g. too large)
+                if not options.on_send_error:
+                    raise
+                failed.append(f"{len(value)} bytes for {_where(message)}: {error.args[0].str()}")
+                print(f"send refused, {failed[-1]}", flush=True)
             producer.poll(0)
-        producer.flush(30)
+        if producer.flush(30) > 0 and options.on_send_error:
+            failed.append("sends still undelivered after 30 s")
+        if failed and options.on_send_error == "stop":  # resume at the last commit, restarted
+            consumer.close()
+            raise SystemExit(f"{len(failed)} sends failed; stopping without committing the batch")
+        failed.clear()
         service.commit(consumer, next_offsets(batch))  # a refusal shows at the next poll
     consumer.close()
     return 0
@@ -86,6 +131,12 @@ def _decodes(message: Message) -> bool:
         return isinstance(json.loads(message.value() or b""), dict)
     except ValueError:  # not JSON, or not UTF-8 text at all
         return False
+
+
+def _enriched(value: bytes, percent: float) -> bytes:
+    """The input's JSON object with an ``enrichment`` field of ``percent`` of its size added."""
+    padding = b"e" * int(len(value) * percent / 100)
+    return value.rstrip()[:-1] + b',"enrichment":"' + padding + b'"}'
 
 
 def _where(message: Message) -> str:

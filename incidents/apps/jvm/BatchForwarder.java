@@ -3,6 +3,8 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 
@@ -18,7 +20,7 @@ import org.apache.kafka.common.KafkaException;
  * An at-least-once service: poll a batch, do the work for each record, write, commit.
  *
  * <pre>BatchForwarder [--batch N] [--work-ms MS] [--on-bad crash|skip|dead-letter]
- *                [--dead-letter-topic TOPIC]</pre>
+ *                [--dead-letter-topic TOPIC] [--enrich-percent P] [--on-send-error log|stop]</pre>
  *
  * The batch is {@code max.poll.records}: the incident's, else {@code --batch} (500, the
  * client's default). A commit that fails is logged and the loop goes on, as the post's
@@ -30,6 +32,13 @@ import org.apache.kafka.common.KafkaException;
  * and meets it again), is logged and dropped with its offset committed ({@code skip}: lost
  * silently), or is written as it came to {@code --dead-letter-topic} before the batch is
  * committed ({@code dead-letter}). Without it, values are forwarded unread, as before.
+ *
+ * <p>{@code --enrich-percent P} writes each input's value (a JSON object) with an
+ * {@code enrichment} field of P percent of its size added, key and headers kept, as the Python
+ * app does. {@code --on-send-error} reads each send's result: {@code log} logs a failed one and
+ * commits the batch anyway (the input is lost); {@code stop} logs it and ends the process
+ * without committing the batch, so that the restarted service resumes at its last commit and
+ * sends the batch again. Without it, send results are not read.
  */
 public final class BatchForwarder {
     public static void main(String[] args) throws Exception {
@@ -37,12 +46,16 @@ public final class BatchForwarder {
         double workMs = 0;
         String onBad = null;
         String deadLetters = null;
+        Double enrichPercent = null;
+        String onSendError = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--batch" -> batch = Integer.parseInt(args[++i]);
                 case "--work-ms" -> workMs = Double.parseDouble(args[++i]);
                 case "--on-bad" -> onBad = args[++i];
                 case "--dead-letter-topic" -> deadLetters = args[++i];
+                case "--enrich-percent" -> enrichPercent = Double.parseDouble(args[++i]);
+                case "--on-send-error" -> onSendError = args[++i];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
@@ -52,7 +65,11 @@ public final class BatchForwarder {
         if ("dead-letter".equals(onBad) && deadLetters == null) {
             throw new IllegalArgumentException("--on-bad dead-letter needs --dead-letter-topic");
         }
+        if (onSendError != null && !List.of("log", "stop").contains(onSendError)) {
+            throw new IllegalArgumentException("--on-send-error: log or stop, not " + onSendError);
+        }
         Contract.start("BatchForwarder");
+        List<String> failed = Collections.synchronizedList(new ArrayList<>());
         Map<String, String> own = Map.of(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, String.valueOf(batch));
         try (KafkaConsumer<byte[], byte[]> consumer = Contract.consumer(own);
              KafkaProducer<byte[], byte[]> producer = Contract.producer(null)) {
@@ -77,9 +94,33 @@ public final class BatchForwarder {
                         }
                         continue;
                     }
-                    producer.send(Contract.result(Contract.OUTPUT, record));
+                    ProducerRecord<byte[], byte[]> out = Contract.result(Contract.OUTPUT, record);
+                    if (enrichPercent != null) {
+                        out = new ProducerRecord<>(Contract.OUTPUT, null, record.key(),
+                                enriched(record.value(), enrichPercent), record.headers());
+                    }
+                    if (onSendError == null) {
+                        producer.send(out);
+                        continue;
+                    }
+                    String where = record.topic() + " partition " + record.partition()
+                            + " offset " + record.offset();
+                    int size = out.value().length;
+                    producer.send(out, (metadata, error) -> {
+                        if (error != null) {
+                            String failure = size + " bytes for " + where + ": " + error;
+                            failed.add(failure);
+                            System.out.println("send failed, " + failure);
+                        }
+                    });
                 }
                 producer.flush();
+                if (!failed.isEmpty() && "stop".equals(onSendError)) {
+                    System.err.println("BatchForwarder: " + failed.size()
+                            + " sends failed; stopping without committing the batch");
+                    Contract.exit(1);
+                }
+                failed.clear();
                 try {
                     consumer.commitSync(Contract.nextOffsets(records));
                 } catch (KafkaException e) {
@@ -87,6 +128,17 @@ public final class BatchForwarder {
                 }
             }
         }
+    }
+
+    /**
+     * {@code value}, a JSON object, with an {@code enrichment} field of {@code percent} of its
+     * size added.
+     */
+    static byte[] enriched(byte[] value, double percent) {
+        String text = new String(value, StandardCharsets.UTF_8).strip();
+        String padding = "e".repeat((int) (value.length * percent / 100));
+        return (text.substring(0, text.length() - 1) + ",\"enrichment\":\"" + padding + "\"}")
+                .getBytes(StandardCharsets.UTF_8);
     }
 
     /**

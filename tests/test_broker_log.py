@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_replay.history.broker_log import group_events
+from kafka_replay.history.broker_log import group_events, replica_events
 
 GROUP = "static-member-bounce-808e4720"
 COORDINATOR = "[GroupCoordinator id=1 topic=__consumer_offsets partition=5]"
@@ -46,3 +46,35 @@ def test_a_fenced_static_member_is_found_although_the_line_names_no_group(
     ]
     assert [e["ts"] for e in static] == sorted(e["ts"] for e in static)
     assert group_events([log], "some-other-group") == []
+
+
+def test_a_leaders_isr_shrinks_and_min_isr_refusals_of_the_run_topics_are_read(
+    tmp_path: Path,
+) -> None:
+    """As Kafka 4.4's Partition and ReplicaManager write them (min-isr-blocked-sends' runs)."""
+    out = "min-isr-blocked-sends-output-0edb01b3"
+    other = "another-run-output-12345678"
+    lines = [
+        f"[2026-11-26T12:44:56,463] INFO [Partition {out}-1 broker=1] Shrinking ISR from 1,2,3 "
+        "to 1,2. Leader: (highWatermark: 38, endOffset: 44). Out of sync replicas: (brokerId: 3, "
+        "endOffset: 38, lastCaughtUpTimeMs: 1795697093629). (kafka.cluster.Partition)",
+        f"[2026-11-26T12:44:57,120] INFO [Partition {out}-1 broker=1] ISR updated to 2,1  and "
+        "version updated to 1 (kafka.cluster.Partition)",
+        f"[2026-11-26T12:44:58,941] ERROR [ReplicaManager broker=2] Error processing append "
+        f"operation on partition KmlU5mh6Qkur4CrWZwEJ7A:{out}-2 (kafka.server.ReplicaManager)",
+        "org.apache.kafka.common.errors.NotEnoughReplicasException: The size of the current ISR : "
+        f"1 is insufficient to satisfy the min.isr requirement of 2 for partition {out}-2, live "
+        "replica(s) broker.id are : Set(2)",
+        f"[2026-11-26T12:44:59,000] INFO [Partition {other}-0 broker=1] Shrinking ISR from 1,2 to "
+        "1. Leader: (highWatermark: 1, endOffset: 1). (kafka.cluster.Partition)",
+    ]
+    log = tmp_path / "broker-1.log"
+    log.write_text("\n".join(lines) + "\n")
+    events = replica_events([log], [out])
+    assert [e["kind"] for e in events] == ["isr_shrink", "not_enough_replicas"]
+    assert events[0] | {"ts": 0} == {
+        "ts": 0, "kind": "isr_shrink", "topic": out, "partition": 1, "broker": 1,
+        "isr_from": [1, 2, 3], "isr_to": [1, 2],
+    }  # fmt: skip
+    assert events[1]["partition"] == 2 and events[1]["min_isr"] == 2
+    assert events[1]["ts"] > events[0]["ts"]  # the stack trace line takes the ERROR line's time

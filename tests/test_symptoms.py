@@ -220,3 +220,17 @@ def test_the_smallest_lost_input_is_measured_from_the_acks() -> None:
     assert measure(nothing_lost, ("smallest_lost_input_bytes",)) == {
         "smallest_lost_input_bytes": None
     }
+
+
+def test_isr_shrinks_and_min_isr_refusals_come_from_the_replica_events() -> None:
+    replicas = [
+        {"ts": 1, "kind": "isr_shrink", "topic": "out", "partition": 2, "broker": 1,
+         "isr_from": [1, 2, 3], "isr_to": [1, 2]},
+        {"ts": 2, "kind": "isr_shrink", "topic": "out", "partition": 2, "broker": 1,
+         "isr_from": [1, 2], "isr_to": [1]},
+        {"ts": 3, "kind": "not_enough_replicas", "topic": "out", "partition": 2, "min_isr": 2},
+    ]  # fmt: skip
+    names = ("isr_shrinks", "min_isr_refusals")
+    assert measure(evidence(replicas=replicas), names) == {"isr_shrinks": 2, "min_isr_refusals": 1}
+    assert measure(evidence(replicas=[]), names) == {"isr_shrinks": 0, "min_isr_refusals": 0}
+    assert set(measure(evidence(), names).values()) == {None}  # no broker logs

@@ -80,6 +80,15 @@ _ROLLBACK = re.compile(
 )
 POLL_TIMEOUT = "poll timeout"
 
+# A partition leader's own lines about its in-sync replicas and the writes it refuses for them.
+_ISR_SHRINK = re.compile(
+    r"\[Partition (\S+)-(\d+) broker=(\d+)\] Shrinking ISR from ([\d,]+) to ([\d,]+)\."
+)
+_NOT_ENOUGH_REPLICAS = re.compile(
+    r"NotEnoughReplicasException: The size of the current ISR : ?(?:Set\()?([\d, ]*)\)? is "
+    r"insufficient to satisfy the min\.isr requirement of (\d+) for partition (\S+)-(\d+)"
+)
+
 
 def _timestamp(text: str) -> float:
     """A broker log time (the machine's local time, as the JVM writes it) in epoch seconds."""
@@ -146,3 +155,38 @@ def _classify(message: str, group: str) -> dict[str, Any] | None:
     if (m := _ROLLBACK.search(message)) is not None and m.group(1).startswith(group):
         return {"kind": "transaction_timeout", "transactional_id": m.group(1)}
     return None
+
+
+def replica_events(log_files: Iterable[str | Path], topics: Iterable[str]) -> list[dict[str, Any]]:
+    """The partition leaders' events for ``topics``, in time order:
+
+    - ``isr_shrink``: a leader dropped followers from a partition's in-sync replicas
+      (``topic``, ``partition``, ``broker``, ``isr_from``, ``isr_to``: node id lists);
+    - ``not_enough_replicas``: a leader refused an acks=all write to a partition because it had
+      fewer in-sync replicas than ``min.insync.replicas`` (``NOT_ENOUGH_REPLICAS``; ``topic``,
+      ``partition``, ``min_isr``). Each refused produce request is one line, so one record
+      retried until its delivery timeout counts once per try.
+    """
+    names = set(topics)
+    events = []
+    for path in log_files:
+        try:
+            lines = Path(path).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        ts = 0.0
+        for line in lines:
+            if (stamped := _LINE.match(line)) is not None:
+                ts = _timestamp(stamped.group(1))  # a stack trace's lines carry none of their own
+            if not any(name in line for name in names):
+                continue
+            if (m := _ISR_SHRINK.search(line)) is not None and m.group(1) in names:
+                isr = [[int(n) for n in m.group(g).split(",") if n] for g in (4, 5)]
+                events.append({"ts": ts, "kind": "isr_shrink", "topic": m.group(1),
+                               "partition": int(m.group(2)), "broker": int(m.group(3)),
+                               "isr_from": isr[0], "isr_to": isr[1]})  # fmt: skip
+            elif (m := _NOT_ENOUGH_REPLICAS.search(line)) is not None and m.group(3) in names:
+                partition, min_isr = int(m.group(4)), int(m.group(2))
+                events.append({"ts": ts, "kind": "not_enough_replicas", "topic": m.group(3),
+                               "partition": partition, "min_isr": min_isr})  # fmt: skip
+    return sorted(events, key=lambda e: e["ts"])

@@ -37,7 +37,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.faults import holders
 from kafka_replay.history import LagSampler, OffsetsRecorder, RunHistory
-from kafka_replay.history.broker_log import group_events
+from kafka_replay.history.broker_log import group_events, replica_events
 from kafka_replay.history.group import group_members, group_stable
 from kafka_replay.history.lag import commits_from_samples
 from kafka_replay.history.recorded import RecordedRun
@@ -915,5 +915,17 @@ def _evidence(
     stream = history.stream("group")
     for event in group or []:
         stream.append(event)
+    replicas = None
+    if logs:
+        roles = meta.get("topic_roles", {})
+        written = [
+            topic
+            for name, topic in meta.get("topics", {}).items()
+            if roles.get(name) in ("output", "dead_letter")
+        ]
+        replicas = replica_events(logs, written)
+        replica_stream = history.stream("replicas")
+        for event in replicas:
+            replica_stream.append(event)
     recorded = RecordedRun.read(history.root, outputs=False)  # the check's are in memory
-    return Evidence.of(recorded, check, side_effects, group)
+    return Evidence.of(recorded, check, side_effects, group, replicas)

@@ -60,6 +60,8 @@ class Evidence:
     transactions: list[dict[str, Any]] = field(default_factory=list)
     #: When the run started (Unix seconds): the clock a reader's times count from.
     start: float = 0.0
+    #: The partition leaders' events for the run's output topics (None: no broker logs).
+    replicas: list[dict[str, Any]] | None = None
 
     @classmethod
     def of(
@@ -68,6 +70,7 @@ class Evidence:
         check: CheckResult,
         side_effects: CheckResult | None = None,
         group: list[dict[str, Any]] | None = None,
+        replicas: list[dict[str, Any]] | None = None,
     ) -> Evidence:
         """The evidence of a run read by :class:`RecordedRun`, beside the checker's results
         (held in memory) and the group's events (None: no broker logs to read them from)."""
@@ -91,6 +94,7 @@ class Evidence:
             stable=stream("stable"),
             transactions=stream("transactions"),
             start=recorded.start,
+            replicas=replicas,
         )
 
     def without_reports(self) -> Evidence:
@@ -615,6 +619,24 @@ def network_faults(evidence: Evidence) -> Value:
         for e in evidence.steps
         if e["do"] == "network_fault" and e.get("kind") in ("step", "ended")
     )
+
+
+def _output_replica_events(evidence: Evidence, kind: str) -> Value:
+    if evidence.replicas is None:
+        return None
+    return sum(1 for e in evidence.replicas if e["kind"] == kind)
+
+
+@symptom
+def isr_shrinks(evidence: Evidence) -> Value:
+    """Times a leader of an output partition dropped followers from its in-sync replicas."""
+    return _output_replica_events(evidence, "isr_shrink")
+
+
+@symptom
+def min_isr_refusals(evidence: Evidence) -> Value:
+    """acks=all writes to output partitions refused for too few in-sync replicas."""
+    return _output_replica_events(evidence, "not_enough_replicas")
 
 
 # --- what the brokers kept of the input ------------------------------------------------------

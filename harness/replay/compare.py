@@ -169,7 +169,8 @@ def compare_reports(
     drift = drift or {}
     before = {(r["incident"], r["profile"]): r for r in baseline["runs"]}
     after = {(r["incident"], r["profile"]): r for r in candidate["runs"]}
-    reference_app = not (baseline.get("options") or {}).get("app")
+    options = baseline.get("options") or {}
+    reference_app = not (options.get("app") or options.get("app_image"))
     items = []
     for key in dict.fromkeys([*before, *after]):
         item = ItemComparison(*key, before.get(key), after.get(key))

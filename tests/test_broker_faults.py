@@ -250,6 +250,32 @@ def test_a_spared_leader_passes_the_fault_to_the_next_partitions_leader(
         find_node(cluster, "leader", random.Random(1), topics, spare={1, 2, 3})  # type: ignore[arg-type]
 
 
+def test_a_second_follower_fault_hits_the_partitions_other_follower(
+    cluster: Cluster, topic: str
+) -> None:
+    leader = leader_of(cluster, topic, 1)
+    followers = {1, 2, 3} - {leader}
+    topics = {"input": topic}
+
+    def follower(seed: int, spare: set[int] = set()) -> int:  # noqa: B006 (read only)
+        return find_node(cluster, "follower", random.Random(seed), topics, "input", 1, spare)  # type: ignore[arg-type]
+
+    assert follower(7) == follower(7)
+    assert {follower(seed) for seed in range(20)} == followers
+    first, other = sorted(followers)
+    assert {follower(seed, {first}) for seed in range(5)} == {other}
+    faults = BrokerFaults(cluster, topics, random.Random(3))
+    node, found = faults.pause("follower", "input", 1)
+    try:
+        assert node in followers and found["leaders_before"]["input/1"] == leader
+        assert {follower(seed) for seed in range(5)} == followers - {node}
+        nobody = "partition 1 of the input topic has no follower to fault"
+        with pytest.raises(BrokerFaultError, match=nobody):
+            follower(1, followers - {node})
+    finally:
+        faults.hold(node, 0.1)
+
+
 def test_a_pause_step_holds_the_leader_then_resumes_it(cluster: Cluster, topic: str) -> None:
     faults = BrokerFaults(cluster, {"input": topic}, random.Random(2))
     controller = active_controller(cluster)  # type: ignore[arg-type]
@@ -319,9 +345,14 @@ def test_a_definition_asks_for_a_cluster_size(tmp_path: Path) -> None:
     ("kill", "where", "problem"),
     [
         (
-            'do = "kill_broker"\nrole = "follower"',
+            'do = "kill_broker"\nrole = "replica"',
             "steps[3].role",
-            "must be one of leader, controller, any",
+            "must be one of leader, follower, controller, any",
+        ),
+        (
+            'do = "pause_broker"\nrole = "follower"\ntopic = "output"\npartition = 3\nseconds = 2',
+            "steps[3].partition",
+            "partition 3 is not in the output topic (2 partitions); allowed: 0 to 1",
         ),
         (
             'do = "kill_broker"\npartition = 2',
@@ -337,7 +368,7 @@ def test_a_definition_asks_for_a_cluster_size(tmp_path: Path) -> None:
         (
             'do = "kill_broker"\nrole = "controller"\nspare_group_offsets = true',
             "steps[3].spare_group_offsets",
-            "the active controller is one node; allowed with leader or any",
+            "the active controller is one node; allowed with leader, follower or any",
         ),
         (
             'do = "pause_broker"',

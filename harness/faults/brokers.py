@@ -28,8 +28,9 @@ from kafka_replay.history.consumer_offsets import OFFSETS_TOPIC, coordinator_par
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: How a fault names its node: a partition's leader, the active controller, or any node.
-ROLES = ("leader", "controller", "any")
+#: How a fault names its node: a partition's leader or one of its followers, the active
+#: controller, or any node.
+ROLES = ("leader", "follower", "controller", "any")
 FIND_TIMEOUT_S = 30.0
 POLL_S = 0.2
 
@@ -175,6 +176,9 @@ def find_node(
 
     A spared leader passes the fault on to the leader of the topic's next partition, so the
     fault still hits the topic while the spared nodes (those holding a group's offsets) serve.
+    A follower is one of the partition's replicas other than its leader, running and not
+    spared, chosen with ``rng``: a second follower fault on the same partition hits the other
+    follower, so the partition loses two replicas, whatever the placement.
     """
     if role == "controller":
         if spare:
@@ -186,10 +190,12 @@ def find_node(
             spared = f" once {sorted(spare)} are spared" if spare else ""
             raise BrokerFaultError(f"no broker is running to choose from{spared}")
         return rng.choice(running)
-    if role != "leader":
+    if role not in ("leader", "follower"):
         raise BrokerFaultError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
     if topic not in topics:
         raise BrokerFaultError(f"this run has no {topic} topic; it has {', '.join(topics)}")
+    if role == "follower":
+        return _follower(cluster, rng, topic, topics[topic], partition, spare)
     leaders = partition_leaders(cluster, {topic: topics[topic]})
     if f"{topic}/{partition}" not in leaders:
         raise BrokerFaultError(f"the {topic} topic has no partition {partition}")
@@ -203,6 +209,31 @@ def find_node(
     raise BrokerFaultError(
         f"every partition of the {topic} topic is led by a spared broker ({sorted(spare)})"
     )
+
+
+def _follower(
+    cluster: NodeCluster,
+    rng: random.Random,
+    topic: str,
+    name: str,
+    partition: int,
+    spare: Collection[int],
+) -> int:
+    """A running, unspared replica of the partition other than its leader, chosen with ``rng``."""
+    found = cluster_metadata(cluster).topics.get(name)
+    if found is None or partition not in found.partitions:
+        raise BrokerFaultError(f"the {topic} topic has no partition {partition}")
+    replicas = found.partitions[partition]
+    running = set(cluster.running_ids())
+    followers = sorted((set(replicas.replicas) - {replicas.leader} - set(spare)) & running)
+    if not followers:
+        spared = f", spared {sorted(spare)}" if spare else ""
+        raise BrokerFaultError(
+            f"partition {partition} of the {topic} topic has no follower to fault: replicas "
+            f"{sorted(replicas.replicas)}, leader {replicas.leader}, running {sorted(running)}"
+            f"{spared}"
+        )
+    return rng.choice(followers)
 
 
 def group_coordinator(cluster: NodeCluster, group: str, timeout: float = FIND_TIMEOUT_S) -> int:

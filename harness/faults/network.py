@@ -16,10 +16,10 @@ from typing import Any
 
 from kafka_replay.cluster.toxiproxy import ToxiproxyError
 
-from .brokers import ROLES, BrokerFaultError, RunFaults, find_node
+from .brokers import BrokerFaultError, RunFaults, find_node
 
 #: How a network fault names its brokers: as broker faults do, or every broker.
-NETWORK_ROLES = (*ROLES, "all")
+NETWORK_ROLES = ("leader", "controller", "any", "all")
 #: Which traffic a fault hits: requests to the broker, its answers, or both.
 DIRECTIONS = ("both", "to_broker", "from_broker")
 

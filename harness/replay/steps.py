@@ -496,8 +496,9 @@ def _add_partitions(stage: Stage, step: Step) -> dict[str, Any]:
 
 
 def _broker_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
-    """``role = "leader"`` needs a topic the incident has and one of its partitions."""
-    if options["role"] != "leader":
+    """``role = "leader"`` or ``"follower"`` needs a topic the incident has and one of its
+    partitions."""
+    if options["role"] not in ("leader", "follower"):
         return None
     topic, partition = options["topic"], options["partition"]
     count = context.partitions.get(topic, 0)
@@ -517,7 +518,7 @@ def _sparing_target(options: Mapping[str, Any], context: StepContext) -> tuple[s
     if options["spare_group_offsets"] and options["role"] == "controller":
         return (
             "spare_group_offsets",
-            "the active controller is one node; allowed with leader or any",
+            "the active controller is one node; allowed with leader, follower or any",
         )
     return _broker_target(options, context)
 
@@ -549,7 +550,7 @@ def _refused() -> Iterator[None]:
         raise StepFailed(str(exc)) from exc
 
 
-#: How a broker fault names its broker: by role, and for a leader, which partition's.
+#: How a broker fault names its broker: by role, and for a leader or follower, which partition's.
 BROKER_TARGET = {
     "role": Field(str, "leader", ROLES),
     "topic": Field(str, "input"),
@@ -587,7 +588,8 @@ FRESH_WATERMARK_S = 0.15
     timeout_s=Field((int, float), 60.0),
 )
 def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
-    """SIGKILL one broker (a partition's leader, the controller or any); wait for a new leader.
+    """SIGKILL one broker (a partition's leader or follower, the controller or any); wait for a
+    new leader.
 
     With ``unreplicated``, a leader is killed once that many of its partition's acknowledged
     records are above the partition's high watermark, on the leader alone: the moment a crash

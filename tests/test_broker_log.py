@@ -51,9 +51,8 @@ def test_a_fenced_static_member_is_found_although_the_line_names_no_group(
 def test_a_leaders_isr_shrinks_and_min_isr_refusals_of_the_run_topics_are_read(
     tmp_path: Path,
 ) -> None:
-    """As Kafka 4.4's Partition and ReplicaManager write them (runs with an output partition
-    under its min.insync.replicas)."""
-    out = "orders-output-0edb01b3"
+    """As Kafka 4.4's Partition and ReplicaManager write them (min-isr-blocked-sends' runs)."""
+    out = "min-isr-blocked-sends-output-0edb01b3"
     other = "another-run-output-12345678"
     lines = [
         f"[2026-11-26T12:44:56,463] INFO [Partition {out}-1 broker=1] Shrinking ISR from 1,2,3 "

@@ -1,0 +1,164 @@
+"""The request proxy: Kafka's framing read, and a fault aimed at one request of real traffic.
+
+The pure tests read hand-built frames and count which requests a fault chooses. The real ones
+put the proxy in front of a broker and lose the answer to a producer's first Produce after the
+broker appended it: a producer without idempotence writes the record twice, every time, and an
+idempotent one once; the proxy records the request it acted on.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kafka_replay.cluster.kafka_wire import (
+    FrameError,
+    RequestHeader,
+    api_name,
+    parse_request_header,
+    response_correlation_id,
+)
+from kafka_replay.cluster.nodes import NodeCluster
+from kafka_replay.cluster.request_proxy import RequestFault, RequestProxy, RequestProxyError
+
+
+def request_bytes(api_key: int, version: int, correlation_id: int, client_id: str | None) -> bytes:
+    if client_id is None:
+        return struct.pack(">hhih", api_key, version, correlation_id, -1) + b"\x00"
+    raw = client_id.encode()
+    return struct.pack(">hhih", api_key, version, correlation_id, len(raw)) + raw + b"\x00\x01"
+
+
+def test_a_request_header_is_read_whatever_follows_it() -> None:
+    header = parse_request_header(request_bytes(0, 11, 42, "orders-producer"))
+    assert header == RequestHeader(0, 11, 42, "orders-producer")
+    assert header.api == "Produce"
+    assert parse_request_header(request_bytes(22, 5, 7, None)).client_id is None
+    assert api_name(26) == "EndTxn" and api_name(9999) == "api-9999"
+    assert response_correlation_id(struct.pack(">i", 42) + b"rest") == 42
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [b"\x00\x00\x00", struct.pack(">hhih", 0, 9, 1, 20) + b"short"],
+    ids=["shorter-than-a-header", "client-id-past-the-end"],
+)
+def test_bytes_that_are_not_a_request_are_refused(frame: bytes) -> None:
+    with pytest.raises(FrameError):
+        parse_request_header(frame)
+
+
+def chosen(fault: RequestFault, headers: list[RequestHeader]) -> list[int]:
+    return [h.correlation_id for h in headers if fault.chooses("broker-1", h)]
+
+
+def test_a_fault_chooses_from_the_nth_matching_request_every_so_often_up_to_its_count() -> None:
+    produces = [RequestHeader(0, 11, i, "app-1") for i in range(1, 11)]
+    fault = RequestFault("Produce", "lose_answer", nth=2, every=3, count=2)
+    assert chosen(fault, produces) == [2, 5]
+    assert fault.matched == 10 and fault.acted == 2
+
+
+def test_a_fault_passes_other_apis_clients_and_brokers_by() -> None:
+    fault = RequestFault("Produce", "cut", clients=("app-",), count=None)
+    headers = [
+        RequestHeader(1, 17, 1, "app-1"),  # a Fetch
+        RequestHeader(0, 11, 2, "workload"),  # another client
+        RequestHeader(0, 11, 3, None),
+        RequestHeader(0, 11, 4, "app-2"),
+    ]
+    assert chosen(fault, headers) == [4]
+    elsewhere = RequestFault("Produce", "cut", brokers=frozenset({"broker-2"}))
+    assert chosen(elsewhere, headers) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"api": "Produse", "action": "cut"}, "'Produse' is not an API"),
+        ({"api": "Produce", "action": "drop"}, "'drop' is not one of lose_answer, delay, cut"),
+        ({"api": "Produce", "action": "cut", "nth": 0}, "at least 1"),
+    ],
+    ids=["unknown-api", "unknown-action", "nth-zero"],
+)
+def test_a_fault_that_cannot_be_done_says_why(options: dict[str, object], message: str) -> None:
+    with pytest.raises(RequestProxyError, match=message):
+        RequestFault(**options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def proxied(
+    kafka_cluster_factory: Callable[..., NodeCluster],
+) -> Iterator[tuple[NodeCluster, RequestProxy]]:
+    """A broker whose clients reach it through the request proxy only (it advertises the
+    proxy's port; the cluster's own proxy is stopped and the request proxy listens there)."""
+    cluster = kafka_cluster_factory(brokers=1, network_faults=True).start()
+    assert cluster.proxy is not None
+    cluster.proxy.stop()
+    cluster.proxy = None
+    proxy = RequestProxy().start()
+    try:
+        proxy.route(
+            {
+                f"broker-{node.node_id}": (node.address.proxy_port, node.address.client_port)
+                for node in cluster.nodes
+            }
+        )
+        yield cluster, proxy
+    finally:
+        proxy.stop()
+
+
+def copies_written(cluster: NodeCluster, topic: str) -> list[bytes]:
+    """Every record of the topic's partition 0, read past the proxy."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "check",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        values: list[bytes] = []
+        while len(values) < end:
+            message = consumer.poll(10)
+            assert message is not None, f"read {len(values)} of {end} records"
+            assert message.error() is None, message.error()
+            values.append(message.value())
+        return values
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("idempotent", [False, True], ids=["plain-producer", "idempotent-producer"])
+def test_a_lost_produce_answer_writes_twice_unless_the_producer_is_idempotent(
+    proxied: tuple[NodeCluster, RequestProxy], idempotent: bool
+) -> None:
+    cluster, proxy = proxied
+    topic = cluster.create_topic("lost-answer", 1)
+    proxy.add_fault(RequestFault("Produce", "lose_answer", clients=("weak-producer",)))
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.client_bootstrap_servers,
+            "client.id": "weak-producer",
+            "acks": "all",
+            "enable.idempotence": idempotent,
+            "linger.ms": 0,
+        }
+    )
+    reports: list[object] = []
+    producer.produce(topic, b"order-1", on_delivery=lambda err, msg: reports.append(err))
+    assert producer.flush(60) == 0
+    assert reports == [None], "the retried send is acknowledged"
+    assert copies_written(cluster, topic) == ([b"order-1"] if idempotent else [b"order-1"] * 2)
+    [action] = proxy.actions
+    assert (action["action"], action["api"], action["client_id"]) == (
+        "lose_answer",
+        "Produce",
+        "weak-producer",
+    )

@@ -253,27 +253,27 @@ def test_a_spared_leader_passes_the_fault_to_the_next_partitions_leader(
 def test_a_second_follower_fault_hits_the_partitions_other_follower(
     cluster: Cluster, topic: str
 ) -> None:
-    leader = leader_of(cluster, topic, 1)
-    followers = {1, 2, 3} - {leader}
+    leaders = [leader_of(cluster, topic, p) for p in range(3)]
     topics = {"input": topic}
 
-    def follower(seed: int, spare: set[int] = set()) -> int:  # noqa: B006 (read only)
+    def follower(seed: int, spare: frozenset[int] = frozenset()) -> int:
         return find_node(cluster, "follower", random.Random(seed), topics, "input", 1, spare)  # type: ignore[arg-type]
 
     assert follower(7) == follower(7)
-    assert {follower(seed) for seed in range(20)} == followers
-    first, other = sorted(followers)
-    assert {follower(seed, {first}) for seed in range(5)} == {other}
+    assert {follower(seed) for seed in range(20)} == {1, 2, 3} - {leaders[1]}
     faults = BrokerFaults(cluster, topics, random.Random(3))
-    node, found = faults.pause("follower", "input", 1)
-    try:
-        assert node in followers and found["leaders_before"]["input/1"] == leader
-        assert {follower(seed) for seed in range(5)} == followers - {node}
-        nobody = "partition 1 of the input topic has no follower to fault"
-        with pytest.raises(BrokerFaultError, match=nobody):
-            follower(1, followers - {node})
-    finally:
-        faults.hold(node, 0.1)
+    for spared in (1, 2, 3):
+        # the first partition from 1 on whose followers are not spared: the one it leads
+        partition = next(p for p in (1, 2, 0) if leaders[p] == spared)
+        node, found = faults.pause("follower", "input", 1, frozenset({spared}))
+        try:
+            assert node != spared and found["leaders_before"][f"input/{partition}"] == spared
+            others = {follower(seed, frozenset({spared})) for seed in range(5)}
+            assert others == {1, 2, 3} - {spared, node}  # the same partition's other follower
+        finally:
+            faults.hold(node, 0.1)
+    with pytest.raises(BrokerFaultError, match="every partition of the input topic has a spared"):
+        follower(1, frozenset({1, 2, 3}))
 
 
 def test_a_pause_step_holds_the_leader_then_resumes_it(cluster: Cluster, topic: str) -> None:

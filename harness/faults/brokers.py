@@ -176,9 +176,10 @@ def find_node(
 
     A spared leader passes the fault on to the leader of the topic's next partition, so the
     fault still hits the topic while the spared nodes (those holding a group's offsets) serve.
-    A follower is one of the partition's replicas other than its leader, running and not
-    spared, chosen with ``rng``: a second follower fault on the same partition hits the other
-    follower, so the partition loses two replicas, whatever the placement.
+    A follower is one of the partition's replicas other than its leader, running, chosen with
+    ``rng``: a second follower fault on the same partition hits the other follower, so the
+    partition loses two replicas, whatever the placement; a partition with a spared follower
+    passes the fault on to the next partition.
     """
     if role == "controller":
         if spare:
@@ -219,21 +220,31 @@ def _follower(
     partition: int,
     spare: Collection[int],
 ) -> int:
-    """A running, unspared replica of the partition other than its leader, chosen with ``rng``."""
+    """A running replica of the partition other than its leader, chosen with ``rng``.
+
+    A partition with a spared follower passes the fault on to the topic's next partition, so
+    two follower faults with the same spared nodes hit the same partition's two followers.
+    """
     found = cluster_metadata(cluster).topics.get(name)
     if found is None or partition not in found.partitions:
         raise BrokerFaultError(f"the {topic} topic has no partition {partition}")
-    replicas = found.partitions[partition]
-    running = set(cluster.running_ids())
-    followers = sorted((set(replicas.replicas) - {replicas.leader} - set(spare)) & running)
-    if not followers:
-        spared = f", spared {sorted(spare)}" if spare else ""
-        raise BrokerFaultError(
-            f"partition {partition} of the {topic} topic has no follower to fault: replicas "
-            f"{sorted(replicas.replicas)}, leader {replicas.leader}, running {sorted(running)}"
-            f"{spared}"
-        )
-    return rng.choice(followers)
+    count = len(found.partitions)
+    for candidate in [(partition + step) % count for step in range(count)]:
+        replicas = found.partitions[candidate]
+        followers = set(replicas.replicas) - {replicas.leader}
+        if followers & set(spare):
+            continue
+        running = set(cluster.running_ids())
+        if not followers & running:
+            raise BrokerFaultError(
+                f"partition {candidate} of the {topic} topic has no follower left to fault: "
+                f"replicas {sorted(replicas.replicas)}, leader {replicas.leader}, running "
+                f"{sorted(running)}"
+            )
+        return rng.choice(sorted(followers & running))
+    raise BrokerFaultError(
+        f"every partition of the {topic} topic has a spared follower ({sorted(spare)})"
+    )
 
 
 def group_coordinator(cluster: NodeCluster, group: str, timeout: float = FIND_TIMEOUT_S) -> int:

@@ -326,7 +326,7 @@ def kafka_cluster_factory(
     """Unshared, unstarted clusters for tests that break or restart them; stopped afterwards.
 
     ``kafka_cluster_factory(brokers=1, broker_config=None, network_faults=False)`` uses the
-    test's version and backend; ``network_faults`` puts a Toxiproxy proxy before each broker.
+    test's version and backend; ``network_faults`` puts a proxy before each broker.
     """
     from kafka_replay.cluster.backends import make_cluster
 

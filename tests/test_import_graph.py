@@ -74,7 +74,7 @@ KAFKA_FACING: dict[str, frozenset[str]] = {
     f"{CLUSTER}.images": frozenset({"build_kafka_image"}),  # ``kafka-replay build-image``
     f"{CLUSTER}.nodes": frozenset({"NODE_REQUEST_TIMEOUT_S", "NodeCluster", "RESTART_GRACE_S"}),
     f"{CLUSTER}.pool": frozenset({"DEFAULT_MAX_LIVE", "ClusterPool", "ClusterSpec"}),
-    f"{CLUSTER}.toxiproxy": frozenset({"ToxiproxyError"}),  # the brokers' network faults
+    f"{CLUSTER}.request_proxy": frozenset({"RequestProxyError"}),  # the brokers' network faults
     f"{CLUSTER}.versions": frozenset(
         {"DEFAULT_KAFKA_VERSION", "TESTED_KAFKA_VERSIONS", "choose_version"}
     ),
@@ -343,7 +343,7 @@ def test_outside_the_cluster_room_only_kafka_comes_from_it() -> None:
     """A module outside ``harness/cluster/`` (the incident catalog's too) imports from
     ``kafka_replay.cluster`` (absolutely or as ``..cluster``) only the Kafka-facing names of
     :data:`KAFKA_FACING`: clusters, backends, versions, capabilities, Kafka's errors, the pool,
-    Kafka's image, Toxiproxy's error. What every local server needs (processes, ports, leases,
+    Kafka's image, the proxy's error. What every local server needs (processes, ports, leases,
     Maven, JVMs, Docker) comes from ``kafka_replay.servers``, even where a cluster module
     happens to import or re-export it."""
     offending = cluster_imports_outside_kafka({**module_files(), **_incident_modules()})

@@ -1,4 +1,4 @@
-"""Network faults through the Toxiproxy proxy in front of each broker of a real cluster.
+"""Network faults through the proxy in front of each broker of a real cluster.
 
 Each fault is shown doing what it says to real Kafka traffic: latency delays a produce by at
 least what was asked, a bandwidth limit slows a large record to its rate, a blackhole makes

@@ -9,7 +9,7 @@ idempotent one once; the proxy records the request it acted on.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -92,24 +92,11 @@ def test_a_fault_that_cannot_be_done_says_why(options: dict[str, object], messag
 @pytest.fixture
 def proxied(
     kafka_cluster_factory: Callable[..., NodeCluster],
-) -> Iterator[tuple[NodeCluster, RequestProxy]]:
-    """A broker whose clients reach it through the request proxy only (it advertises the
-    proxy's port; the cluster's own proxy is stopped and the request proxy listens there)."""
+) -> tuple[NodeCluster, RequestProxy]:
+    """A broker whose clients reach it through its proxy only (it advertises the proxy's port)."""
     cluster = kafka_cluster_factory(brokers=1, network_faults=True).start()
     assert cluster.proxy is not None
-    cluster.proxy.stop()
-    cluster.proxy = None
-    proxy = RequestProxy().start()
-    try:
-        proxy.route(
-            {
-                f"broker-{node.node_id}": (node.address.proxy_port, node.address.client_port)
-                for node in cluster.nodes
-            }
-        )
-        yield cluster, proxy
-    finally:
-        proxy.stop()
+    return cluster, cluster.proxy
 
 
 def copies_written(cluster: NodeCluster, topic: str) -> list[bytes]:

@@ -27,7 +27,7 @@ from kafka_replay.servers.reaper import Lease, reap_orphans
 from . import broker_config
 from .base import Cluster
 from .errors import BrokerDiedError, BrokerStartError
-from .toxiproxy import Toxiproxy, toxiproxy_binary
+from .request_proxy import RequestProxy
 from .versions import choose_version
 
 log = logging.getLogger(__name__)
@@ -148,9 +148,9 @@ class NodeCluster(Cluster):
         self.brokers = brokers
         self.overrides = broker_config.validate_overrides(broker_config_overrides or {})
         self._work_dir = Path(work_dir) if work_dir else None
-        #: Clients reach each node through its own Toxiproxy proxy (see :mod:`.toxiproxy`).
+        #: Clients reach each node through its own proxy (see :mod:`.request_proxy`).
         self.network_faults = network_faults
-        self.proxy: Toxiproxy | None = None
+        self.proxy: RequestProxy | None = None
         self.nodes: list[Node] = []
         self._lease: Lease | None = None
         self.data_dir: Path | None = None
@@ -217,8 +217,6 @@ class NodeCluster(Cluster):
         """Start every node and wait until all are serving; raise with their log tail if not."""
         reap_orphans()
         self._prepare()
-        if self.network_faults:
-            toxiproxy_binary()  # built once, before anything is started
         self._lease = Lease.take()
         try:
             self.data_dir = Path(tempfile.mkdtemp(prefix="kafka-replay-data-"))
@@ -227,8 +225,7 @@ class NodeCluster(Cluster):
             self.log_dir.mkdir(parents=True, exist_ok=True)
             check_free_space(self.data_dir.parent, self.log_dir)
             if self.network_faults:
-                log_path = self.log_dir / "toxiproxy.log"
-                self.proxy = Toxiproxy(self._lease, log_path).start()
+                self.proxy = RequestProxy().start()
             for attempt in range(1, START_ATTEMPTS + 1):
                 try:
                     addresses = self._addresses()

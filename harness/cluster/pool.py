@@ -30,7 +30,7 @@ class ClusterSpec:
     brokers: int = 1
     broker_config: tuple[tuple[str, str], ...] = field(default=())
     backend: str = "embedded"
-    #: A Toxiproxy proxy in front of each broker, for network faults.
+    #: A proxy in front of each broker, for network faults.
     network_faults: bool = False
 
     @classmethod

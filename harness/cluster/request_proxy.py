@@ -1,14 +1,22 @@
-"""A proxy in front of each broker that reads Kafka's framing, to aim a fault at a request.
+"""The proxy in front of each broker: network faults, and faults aimed at one Kafka request.
 
-A TCP-level fault (a reset, latency) hits whatever bytes happen to be in flight, so whether it
-catches a Produce before or after the broker appended it is chance. This proxy sees each
-request's API, version, correlation id and client id (:mod:`.kafka_wire`) and acts on the ones
-a :class:`RequestFault` chooses: it loses a request's answer after the broker acted on it
-(the connection is reset when the answer arrives), delays the request, or cuts the connection
-before forwarding it. Every action is recorded (:attr:`RequestProxy.actions`).
+Each broker gets a client listener that it advertises at its proxy's address, so every
+connection a client opens, including those metadata sends it to, passes through that broker's
+proxy; the brokers' own traffic (replication, the KRaft quorum) and the harness's observers use
+the direct listener and are untouched.
+
+The proxy reads Kafka's framing (:mod:`.kafka_wire`), so a fault acts on whole requests and
+answers. Network faults ("toxics", per direction) delay each frame (``latency``), hold a
+direction to a rate (``bandwidth``), swallow every frame while keeping the connection open
+(``timeout`` 0: a blackhole) or reset a connection that carries a frame (``reset_peer``); a
+disabled proxy closes its connections and refuses new ones. A :class:`RequestFault` chooses
+requests by API and client and loses a request's answer after the broker acted on it (the
+connection is reset when the answer arrives), delays it, or cuts the connection before it is
+forwarded: what a TCP-level fault only does when it happens to catch a request in flight.
+Every request fault's action is recorded (:attr:`RequestProxy.actions`).
 
 It runs on its own event loop in a daemon thread of the process that started it, so nothing
-outlives that process; the brokers advertise its ports, so clients cannot go around it.
+outlives that process and nothing is built or downloaded for it.
 """
 
 from __future__ import annotations
@@ -16,14 +24,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import socket
 import struct
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ClusterError
 from .kafka_wire import (
     FrameError,
     RequestHeader,
@@ -36,13 +46,16 @@ from .kafka_wire import frame as framed
 
 log = logging.getLogger(__name__)
 
-#: What a fault does to a request it chose.
+#: What a request fault does to a request it chose.
 ACTIONS = ("lose_answer", "delay", "cut")
-START_TIMEOUT_S = 10.0
+#: The network faults a proxy takes, per direction (see the module's docstring).
+TOXICS = ("latency", "bandwidth", "timeout", "reset_peer")
+DIRECTIONS = ("to_broker", "from_broker")
+CALL_TIMEOUT_S = 10.0
 
 
-class RequestProxyError(RuntimeError):
-    """The proxy could not listen or was asked for a fault it cannot do."""
+class RequestProxyError(ClusterError):
+    """The proxy could not listen, or was asked for a fault it cannot do."""
 
 
 @dataclass
@@ -50,8 +63,9 @@ class RequestFault:
     """Which requests to act on, and what to do to them.
 
     ``api``: the API's name as Kafka's docs write it (``Produce``); ``clients``: client-id
-    prefixes (empty: every client); of the matching requests, those from the ``nth`` (1-based)
-    on, every ``every``-th, at most ``count`` of them (None: no limit).
+    prefixes (empty: every client); ``brokers``: the proxies (``broker-N``) it acts on (None:
+    all). Of the matching requests, it acts on those from the ``nth`` (1-based) on, every
+    ``every``-th, at most ``count`` of them (None: no limit).
     """
 
     api: str
@@ -61,7 +75,7 @@ class RequestFault:
     every: int = 1
     count: int | None = 1
     delay_ms: int = 0
-    brokers: frozenset[str] | None = None  # the proxies (``broker-N``) it acts on; None: all
+    brokers: frozenset[str] | None = None
     matched: int = field(default=0, init=False)
     acted: int = field(default=0, init=False)
 
@@ -92,21 +106,43 @@ class RequestFault:
         return True
 
 
-class RequestProxy:
-    """One listening port per broker (``route``), each forwarding to the broker's own port."""
+@dataclass(frozen=True)
+class Toxic:
+    kind: str
+    direction: str
+    attributes: Mapping[str, Any]
 
-    def __init__(self) -> None:
+
+@dataclass
+class Route:
+    """One broker's proxy: where it listens, where it forwards, and what it does now."""
+
+    listen: int
+    upstream: int
+    enabled: bool = True
+    toxics: dict[str, Toxic] = field(default_factory=dict)
+    server: asyncio.AbstractServer | None = None
+    connections: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+class RequestProxy:
+    """One listening port per broker (:meth:`route`), each forwarding to the broker's own."""
+
+    def __init__(self, seed: int = 0) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="request-proxy")
-        self._servers: dict[str, asyncio.AbstractServer] = {}
-        self._connections: set[asyncio.StreamWriter] = set()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="request-proxy", daemon=True
+        )
+        self._routes: dict[str, Route] = {}
         self._faults: list[RequestFault] = []
         self._lock = threading.Lock()
-        #: Every action taken: when, on which proxy, on which request.
+        self._rng = random.Random(seed)
+        #: Every request fault's action: when, on which proxy, on which request.
         self.actions: list[dict[str, Any]] = []
 
+    # --- what the harness calls, from any thread -------------------------------------------
+
     def start(self) -> RequestProxy:
-        self._thread.daemon = True
         self._thread.start()
         return self
 
@@ -114,14 +150,49 @@ class RequestProxy:
         """Close every listener and connection, then end the loop's thread."""
         if not self._thread.is_alive():
             return
-        self._call(self._close_all())
+        self._call(self._close_routes(list(self._routes)))
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(START_TIMEOUT_S)
+        self._thread.join(CALL_TIMEOUT_S)
         self._loop.close()
 
     def route(self, routes: Mapping[str, tuple[int, int]]) -> None:
-        """Listen on each ``name -> (listen port, broker port)``, replacing earlier routes."""
+        """Proxies ``name -> (listen port, broker port)`` on 127.0.0.1, replacing any others."""
         self._call(self._route(dict(routes)))
+
+    def proxies(self) -> dict[str, dict[str, Any]]:
+        """Every proxy with its state (``upstream``, ``enabled``, ``toxics``), by name."""
+        with self._lock:
+            return {
+                name: {
+                    "listen": f"127.0.0.1:{route.listen}",
+                    "upstream": f"127.0.0.1:{route.upstream}",
+                    "enabled": route.enabled,
+                    "toxics": sorted(route.toxics),
+                }
+                for name, route in self._routes.items()
+            }
+
+    def add_toxic(
+        self, proxy: str, name: str, kind: str, direction: str, attributes: dict[str, Any]
+    ) -> None:
+        """Put a network fault on one proxy's direction until it is removed."""
+        if kind not in TOXICS:
+            raise RequestProxyError(f"{kind!r} is not one of {', '.join(TOXICS)}")
+        if direction not in DIRECTIONS:
+            raise RequestProxyError(f"{direction!r} is not one of {', '.join(DIRECTIONS)}")
+        if kind == "timeout" and attributes.get("timeout", 0):
+            raise RequestProxyError("a timeout fault swallows frames: its timeout must be 0")
+        with self._lock:
+            self._route_named(proxy).toxics[name] = Toxic(kind, direction, dict(attributes))
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        with self._lock:
+            self._route_named(proxy).toxics.pop(name, None)
+
+    def set_enabled(self, proxy: str, enabled: bool) -> None:
+        """A disabled proxy closes its connections and refuses new ones: a cut-off broker."""
+        self._route_named(proxy)
+        self._call(self._listen(proxy) if enabled else self._close_routes([proxy], keep=True))
 
     def add_fault(self, fault: RequestFault) -> None:
         with self._lock:
@@ -133,58 +204,143 @@ class RequestProxy:
                 self._faults.remove(fault)
 
     def faulty(self) -> bool:
+        """Whether any proxy has a fault on it or is disabled."""
         with self._lock:
-            return bool(self._faults)
+            routes = self._routes.values()
+            return bool(self._faults) or any(not r.enabled or r.toxics for r in routes)
 
     def reset(self) -> None:
-        """Remove every fault."""
+        """Every proxy enabled again, every fault removed."""
         with self._lock:
             self._faults.clear()
-
-    # --- the loop's side -------------------------------------------------------------------
+            for route in self._routes.values():
+                route.toxics.clear()
+            disabled = [name for name, route in self._routes.items() if not route.enabled]
+        for name in disabled:
+            self.set_enabled(name, True)
 
     def _call(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(START_TIMEOUT_S)
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(CALL_TIMEOUT_S)
+
+    def _route_named(self, name: str) -> Route:
+        try:
+            return self._routes[name]
+        except KeyError:
+            raise RequestProxyError(f"no proxy named {name!r}") from None
+
+    # --- the loop's side --------------------------------------------------------------------
 
     async def _route(self, routes: dict[str, tuple[int, int]]) -> None:
-        await self._close_servers()
-        for name, (listen_port, broker_port) in routes.items():
-            try:
-                self._servers[name] = await asyncio.start_server(
-                    lambda r, w, n=name, p=broker_port: self._serve(n, p, r, w),
-                    "127.0.0.1",
-                    listen_port,
-                    reuse_address=True,
-                )
-            except OSError as exc:
-                await self._close_servers()
-                raise RequestProxyError(
-                    f"{name}: cannot listen on 127.0.0.1:{listen_port}: {exc}"
-                ) from exc
-
-    async def _close_servers(self) -> None:
-        servers, self._servers = list(self._servers.values()), {}
-        for server in servers:
-            server.close()
-            await server.wait_closed()
-
-    async def _close_all(self) -> None:
-        await self._close_servers()
-        for writer in list(self._connections):
-            _reset(writer)
-
-    def _choose(self, broker: str, header: RequestHeader) -> RequestFault | None:
+        await self._close_routes(list(self._routes))
         with self._lock:
-            for fault in self._faults:
-                if fault.chooses(broker, header):
-                    return fault
-        return None
+            self._routes = {name: Route(*ports) for name, ports in routes.items()}
+        for name in routes:
+            await self._listen(name)
 
-    def _record(self, broker: str, header: RequestHeader, fault: RequestFault) -> None:
+    async def _listen(self, name: str) -> None:
+        route = self._routes[name]
+        if route.server is not None:
+            return
+        try:
+            route.server = await asyncio.start_server(
+                lambda r, w: self._accept(name, r, w), "127.0.0.1", route.listen, reuse_address=True
+            )
+        except OSError as exc:
+            raise RequestProxyError(
+                f"{name}: cannot listen on 127.0.0.1:{route.listen}: {exc}"
+            ) from exc
+        route.enabled = True
+
+    async def _close_routes(self, names: list[str], keep: bool = False) -> None:
+        """Stop listening and reset every connection; ``keep``: the route stays, disabled."""
+        for name in names:
+            route = self._routes[name]
+            route.enabled = False
+            if route.server is not None:
+                route.server.close()
+                await route.server.wait_closed()
+                route.server = None
+            for task in list(route.connections):
+                task.cancel()
+            await asyncio.gather(*route.connections, return_exceptions=True)
+            if not keep:
+                with self._lock:
+                    self._routes.pop(name, None)
+
+    def _accept(
+        self, name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        route = self._routes[name]
+        task = asyncio.ensure_future(self._serve(name, route, reader, writer))
+        route.connections.add(task)
+        task.add_done_callback(route.connections.discard)
+
+    async def _serve(
+        self,
+        name: str,
+        route: Route,
+        client_reader: asyncio.StreamReader,
+        client_writer: asyncio.StreamWriter,
+    ) -> None:
+        broker_writer = None
+        try:
+            broker_reader, broker_writer = await asyncio.open_connection(
+                "127.0.0.1", route.upstream
+            )
+            lost: set[int] = set()
+            pumps = [
+                asyncio.ensure_future(
+                    self._pump(
+                        route, "to_broker", client_reader, broker_writer, self._request(name, lost)
+                    )
+                ),
+                asyncio.ensure_future(
+                    self._pump(route, "from_broker", broker_reader, client_writer, _answer(lost))
+                ),
+            ]
+            try:
+                await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for pump in pumps:
+                    pump.cancel()
+                await asyncio.gather(*pumps, return_exceptions=True)
+        except OSError:
+            pass  # the broker is down: the client sees its connection reset
+        finally:
+            for writer in (client_writer, broker_writer):
+                if writer is not None:
+                    _reset(writer)
+
+    def _request(self, name: str, lost: set[int]) -> Callable[[bytes], float | None]:
+        """What to do with each request: None ends the connection, else the delay to add."""
+
+        def decide(request: bytes) -> float | None:
+            try:
+                header = parse_request_header(request)
+            except FrameError as exc:
+                log.warning("%s: %s; connection closed", name, exc)
+                return None
+            fault = self._choose(name, header)
+            if fault is None:
+                return 0.0
+            self._record(name, header, fault)
+            if fault.action == "cut":
+                return None
+            if fault.action == "lose_answer":
+                lost.add(header.correlation_id)
+            return fault.delay_ms / 1000 if fault.action == "delay" else 0.0
+
+        return decide
+
+    def _choose(self, name: str, header: RequestHeader) -> RequestFault | None:
+        with self._lock:
+            return next((f for f in self._faults if f.chooses(name, header)), None)
+
+    def _record(self, name: str, header: RequestHeader, fault: RequestFault) -> None:
         self.actions.append(
             {
                 "ts": time.time(),
-                "proxy": broker,
+                "proxy": name,
                 "action": fault.action,
                 "api": header.api,
                 "api_version": header.api_version,
@@ -193,65 +349,68 @@ class RequestProxy:
             }
         )
 
-    async def _serve(
-        self,
-        broker: str,
-        broker_port: int,
-        client_reader: asyncio.StreamReader,
-        client_writer: asyncio.StreamWriter,
-    ) -> None:
-        try:
-            broker_reader, broker_writer = await asyncio.open_connection("127.0.0.1", broker_port)
-        except OSError:
-            _reset(client_writer)  # the broker is down: the client sees a refused broker
-            return
-        pair = (client_writer, broker_writer)
-        self._connections.update(pair)
-        lost: set[int] = set()
-        requests = asyncio.ensure_future(self._requests(broker, client_reader, broker_writer, lost))
-        answers = asyncio.ensure_future(self._answers(broker_reader, client_writer, lost))
-        try:
-            await asyncio.wait((requests, answers), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (requests, answers):
-                task.cancel()
-            for writer in pair:
-                _reset(writer)
-            self._connections.difference_update(pair)
+    def _toxics(self, route: Route, direction: str) -> dict[str, Mapping[str, Any]]:
+        with self._lock:
+            return {t.kind: t.attributes for t in route.toxics.values() if t.direction == direction}
 
-    async def _requests(
+    async def _pump(
         self,
-        broker: str,
+        route: Route,
+        direction: str,
         reader: asyncio.StreamReader,
-        to_broker: asyncio.StreamWriter,
-        lost: set[int],
+        writer: asyncio.StreamWriter,
+        decide: Callable[[bytes], float | None],
     ) -> None:
-        while (request := await _read(reader)) is not None:
-            try:
-                header = parse_request_header(request)
-            except FrameError as exc:
-                log.warning("%s: %s; connection closed", broker, exc)
-                return
-            fault = self._choose(broker, header)
-            if fault is not None:
-                self._record(broker, header, fault)
-                if fault.action == "cut":
+        """Frames from ``reader`` to ``writer``, each after its faults; returns to end both."""
+        queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
+        sender = asyncio.ensure_future(self._send(route, direction, queue, writer))
+        try:
+            while (frame := await _read(reader)) is not None:
+                extra = decide(frame)
+                if extra is None:
                     return
-                if fault.action == "delay":
-                    await asyncio.sleep(fault.delay_ms / 1000)
-                if fault.action == "lose_answer":
-                    lost.add(header.correlation_id)
-            to_broker.write(framed(request))
-            await to_broker.drain()
+                toxics = self._toxics(route, direction)
+                if "reset_peer" in toxics:
+                    await asyncio.sleep(float(toxics["reset_peer"].get("timeout", 0)) / 1000)
+                    return
+                if "timeout" in toxics:
+                    continue  # swallowed, the connection kept open
+                latency = toxics.get("latency", {})
+                jitter = float(latency.get("jitter", 0))
+                delay = float(latency.get("latency", 0)) + self._rng.uniform(-jitter, jitter)
+                queue.put_nowait((self._loop.time() + max(delay, 0.0) / 1000 + extra, frame))
+            queue.put_nowait(None)
+            await sender  # what was read goes out before the connection ends
+        finally:
+            sender.cancel()
 
-    async def _answers(
-        self, reader: asyncio.StreamReader, to_client: asyncio.StreamWriter, lost: set[int]
+    async def _send(
+        self,
+        route: Route,
+        direction: str,
+        queue: asyncio.Queue[tuple[float, bytes] | None],
+        writer: asyncio.StreamWriter,
     ) -> None:
-        while (answer := await _read(reader)) is not None:
-            if response_correlation_id(answer) in lost:
-                return  # the broker acted; its answer never reaches the client
-            to_client.write(framed(answer))
-            await to_client.drain()
+        while (item := await queue.get()) is not None:
+            due, frame = item
+            rate = self._toxics(route, direction).get("bandwidth", {}).get("rate")
+            if rate:
+                due = max(due, self._loop.time() + (len(frame) + 4) / (float(rate) * 1000))
+            await asyncio.sleep(max(due - self._loop.time(), 0.0))
+            writer.write(framed(frame))
+            await writer.drain()
+
+
+def _answer(lost: set[int]) -> Callable[[bytes], float | None]:
+    """An answer to a request whose answer is to be lost ends the connection (None)."""
+
+    def decide(answer: bytes) -> float | None:
+        try:
+            return None if response_correlation_id(answer) in lost else 0.0
+        except FrameError:
+            return None
+
+    return decide
 
 
 async def _read(reader: asyncio.StreamReader) -> bytes | None:

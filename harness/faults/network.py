@@ -1,7 +1,7 @@
 """Network faults between the clients (the app, the workload producer) and each broker.
 
-They act on the Toxiproxy proxy the cluster puts in front of every broker (see
-:mod:`kafka_replay.cluster.toxiproxy`): the brokers advertise their proxy's address, so clients
+They act on the proxy the cluster puts in front of every broker (see
+:mod:`kafka_replay.cluster.request_proxy`): the brokers advertise their proxy's address, so clients
 cannot go around it, while replication, the KRaft quorum and the harness's own observers use
 the brokers' direct listeners and see no fault. Which broker is hit is found as for broker
 faults (a partition's leader, the active controller, any) or ``all`` of them.
@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_replay.cluster.toxiproxy import ToxiproxyError
+from kafka_replay.cluster.request_proxy import RequestProxyError
 
 from .brokers import BrokerFaultError, RunFaults, find_node
 
@@ -24,7 +24,7 @@ NETWORK_ROLES = ("leader", "controller", "any", "all")
 DIRECTIONS = ("both", "to_broker", "from_broker")
 
 
-#: Every network fault a step may ask for -> the Toxiproxy toxic that does it (None: the
+#: Every network fault a step may ask for -> the proxy's toxic that does it (None: the
 #: proxy is switched off, closing the broker's connections and refusing new ones).
 FAULTS: dict[str, str | None] = {
     "latency": "latency",  # each chunk delayed by latency_ms (+- jitter_ms)
@@ -36,7 +36,7 @@ FAULTS: dict[str, str | None] = {
 
 
 def toxic_attributes(fault: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Toxiproxy's attributes for ``fault`` from a step's options."""
+    """The proxy's attributes for ``fault`` from a step's options."""
     if fault == "latency":
         return {"latency": int(options["latency_ms"]), "jitter": int(options["jitter_ms"])}
     if fault == "bandwidth":
@@ -87,7 +87,7 @@ class NetworkFaults(RunFaults):
                         self.proxy.add_toxic(proxy, toxic, kind, stream, dict(attributes))
                     self.active[name] = (node, toxics)
                 started.append(name)
-        except ToxiproxyError as exc:
+        except RequestProxyError as exc:
             self.heal(started)
             raise BrokerFaultError(str(exc)) from exc
         return started
@@ -105,7 +105,7 @@ class NetworkFaults(RunFaults):
                     for toxic in toxics:
                         self.proxy.remove_toxic(proxy, toxic)
                 healed.append(node)
-        except ToxiproxyError as exc:
+        except RequestProxyError as exc:
             raise BrokerFaultError(str(exc)) from exc
         return sorted(set(healed))
 

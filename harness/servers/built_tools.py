@@ -1,4 +1,4 @@
-"""Programs the harness builds once from a registry and keeps in its cache (Toxiproxy, Tansu)."""
+"""Programs the harness builds once from a registry and keeps in its cache (Tansu)."""
 
 from __future__ import annotations
 

@@ -78,3 +78,30 @@ def test_a_leaders_isr_shrinks_and_min_isr_refusals_of_the_run_topics_are_read(
     }  # fmt: skip
     assert events[1]["partition"] == 2 and events[1]["min_isr"] == 2
     assert events[1]["ts"] > events[0]["ts"]  # the stack trace line takes the ERROR line's time
+
+
+def test_the_3x_coordinators_wording_is_read_as_4x_is(tmp_path: Path) -> None:
+    """Kafka 3.9's group coordinator names the offsets partition after a generation and a
+    member by its whole metadata (lines from rolling-deploy-rebalance-storm on 3.9.2)."""
+    group = "rolling-deploy-rebalance-storm-159ac368"
+    member = "rdkafka-c98497b0-256a-4b53-b272-5422df7da160"
+    coordinator = "INFO [GroupCoordinator 1]:"
+    suffix = "(kafka.coordinator.group.GroupCoordinator)"
+    log = tmp_path / "broker-1.log"
+    log.write_text(
+        f"[2026-11-26T14:54:02,548] {coordinator} Preparing to rebalance group {group} in state "
+        "PreparingRebalance with old generation 0 (__consumer_offsets-8) (reason: Adding new "
+        f"member {member} with group instance id None; client reason: not provided) {suffix}\n"
+        f"[2026-11-26T14:54:02,549] {coordinator} Stabilized group {group} generation 1 "
+        f"(__consumer_offsets-8) with 1 members {suffix}\n"
+        f"[2026-11-26T14:54:09,001] {coordinator} Member MemberMetadata(memberId={member}, "
+        "groupInstanceId=None, clientId=rdkafka, clientHost=/127.0.0.1, sessionTimeoutMs=6000, "
+        "rebalanceTimeoutMs=300000, supportedProtocols=List(range, roundrobin)) has left group "
+        f"{group} through explicit `LeaveGroup`; client reason: not provided {suffix}\n"
+        f"[2026-11-26T14:54:09,002] {coordinator} Group {group} with generation 1 is now empty "
+        f"(__consumer_offsets-8) {suffix}\n"
+    )
+    events = group_events([log], group)
+    assert [e["kind"] for e in events] == ["rebalance", "stabilized", "leave", "empty"]
+    assert (events[0]["generation"], events[1]["members"]) == (0, 1)
+    assert (events[2]["member"], events[2]["reason"]) == (member, "not provided")

@@ -39,14 +39,22 @@ from typing import Any
 
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3})\] \w+ (.*)$")
 _LEAVE = re.compile(
-    r"Member (\S+) has left group through explicit `LeaveGroup` request; client reason: (.*?)"
-    r"(?: \(org\.apache|$)"
+    r"Member (\S+) has left group (?:\S+ )?through explicit `LeaveGroup`(?: request)?; "
+    r"client reason: (.*?)(?: \((?:org\.apache|kafka)\.|$)"
 )
+# Kafka 3.x's coordinator names a member by its whole metadata, spaces and all.
+_MEMBER_METADATA = re.compile(r"MemberMetadata\(memberId=([^,]+),.*?\)(?= has | in group )")
+#: Kafka 3.x's coordinator names the offsets partition after a generation.
+_OFFSETS_PARTITION = r"(?: \(__consumer_offsets-\d+\))?"
 # The KIP-848 ``consumer`` protocol's coordinator words the same events its own way.
 _LEFT_CONSUMER_GROUP = re.compile(r"Member (\S+) left the consumer group")
 _NEW_ASSIGNMENT = re.compile(r"Computed a new target assignment for epoch (\d+)")
-_REBALANCE = re.compile(r"Preparing to rebalance group \S+ .*old generation (\d+) \(reason: (.*)\)")
-_STABILIZED = re.compile(r"Stabilized group \S+ generation (\d+) with (\d+) members")
+_REBALANCE = re.compile(
+    rf"Preparing to rebalance group \S+ .*old generation (\d+){_OFFSETS_PARTITION} \(reason: (.*)\)"
+)
+_STABILIZED = re.compile(
+    rf"Stabilized group \S+ generation (\d+){_OFFSETS_PARTITION} with (\d+) members"
+)
 _EMPTY = re.compile(r"Group \S+ with generation (\d+) is now empty")
 _REMOVED = (
     re.compile(r"Member (\S+) in group \S+ has failed, removing it from the group"),
@@ -125,6 +133,7 @@ def _fenced(match: re.Match[str]) -> dict[str, Any]:
 
 
 def _classify(message: str, group: str) -> dict[str, Any] | None:
+    message = _MEMBER_METADATA.sub(r"\1", message)
     if (m := _LEAVE.search(message)) is not None:
         return {"kind": "leave", "member": m.group(1), "reason": m.group(2).strip()}
     if (m := _LEFT_CONSUMER_GROUP.search(message)) is not None:

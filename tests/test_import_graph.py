@@ -74,7 +74,9 @@ KAFKA_FACING: dict[str, frozenset[str]] = {
     f"{CLUSTER}.images": frozenset({"build_kafka_image"}),  # ``kafka-replay build-image``
     f"{CLUSTER}.nodes": frozenset({"NODE_REQUEST_TIMEOUT_S", "NodeCluster", "RESTART_GRACE_S"}),
     f"{CLUSTER}.pool": frozenset({"DEFAULT_MAX_LIVE", "ClusterPool", "ClusterSpec"}),
-    f"{CLUSTER}.request_proxy": frozenset({"RequestProxyError"}),  # the brokers' network faults
+    f"{CLUSTER}.kafka_wire": frozenset({"api_keys"}),  # the protocol's APIs, by name
+    # the brokers' network faults, and faults aimed at requests
+    f"{CLUSTER}.request_proxy": frozenset({"ACTIONS", "RequestFault", "RequestProxyError"}),
     f"{CLUSTER}.versions": frozenset(
         {"DEFAULT_KAFKA_VERSION", "TESTED_KAFKA_VERSIONS", "choose_version"}
     ),

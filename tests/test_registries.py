@@ -123,6 +123,7 @@ SAMPLE_VALUES: dict[str, Any] = {
     "client": {"group.protocol": "consumer"},
     "topic": "side_effects",  # a topic of the definition's, by its name
     "app": "app",  # the one app's name
+    "api": "Produce",  # an API of the Kafka protocol
 }
 
 

@@ -3,16 +3,20 @@
 The pure tests read hand-built frames and count which requests a fault chooses. The real ones
 put the proxy in front of a broker and lose the answer to a producer's first Produce after the
 broker appended it: a producer without idempotence writes the record twice, every time, and an
-idempotent one once; the proxy records the request it acted on.
+idempotent one once; the proxy records the request it acted on. Through the engine, a
+``kafka_fault`` step loses three of the workload producer's Produce answers in a replay.
 """
 
 from __future__ import annotations
 
+import json
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from pyspark.sql import SparkSession
 
 from kafka_replay.cluster.kafka_wire import (
     FrameError,
@@ -22,7 +26,11 @@ from kafka_replay.cluster.kafka_wire import (
     response_correlation_id,
 )
 from kafka_replay.cluster.nodes import NodeCluster
+from kafka_replay.cluster.pool import ClusterPool
 from kafka_replay.cluster.request_proxy import RequestFault, RequestProxy, RequestProxyError
+from kafka_replay.history import read_stream
+from kafka_replay.replay.definition import load_incident
+from tests.fault_incidents import replay_on_pool, write_incident
 
 
 def request_bytes(api_key: int, version: int, correlation_id: int, client_id: str | None) -> bytes:
@@ -149,3 +157,47 @@ def test_a_lost_produce_answer_writes_twice_unless_the_producer_is_idempotent(
         "Produce",
         "weak-producer",
     )
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterPool]:
+    pool = ClusterPool(tmp_path_factory.mktemp("requests"))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+LOST_PRODUCE_ANSWERS = """do = "kafka_fault"
+api = "Produce"
+action = "lose_answer"
+clients = "workload"
+nth = 20
+every = 10
+count = 3"""
+
+
+@pytest.mark.parametrize("idempotent", [False, True], ids=["plain-producer", "idempotent-producer"])
+def test_the_engine_loses_three_produce_answers_of_the_workload_and_records_each(
+    tmp_path: Path, pool: ClusterPool, spark: SparkSession, idempotent: bool
+) -> None:
+    producer = f'[producer]\n"enable.idempotence" = {str(idempotent).lower()}'
+    definition = write_incident(
+        tmp_path, "lost-answers", [LOST_PRODUCE_ANSWERS], brokers=f"brokers = 1\n\n{producer}"
+    )
+    assert load_incident(definition).network_faults  # the step gets the brokers' proxies
+    outcome, _ = replay_on_pool(definition, pool, spark, tmp_path / "run")
+    assert outcome.failed_stage is None, outcome.explain()
+    (fault,) = [
+        s
+        for s in read_stream(tmp_path / "run" / "events" / "steps.jsonl")
+        if s["do"] == "kafka_fault"
+    ]
+    assert fault["acted"] == 3 and fault["matched"] >= 40
+    assert {(r["api"], r["action"], r["client_id"]) for r in fault["requests"]} == {
+        ("Produce", "lose_answer", "kafka-replay-workload")
+    }
+    check = json.loads((tmp_path / "run" / "check.json").read_text())
+    written_twice = check["anomalies"]["log_duplicate"]["count"]
+    assert written_twice == 0 if idempotent else written_twice >= 3, written_twice
+    assert check["anomalies"]["lost"]["count"] == 0

@@ -63,14 +63,16 @@ class RequestFault:
     """Which requests to act on, and what to do to them.
 
     ``api``: the API's name as Kafka's docs write it (``Produce``); ``clients``: client-id
-    prefixes (empty: every client); ``brokers``: the proxies (``broker-N``) it acts on (None:
-    all). Of the matching requests, it acts on those from the ``nth`` (1-based) on, every
-    ``every``-th, at most ``count`` of them (None: no limit).
+    prefixes it takes (empty: every client); ``skip_clients``: client-id prefixes it passes
+    by; ``brokers``: the proxies (``broker-N``) it acts on (None: all). Of the matching
+    requests, it acts on those from the ``nth`` (1-based) on, every ``every``-th, at most
+    ``count`` of them (None: no limit).
     """
 
     api: str
     action: str
     clients: tuple[str, ...] = ()
+    skip_clients: tuple[str, ...] = ()
     nth: int = 1
     every: int = 1
     count: int | None = 1
@@ -94,7 +96,10 @@ class RequestFault:
             return False
         if self.brokers is not None and broker not in self.brokers:
             return False
-        if self.clients and not (header.client_id or "").startswith(self.clients):
+        client = header.client_id or ""
+        if self.clients and not client.startswith(self.clients):
+            return False
+        if self.skip_clients and client.startswith(self.skip_clients):
             return False
         self.matched += 1
         if self.count is not None and self.acted >= self.count:
@@ -137,7 +142,8 @@ class RequestProxy:
         self._faults: list[RequestFault] = []
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
-        #: Every request fault's action: when, on which proxy, on which request.
+        #: Every request fault's action: when, which fault (its ``id``), on which proxy, on
+        #: which request.
         self.actions: list[dict[str, Any]] = []
 
     # --- what the harness calls, from any thread -------------------------------------------
@@ -340,6 +346,7 @@ class RequestProxy:
         self.actions.append(
             {
                 "ts": time.time(),
+                "fault": id(fault),
                 "proxy": name,
                 "action": fault.action,
                 "api": header.api,

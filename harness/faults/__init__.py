@@ -8,6 +8,7 @@ faults return what they did and the partition leaders before and after).
 from .actions import add_partitions, kill_at_random
 from .brokers import ROLES, BrokerFaultError, BrokerFaults, group_offsets_holders
 from .network import DIRECTIONS, FAULTS, NETWORK_ROLES, NetworkFaults, toxic_attributes
+from .requests import ACTIONS, CLIENTS, RequestFaults
 from .transactions import (
     TransactionAdminError,
     abort_transactions,
@@ -16,6 +17,8 @@ from .transactions import (
 )
 
 __all__ = [
+    "ACTIONS",
+    "CLIENTS",
     "DIRECTIONS",
     "FAULTS",
     "NETWORK_ROLES",
@@ -23,6 +26,7 @@ __all__ = [
     "BrokerFaultError",
     "BrokerFaults",
     "NetworkFaults",
+    "RequestFaults",
     "TransactionAdminError",
     "abort_transactions",
     "add_partitions",

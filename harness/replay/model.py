@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 PROFILES = ("vulnerable", "remediated")
 #: Steps that act on the proxies in front of the brokers: their cluster needs proxies.
-NETWORK_STEPS = frozenset({"network_fault", "heal_network"})
+NETWORK_STEPS = frozenset({"network_fault", "heal_network", "kafka_fault"})
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: What a topic is to the app (``[topics.NAME] role``): read by it, or one of its results.
 TOPIC_ROLES = ("input", "output", "dead_letter", "side_effects", "internal")

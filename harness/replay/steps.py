@@ -27,13 +27,15 @@ from kafka_replay.apps.client_config import check_client_config
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.capabilities import CAPABILITIES
 from kafka_replay.faults import (
+    ACTIONS,
+    CLIENTS,
     DIRECTIONS,
     FAULTS,
     NETWORK_ROLES,
     ROLES,
     BrokerFaultError,
     BrokerFaults,
-    NetworkFaults,
+    RequestFaults,
     abort_transactions,
     add_partitions,
     group_offsets_holders,
@@ -80,7 +82,7 @@ class Stage:
     #: Created by the first broker fault: the nodes it took down, restored at the end.
     broker_faults: BrokerFaults | None = None
     #: Created by the first network fault: the faults still active, healed at the end.
-    network_faults: NetworkFaults | None = None
+    network_faults: RequestFaults | None = None
     #: A share group's watch (``[group] type = "share"``): the drain reads its start offsets.
     share_watch: Any = None
     #: The app's input topics (default: the ``input`` topic), as created.
@@ -119,11 +121,12 @@ class Stage:
                 raise StepFailed(str(exc)) from exc
         return self.broker_faults
 
-    def network(self) -> NetworkFaults:
-        """The run's network faults (refused, saying why, on a cluster without proxies)."""
+    def network(self) -> RequestFaults:
+        """The run's network and request faults (refused, saying why, on a cluster without
+        proxies)."""
         if self.network_faults is None:
             try:
-                self.network_faults = NetworkFaults(self.cluster, self.topics, self.rng, self.stop)
+                self.network_faults = RequestFaults(self.cluster, self.topics, self.rng, self.stop)
             except BrokerFaultError as exc:
                 raise StepFailed(str(exc)) from exc
         return self.network_faults
@@ -781,6 +784,48 @@ def _network(stage: Stage, step: Step) -> dict[str, Any]:
 
     stage.in_background(f"network-{step['fault']}", in_background)
     return {"fault": step["fault"], "background": True}
+
+
+def _kafka_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    """The API must be Kafka's; a delay needs its milliseconds; counts start at 1."""
+    from kafka_replay.cluster.kafka_wire import api_keys
+
+    if options["api"] not in api_keys():
+        return "api", (
+            f"{options['api']!r} is not an API of the Kafka protocol; e.g. Produce, Fetch, "
+            "OffsetCommit, JoinGroup, Heartbeat, FindCoordinator, InitProducerId, EndTxn"
+        )
+    if options["action"] == "delay" and not options["delay_ms"] > 0:
+        return "delay_ms", "a delay needs delay_ms above 0"
+    for name in ("nth", "every", "count"):
+        if options[name] < 1:
+            return name, f"must be 1 or more, got {options[name]}"
+    return _broker_target(options, context)
+
+
+@step_kind(
+    "kafka_fault",
+    _kafka_fault,
+    api=Field(str),
+    action=Field(str, REQUIRED, ACTIONS),
+    clients=Field(str, "all", tuple(CLIENTS)),
+    role=Field(str, "all", NETWORK_ROLES),
+    topic=Field(str, "input"),
+    partition=Field(int, 0),
+    nth=Field(int, 1),
+    every=Field(int, 1),
+    count=Field(int, 1),
+    delay_ms=Field(int, 0),
+    timeout_s=Field((int, float), 60.0),
+    label=Field(str, None),
+)
+def _request_fault(stage: Stage, step: Step) -> dict[str, Any]:
+    """A fault aimed at Kafka requests (an API's, from the app or the workload producer):
+    their answer lost after the broker acted, a delay, or a cut; waits until it acted ``count``
+    times."""
+    target = {name: step[name] for name in BROKER_TARGET}
+    with _refused():
+        return stage.network().play_request_fault(target, dict(step.options), step["timeout_s"])
 
 
 @step_kind(

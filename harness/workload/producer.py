@@ -28,7 +28,10 @@ Sink = Callable[[dict[str, Any]], None]
 #: librdkafka's own lines, with every other Kafka client of the harness
 CLIENT_LOG = logging.getLogger("kafka_replay.librdkafka")
 
+#: The workload producer's client id: how a request fault tells its requests from the app's.
+WORKLOAD_CLIENT_ID = "kafka-replay-workload"
 PRODUCER_DEFAULTS: dict[str, Any] = {
+    "client.id": WORKLOAD_CLIENT_ID,
     "partitioner": "murmur2_random",
     "acks": "all",
     "enable.idempotence": True,

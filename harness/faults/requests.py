@@ -1,0 +1,92 @@
+"""Faults aimed at Kafka requests: the answer to a chosen Produce lost, a commit delayed.
+
+A network fault hits whatever is in flight when it starts, so whether it catches a request
+after the broker acted on it is chance. These act on the requests themselves, through the proxy
+the cluster puts in front of every broker (:mod:`kafka_replay.cluster.request_proxy`): the
+``nth`` matching request of an API, from the app's clients or the workload producer's, on the
+brokers a role names, ``count`` times. A step waits until the fault acted that many times, so
+a run that says it lost three Produce answers lost exactly three.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafka_replay.cluster.request_proxy import ACTIONS, RequestFault, RequestProxyError
+from kafka_replay.workload.producer import WORKLOAD_CLIENT_ID
+
+from .brokers import BrokerFaultError
+from .network import NetworkFaults
+
+__all__ = ["ACTIONS", "CLIENTS", "RequestFaults"]
+
+#: Whose requests a fault acts on -> (client-id prefixes it takes, prefixes it passes by).
+CLIENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "all": ((), ()),
+    "app": ((), (WORKLOAD_CLIENT_ID,)),  # every client but the harness's producer
+    "workload": ((WORKLOAD_CLIENT_ID,), ()),
+}
+
+
+class RequestFaults(NetworkFaults):
+    """The request faults of one run, on the proxies of the brokers a role names."""
+
+    def play_request_fault(
+        self,
+        target: dict[str, Any],
+        options: dict[str, Any],
+        timeout: float,
+    ) -> dict[str, Any]:
+        """Act on the chosen requests ``count`` times, then remove the fault.
+
+        ``options``: ``api``, ``action``, ``clients`` (a :data:`CLIENTS` key), ``nth``,
+        ``every``, ``count``, ``delay_ms``. Raises :class:`BrokerFaultError` when the fault has
+        not acted ``count`` times within ``timeout`` seconds, saying how many it matched.
+        """
+        nodes = self.nodes(target["role"], target["topic"], target["partition"])
+        taking, passing = CLIENTS[options["clients"]]
+        try:
+            fault = RequestFault(
+                options["api"],
+                options["action"],
+                clients=taking,
+                skip_clients=passing,
+                nth=options["nth"],
+                every=options["every"],
+                count=options["count"],
+                delay_ms=options["delay_ms"],
+                brokers=frozenset(self.cluster.proxy_name(node) for node in nodes),
+            )
+        except RequestProxyError as exc:
+            raise BrokerFaultError(str(exc)) from exc
+        before, started = self.leaders(), time.time()
+        self.proxy.add_fault(fault)
+        try:
+            deadline = time.monotonic() + timeout
+            count = options["count"]
+            while fault.acted < count and not self.stop.wait(0.05):
+                if time.monotonic() > deadline:
+                    raise BrokerFaultError(
+                        f"the {options['api']} fault acted {fault.acted} of {count} times "
+                        f"within {timeout:g}s ({fault.matched} matching requests)"
+                    )
+        finally:
+            self.proxy.remove_fault(fault)
+        return {
+            "api": options["api"],
+            "action": options["action"],
+            "clients": options["clients"],
+            "nodes": nodes,
+            "started": started,
+            "ended": time.time(),
+            "matched": fault.matched,
+            "acted": fault.acted,
+            "requests": [
+                {key: value for key, value in action.items() if key != "fault"}
+                for action in self.proxy.actions
+                if action["fault"] == id(fault)
+            ],
+            "leaders_before": before,
+            "leaders_after": self.leaders(),
+        }

@@ -612,6 +612,12 @@ def brokers_paused(evidence: Evidence) -> Value:
 
 
 @symptom
+def request_faults(evidence: Evidence) -> Value:
+    """Requests a ``kafka_fault`` step acted on (an answer lost, a request delayed or cut)."""
+    return sum(e.get("acted", 0) for e in evidence.steps if e["do"] == "kafka_fault")
+
+
+@symptom
 def network_faults(evidence: Evidence) -> Value:
     """Times a network fault began (each time of each ``network_fault`` step)."""
     return sum(

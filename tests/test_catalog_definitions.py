@@ -75,7 +75,6 @@ PUBLIC_WRITE_UPS = {
     "poison-pill",
     "partition-expansion-latest",
     "record-too-large",
-    "min-isr-blocked-sends",
     "rolling-deploy-rebalance-storm",
 }
 

@@ -184,7 +184,6 @@ NOT_JOINED = "did not join its consumer group within"
 NOT_APPLICABLE_ON_TANSU = {
     "deal-flood": "add_partitions",
     "partition-expansion-latest": "add_partitions",
-    "min-isr-blocked-sends": "5 brokers",
     "record-too-large [remediated]": "message.max.bytes",  # its fix is a broker setting
     "hanging-transaction": "abort_transactions",
     "leader-loss-acks-one": "3 brokers",

@@ -310,3 +310,19 @@ def test_a_table_without_a_time_column_says_so(tmp_path: Path) -> None:
     assert "rows written per second not recorded (the table has no time column: name one in " \
         "[sink] time_column)" in titles  # fmt: skip
     assert not any(t.name in ("rows written / s", "duplicate row") for t in drawn.data)
+
+
+def test_each_request_a_fault_acted_on_is_marked_on_its_step(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "x-vulnerable"
+    (run_dir / "events").mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps({"started": 100.0, "topics": {"input": "in"}}))
+    lost = [{"ts": 103.0 + i, "proxy": "broker-1", "action": "lose_answer", "api": "Produce",
+             "api_version": 11, "correlation_id": 40 + i, "client_id": "app"}
+            for i in range(2)]  # fmt: skip
+    steps = [{"kind": "step", "index": 2, "do": "kafka_fault", "started": 102.0, "ended": 105.0,
+              "acted": 2, "requests": lost}]  # fmt: skip
+    (run_dir / "events" / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    drawn = figure(RecordedRun.read(run_dir), _run(run_dir))
+    marks = next(t for t in drawn.data if t.name == "request acted on")
+    assert list(marks.x) == [3.0, 4.0] and set(marks.y) == {"2 kafka_fault"}
+    assert "correlation_id: 41" in marks.hovertext[1]

@@ -193,7 +193,8 @@ def _colour(partition: int) -> str:
 
 @panel
 def steps_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
-    """The incident's steps as bars on the clock, named on the left, details on hover."""
+    """The incident's steps as bars on the clock, named on the left, details on hover; each
+    request a ``kafka_fault`` step acted on is a mark on its bar, when it was acted on."""
     import plotly.graph_objects as go
 
     steps = recorded.stream("steps")
@@ -211,8 +212,14 @@ def steps_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
         y=names, x=widths, base=begins, orientation="h", name="steps", showlegend=False,
         hovertext=hover, hoverinfo="text", marker_color="#8c8fd6", width=0.7,
     )  # fmt: skip
+    acted = [
+        (recorded.t(r["ts"]), name, f"<b>{html.escape(str(r.get('action')))}</b><br>{_hover(r)}")
+        for name, step in zip(names, steps, strict=True)
+        for r in step.get("requests") or []
+    ]
+    marks = [_markers("request acted on", acted, "x-thin-open", "crimson")] if acted else []
     yaxis = {"autorange": "reversed", "tickfont": {"size": 11}}
-    return Panel("steps", [bar], height=40 + 17 * len(steps), yaxis=yaxis)
+    return Panel("steps", [bar, *marks], height=40 + 17 * len(steps), yaxis=yaxis)
 
 
 @panel

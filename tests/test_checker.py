@@ -297,6 +297,97 @@ def test_a_lost_write_the_app_had_read_is_still_a_lost_write(spark, tmp_path) ->
     assert found["lost_write"].examples[0]["event_id"] == "e2"
 
 
+def log_start(ts: float, start: int, committed: int | None = None, end: int = 6) -> dict:
+    """A lag sample of partition 0 that says where its log starts."""
+    lag = end - committed if committed is not None else end
+    return {"ts": ts, "group": "g", "topic": T, "partition": 0, "committed": committed,
+            "start": start, "end": end, "lag": lag}  # fmt: skip
+
+
+SIX = [(f"e{i}", "k", i, 0, i) for i in range(6)]
+#: the group read e0 and e1, stalled, and retention deleted offsets 0 to 3 at 3 s
+STALLED = [log_start(1, 0, 2), log_start(2, 0, 2), log_start(3, 4, 2), log_start(6, 4, 6)]
+
+
+def test_inputs_retention_deleted_before_the_group_passed_them_are_not_the_apps_loss(
+    spark, tmp_path
+) -> None:
+    # on resuming, the group jumped to the log end (auto.offset.reset=latest) and committed it:
+    # e2 and e3 were gone already, e4 and e5 it skipped while the log still held them
+    run = write_run(tmp_path, SIX, offsets=[commit(6, log_ts_ms=5_000)], lag=STALLED)
+    rows = [("e0", 0, 0, 1), ("e1", 0, 1, 2)]
+    log = input_log(spark, [("e4", "k", 4, 0, 4), ("e5", "k", 5, 0, 5)])
+    for source in (None, log):  # the lag samples alone judge it; the log read changes nothing
+        found = findings(spark, run, output(spark, rows), source=source)
+        assert counts(found) == {"deleted_by_retention": 2, "lost": 2}
+        assert [e["event_id"] for e in found["lost"].examples] == ["e4", "e5"]
+        example = {
+            k: v for k, v in found["deleted_by_retention"].examples[0].items() if k != "ack_ts"
+        }
+        assert example == {
+            "event_id": "e2", "key": "k", "seq": 2, "in_partition": 0, "in_offset": 2,
+            "deleted_ts_ms": 3000, "seen_ts_ms": 2000, "log_start_from": 0, "log_start_to": 4,
+            "committed_past_ts_ms": 5000,
+        }  # fmt: skip
+
+
+def test_an_input_a_commit_passed_while_the_log_held_it_stays_lost(spark, tmp_path) -> None:
+    run = write_run(tmp_path, SIX, offsets=[commit(6, log_ts_ms=1_500)], lag=STALLED)
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e1", 0, 1, 2)]))
+    assert counts(found) == {"lost": 4}  # skipped in the log, deleted only afterwards
+
+
+def test_a_commit_within_one_lag_sample_of_the_deletion_counts_as_after_it(spark, tmp_path) -> None:
+    # the log still held e2 and e3 at 2 s and no longer at 3 s: a commit at 2.5 s is after it
+    run = write_run(tmp_path, SIX, offsets=[commit(6, log_ts_ms=2_500)], lag=STALLED)
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e1", 0, 1, 2)]))
+    assert counts(found) == {"deleted_by_retention": 2, "lost": 2}
+
+
+def test_inputs_deleted_that_no_commit_passed_are_deleted_not_unseen(spark, tmp_path) -> None:
+    run = write_run(tmp_path, SIX, offsets=[commit(2, log_ts_ms=500)], lag=STALLED)
+    found = findings(spark, run, output(spark, [("e0", 0, 0, 1), ("e1", 0, 1, 2)]))
+    assert counts(found) == {"deleted_by_retention": 2, "unseen_at_deadline": 2}
+    assert found["deleted_by_retention"].examples[0]["committed_past_ts_ms"] is None
+
+
+def test_the_log_read_at_check_time_shows_deletions_after_the_last_sample(spark, tmp_path) -> None:
+    # no sample saw the log start move; the log read at check time starts at offset 4
+    lag = [log_start(1, 0, 2), log_start(2, 0, 2)]
+    run = write_run(tmp_path, SIX, offsets=[commit(2, log_ts_ms=500)], lag=lag)
+    rows = [("e0", 0, 0, 1), ("e1", 0, 1, 2)]
+    log = input_log(spark, [("e4", "k", 4, 0, 4), ("e5", "k", 5, 0, 5)])
+    found = findings(spark, run, output(spark, rows), source=log)
+    assert counts(found) == {"deleted_by_retention": 2, "unseen_at_deadline": 2}  # no lost_write
+    example = found["deleted_by_retention"].examples[0]
+    assert (example["deleted_ts_ms"], example["seen_ts_ms"]) == (None, 2000)
+
+
+def test_where_the_log_starts_once_read_judges_what_the_read_found_empty(spark, tmp_path) -> None:
+    # by check time retention deleted the whole log: e4 and e5 too, after the group skipped them
+    run = write_run(tmp_path, SIX, offsets=[commit(6, log_ts_ms=5_000)], lag=STALLED)
+    rows = [("e0", 0, 0, 1), ("e1", 0, 1, 2)]
+    inputs = history_inputs(spark, run, output(spark, rows), source=input_log(spark, []))
+    # the read alone cannot tell a record deleted from the log's start from a lost write
+    assert counts(analyse(inputs)) == {"deleted_by_retention": 2, "lost_write": 2}
+    inputs.log_starts = lambda: [(T, 0, 6)]
+    found = analyse(inputs)
+    assert counts(found) == {"deleted_by_retention": 2, "lost": 2}
+    assert [e["event_id"] for e in found["lost"].examples] == ["e4", "e5"]
+
+
+def test_an_input_deleted_after_its_delivery_is_no_anomaly(spark, tmp_path) -> None:
+    run = write_run(
+        tmp_path,
+        THREE,
+        offsets=[commit(3)],
+        lag=[log_start(1, 0, 3, end=3), log_start(2, 2, 3, end=3)],
+    )
+    log = input_log(spark, [("e2", "k", 2, 0, 2)])
+    rows = [("e0", 0, 0, 1), ("e1", 0, 1, 2), ("e2", 0, 2, 3)]
+    assert counts(findings(spark, run, output(spark, rows), source=log)) == {}
+
+
 def test_an_input_the_log_holds_twice_may_be_delivered_twice(spark, tmp_path) -> None:
     # a retried batch appended again after e2: e1 is at offsets 1 and 3
     log = [("e0", "k", 0, 0, 0), ("e1", "k", 1, 0, 1), ("e2", "k", 2, 0, 2), ("e1", "k", 1, 0, 3)]

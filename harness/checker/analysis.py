@@ -36,6 +36,9 @@ class CheckInputs:
     held: Mapping[int, int] | None = None
     #: Output records of inputs that belong in another output (see ``check.Expected``).
     misrouted: DataFrame | None = None
+    #: Where each input partition's log starts, asked after the input log was read:
+    #: ``(topic, partition, start)`` rows (see ``deleted_by_retention``).
+    log_starts: Callable[[], list[tuple[str, int, int]]] | None = None
 
 
 @dataclass
@@ -237,15 +240,52 @@ class Analysis:
         return self.matched.filter(F.col("side") == _LOG)
 
     @cached_property
-    def undelivered(self) -> tuple[DataFrame, DataFrame]:
-        """(undelivered, behind an open transaction): inputs the input log holds that no output
-        read with read_committed delivers, and those of them whose output sits behind an open
-        transaction (a read_committed read cannot reach it yet).
+    def retention(self) -> DataFrame:
+        """Every acknowledged input (a never delivered one, or an input's first delivery), with
+        the movement of its partition's log start that passed it, if one did (:func:`_passed`):
+        ``deleted_ts_ms``, ``seen_ts_ms``, ``log_start_from``, ``log_start_to``."""
+        side = F.col("side")
+        acked_input = (side == _ACK) | ((side == _OUT) & F.col("acked") & F.col("first"))
+        starts = _log_starts(self.inputs.lag, self.log, self._starts_now())
+        return _passed(self.matched.filter(acked_input), starts)
 
-        A write the brokers lost is neither: the app could never read it (``lost_write``).
+    def _starts_now(self) -> DataFrame | None:
+        """Where the input log starts now, asked once it was read (a record the read missed
+        below it was deleted from the log's start, not lost by a broker)."""
+        if self.inputs.log_starts is None:
+            return None
+        if not self.small:
+            self.matched.count()  # the read happens here (on a small run: at its checkpoint)
+        rows = self.inputs.log_starts()
+        return self.matched.sparkSession.createDataFrame(
+            rows, "topic string, partition int, start long"
+        )
+
+    @cached_property
+    def deleted(self) -> DataFrame:
+        """Inputs never delivered that the log start passed (retention deleted them) before any
+        commit passed them, with when and how far the log start moved (``deleted_by_retention``).
         """
-        unlogged = F.coalesce(_unlogged(), F.lit(False))
-        undelivered = self.matched.filter((F.col("side") == _ACK) & ~unlogged)
+        candidates = self.retention.filter(
+            (F.col("side") == _ACK) & F.col("log_start_to").isNotNull()
+        )
+        return _deleted_first(candidates, self.commits)
+
+    @cached_property
+    def undelivered(self) -> tuple[DataFrame, DataFrame]:
+        """(undelivered, behind an open transaction): inputs the input log holds (or held when a
+        commit passed them) that no output read with read_committed delivers, and those of them
+        whose output sits behind an open transaction (a read_committed read cannot reach it yet).
+
+        A write the brokers lost is neither: the app could never read it (``lost_write``); nor is
+        an input retention deleted before the group passed it (``deleted_by_retention``).
+        """
+        unlogged = F.coalesce(_unlogged(), F.lit(False)) & F.col("log_start_to").isNull()
+        undelivered = (
+            self.retention.filter((F.col("side") == _ACK) & ~unlogged)
+            .join(F.broadcast(self.deleted.select("event_id")), "event_id", "left_anti")
+            .select(*self.matched.columns)
+        )
         pending = _behind_open_transaction(self.inputs.uncommitted, self.inputs.held)
         if pending is None:
             return undelivered, undelivered.limit(0)
@@ -451,9 +491,8 @@ def lost_write(analysis: Analysis) -> Detailed | Finding:
     """Acknowledged by a broker, yet no copy is in the input log read at check time."""
     if not analysis.source_read:
         return Finding(0, [])
-    side = F.col("side")
-    acked_input = (side == _ACK) | ((side == _OUT) & F.col("acked") & F.col("first"))
-    lost = analysis.matched.filter(acked_input & _unlogged())
+    # an input the log start passed was deleted from the log's start, not lost by a broker
+    lost = analysis.retention.filter(_unlogged() & F.col("log_start_to").isNull())
     columns = ("event_id", "key", "seq", "in_partition", "in_offset", "ack_ts")
 
     def detail(frame: DataFrame, count: int) -> Finding:
@@ -465,6 +504,12 @@ def lost_write(analysis: Analysis) -> Detailed | Finding:
         return Finding(count, examples)
 
     return Detailed(lost.select(*columns), detail, Finding(0, []))
+
+
+@anomaly("in_partition", "in_offset")
+def deleted_by_retention(analysis: Analysis) -> DataFrame:
+    """Acknowledged, never delivered, and the log start passed it before any commit did."""
+    return analysis.deleted
 
 
 @anomaly()
@@ -510,6 +555,90 @@ def _missing(undelivered: DataFrame, commits: DataFrame) -> tuple[DataFrame, Dat
     passed = F.col("max_committed").isNotNull() & (F.col("in_offset") < F.col("max_committed"))
     columns = ["event_id", "key", "seq", "in_partition", "in_offset", "max_committed", "ack_ts"]
     return judged.filter(passed).select(*columns), judged.filter(~passed).select(*columns)
+
+
+def _log_starts(lag: DataFrame, log: DataFrame, now: DataFrame | None = None) -> DataFrame:
+    """Each movement of an input partition's log start: ``topic``, ``partition``, the offsets
+    it moved from (inclusive) and to (exclusive), ``deleted_ts_ms`` (the first lag sample that
+    showed it moved) and ``seen_ts_ms`` (the sample before, the last that showed it where it
+    was; null for none).
+
+    The lag samples hold the log start over time (``start``). The input log read at check time
+    (``log``, empty when not read) adds one last movement, from the last sample's start to its
+    first record, or to where the log started once it was read (``now``: ``topic``,
+    ``partition``, ``start``): at check time, after the last sample (``deleted_ts_ms`` null).
+    The movements are disjoint: each runs from the highest start seen before it.
+    """
+    samples = lag.filter(F.col("start").isNotNull()).select(
+        "topic", "partition", (F.col("ts") * 1000).cast("long").alias("ts_ms"), "start"
+    )
+    first = log.groupBy(
+        F.col("in_topic").alias("topic"), F.col("in_partition").alias("partition")
+    ).agg(F.min("in_offset").alias("start"))
+    if now is not None:  # one movement at check time: to the higher of the two
+        first = (
+            first.unionByName(now).groupBy("topic", "partition").agg(F.max("start").alias("start"))
+        )
+    samples = samples.unionByName(first.withColumn("ts_ms", F.lit(None).cast("long")))
+    # the log's own start comes last: a null time sorts after every sample's
+    in_time = Window.partitionBy("topic", "partition").orderBy(F.asc_nulls_last("ts_ms"))
+    before = in_time.rowsBetween(Window.unboundedPreceding, -1)
+    moved = samples.select(
+        "topic",
+        "partition",
+        F.coalesce(F.max("start").over(before), F.lit(0)).alias("log_start_from"),
+        F.col("start").alias("log_start_to"),
+        F.col("ts_ms").alias("deleted_ts_ms"),
+        F.lag("ts_ms").over(in_time).alias("seen_ts_ms"),
+    )
+    return moved.filter(F.col("log_start_to") > F.col("log_start_from"))
+
+
+def _passed(inputs: DataFrame, starts: DataFrame) -> DataFrame:
+    """``inputs`` with the movement of their partition's log start that passed each one (its
+    columns null where none did). The movements are few: they are broadcast."""
+    starts = starts.withColumnRenamed("topic", "_topic").withColumnRenamed("partition", "_part")
+    passed = (
+        (F.col("in_topic") == F.col("_topic"))
+        & (F.col("in_partition") == F.col("_part"))
+        & (F.col("in_offset") >= F.col("log_start_from"))
+        & (F.col("in_offset") < F.col("log_start_to"))
+    )
+    return inputs.join(F.broadcast(starts), passed, "left").drop("_topic", "_part")
+
+
+def _deleted_first(candidates: DataFrame, commits: DataFrame) -> DataFrame:
+    """The inputs the log start passed before any commit did: each one's first commit past it
+    (``committed_past_ts_ms``, null when none) came after the last lag sample that still showed
+    it in the log (``seen_ts_ms``), or there is none of either.
+
+    The deletion is known to within one lag sample: a commit between the last sample that
+    showed the input in the log and the first that showed it gone counts as after it.
+    """
+    done = commits.select(
+        F.col("topic").alias("_topic"),
+        F.col("partition").alias("_part"),
+        F.col("offset").alias("_offset"),
+        F.coalesce("commit_ts_ms", "log_ts_ms").alias("_ts"),
+    )
+    past = (
+        (F.col("in_topic") == F.col("_topic"))
+        & (F.col("in_partition") == F.col("_part"))
+        & (F.col("_offset") > F.col("in_offset"))
+    )
+    columns = ["event_id", "key", "seq", "in_partition", "in_offset", "ack_ts"]
+    moved = ["deleted_ts_ms", "seen_ts_ms", "log_start_from", "log_start_to"]
+    judged = (
+        candidates.join(F.broadcast(done), past, "left")
+        .groupBy(*columns, *moved)
+        .agg(F.min("_ts").alias("committed_past_ts_ms"))
+    )
+    first = (
+        F.col("committed_past_ts_ms").isNull()
+        | F.col("seen_ts_ms").isNull()
+        | (F.col("committed_past_ts_ms") > F.col("seen_ts_ms"))
+    )
+    return judged.filter(first).select(*columns, *moved, "committed_past_ts_ms")
 
 
 def _duplicates(delivered: DataFrame, examples: int, source_read: bool) -> Detailed:

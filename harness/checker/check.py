@@ -17,6 +17,7 @@ from kafka_replay.history.store import read_stream
 
 from . import sources
 from .analysis import ANOMALIES, PLACES, Analysis, CheckInputs, Finding
+from .log_end import log_starts
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
 from .verdict import judge, verdict
 
@@ -206,7 +207,9 @@ def check_run(
     input records are the workload's). Reading it finds what the brokers did to the
     acknowledged writes (``lost_write``, ``log_duplicate``, ``log_reordered``) and keeps the
     app's verdict to what the app could read: a lost write is not ``lost`` or
-    ``unseen_at_deadline``, and an input the log holds twice may be delivered twice. An output
+    ``unseen_at_deadline``, and an input the log holds twice may be delivered twice. Where the
+    log starts once read, with the lag samples' log starts, tells a record retention deleted
+    (``deleted_by_retention``) from a lost write. An output
     of an input the log holds but no ack recorded is not ``unexpected`` either.
 
     An output record with no event_id (none found, or the user's function returned None)
@@ -252,6 +255,13 @@ def check_run(
         log = read if log is None else log.unionByName(read)
     committed = committed.cache()
     inputs = history_inputs(spark, run_dir, committed, uncommitted, log)
+    if log is not None:
+        read = [source] if isinstance(source, KafkaOutput) else list(source or [])
+        inputs.log_starts = lambda: [
+            (each.topic, partition, start)
+            for each in read
+            for partition, start in log_starts(each.bootstrap_servers, each.topic).items()
+        ]
     if expected is not None and expected.acked_topics is not None:
         inputs.acks = _hop_inputs(spark, inputs.acks, expected)
     if expected is not None and expected.without_commits:

@@ -73,3 +73,20 @@ def ending_offsets(bootstrap_servers: str, topic: str, isolation: str = "read_un
     if all(listed == fetched for listed, fetched in ends.values()):
         return "latest"
     return json.dumps({topic: {str(p): fetched for p, (_, fetched) in sorted(ends.items())}})
+
+
+def log_starts(bootstrap_servers: str, topic: str) -> dict[int, int]:
+    """Per partition of ``topic``: where its log starts now (the low watermark), past every
+    record retention deleted."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap_servers, "group.id": "kafka-replay-log-start",
+         "enable.auto.commit": False, "log_level": 0}
+    )  # fmt: skip
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0]
+            for p in partitions
+        }
+    finally:
+        consumer.close()

@@ -91,6 +91,7 @@ SCHEMAS = {
                 ("topic", T.StringType()),
                 ("partition", T.IntegerType()),
                 ("committed", T.LongType()),
+                ("start", T.LongType()),
                 ("end", T.LongType()),
                 ("lag", T.LongType()),
             )
@@ -270,6 +271,9 @@ def _raw_topic(
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
+        # retention may delete records while they are read: skip them, as the log no longer
+        # holds them, rather than fail the read
+        .option("failOnDataLoss", "false")
         .option("endingOffsets", ending_offsets(bootstrap_servers, topic, isolation))
         .option("includeHeaders", "true")
         .option("kafka.isolation.level", isolation)

@@ -17,8 +17,8 @@ log = logging.getLogger(__name__)
 def sample_lag(
     reader: Consumer, group: str, topic: str | Sequence[str], timeout: float = 10.0
 ) -> list[dict[str, Any]]:
-    """Per partition of the topic (of each topic): the group's committed offset, the log end
-    offset, and their difference.
+    """Per partition of the topic (of each topic): the group's committed offset, the log start
+    and end offsets, and the lag (end minus committed).
 
     ``reader`` is a :func:`~kafka_replay.history.consumer_offsets.group_reader` of ``group``.
     """
@@ -29,7 +29,7 @@ def sample_lag(
     committed = {tp.partition: tp.offset for tp in reader.committed(wanted, timeout=timeout)}
     samples = []
     for partition in partitions:
-        _, end = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        start, end = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
         offset = committed.get(partition, -1)
         samples.append(
             {
@@ -37,6 +37,7 @@ def sample_lag(
                 "topic": topic,
                 "partition": partition,
                 "committed": offset if offset >= 0 else None,
+                "start": start,
                 "end": end,
                 "lag": end - offset if offset >= 0 else end,
             }

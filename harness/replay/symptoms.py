@@ -660,6 +660,12 @@ def lost_writes(evidence: Evidence) -> Value:
 
 
 @symptom
+def inputs_deleted_by_retention(evidence: Evidence) -> Value:
+    """Acknowledged inputs retention deleted before the group passed them (not the app's loss)."""
+    return evidence.check.counts.get("deleted_by_retention", 0)
+
+
+@symptom
 def log_duplicates(evidence: Evidence) -> Value:
     """Input records written to the input log more than once (a retry appended again)."""
     return _in_log(evidence, "log_duplicate")

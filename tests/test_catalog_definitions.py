@@ -76,6 +76,8 @@ PUBLIC_WRITE_UPS = {
     "partition-expansion-latest",
     "record-too-large",
     "rolling-deploy-rebalance-storm",
+    "retention-outran-consumer",
+    "producer-timestamp-retention",
 }
 
 
@@ -99,12 +101,10 @@ def test_the_catalog_covers_every_post() -> None:
         assert tuple(incident.profiles) == PROFILES
         assert incident.signature and incident.time_scale.strip()
         vulnerable, remediated = incident.profiles.values()
-        assert (vulnerable.services, vulnerable.broker, vulnerable.client, vulnerable.producer) != (
-            remediated.services,
-            remediated.broker,
-            remediated.client,
-            remediated.producer,
-        ), f"{incident.name}: the fix must change something"
+        fixed = ("services", "broker", "client", "producer", "topic_config")
+        assert [getattr(vulnerable, f) for f in fixed] != [getattr(remediated, f) for f in fixed], (
+            f"{incident.name}: the fix must change something"
+        )
 
 
 def test_a_valid_definition_loads(tmp_path: Path) -> None:
@@ -176,6 +176,14 @@ TOP = "[workloads.backlog]\n"
          "profiles.remediated.workloads.backlog.topic", "is not an input topic"),
         (REMEDIATED, '[profiles.remediated.workloads.burst]\ngenerator = "quiet_events"\nkyes = 2',
          "profiles.remediated.workloads.burst.kyes", "bad parameters for quiet_events"),
+        (REMEDIATED, '[profiles.remediated.workloads.backlog]\ntimestamp_age_s = -5\n',
+         "profiles.remediated.workloads.backlog.timestamp_age_s", "must be 0 or more seconds"),
+        (TOP, '[workloads.old]\ngenerator = "quiet_events"\ntimestamp_age_s = "old"\n',
+         "workloads.old.timestamp_age_s", "must be a number of seconds"),
+        (TOP, '[topic_config.input]\n"retention.ms" = [1]\n', "topic_config.input.retention.ms",
+         "a string, number or boolean"),
+        (REMEDIATED, '[profiles.remediated.topic_config.inptu]\n"retention.ms" = 1\n',
+         "topic_config.inptu", "names no topic of [topics]"),
     ],
 )  # fmt: skip
 def test_a_mistake_in_a_merged_table_is_named_where_it_was_written(

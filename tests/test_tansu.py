@@ -184,6 +184,8 @@ NOT_JOINED = "did not join its consumer group within"
 NOT_APPLICABLE_ON_TANSU = {
     "deal-flood": "add_partitions",
     "partition-expansion-latest": "add_partitions",
+    "retention-outran-consumer": "wait_retention",  # Tansu deletes nothing by retention.ms
+    "producer-timestamp-retention": "wait_retention",
     "record-too-large [remediated]": "message.max.bytes",  # its fix is a broker setting
     "hanging-transaction": "abort_transactions",
     "leader-loss-acks-one": "3 brokers",

@@ -14,6 +14,8 @@ CAPABILITIES = {
     "pause_brokers": "pause a broker's process and resume it",
     "transaction_admin": "find another producer's open transaction and abort it "
     "(the DescribeProducers, ListTransactions and WriteTxnMarkers APIs)",
+    "retention": "delete records from the start of a topic's log by its retention.ms, moving "
+    "the log start offset past them",
     "share_groups": "consume as a share group (KIP-932: ShareGroupHeartbeat, ShareFetch, "
     "ShareAcknowledge, DescribeShareGroupOffsets), on by default from Kafka 4.2",
 }

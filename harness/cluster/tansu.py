@@ -114,6 +114,7 @@ class TansuCluster(NodeCluster):
         "restart_brokers": "Tansu keeps its data in the memory of its one process: a restarted "
         "broker would come back empty",
         "share_groups": "Tansu has no share groups (no ShareGroupHeartbeat or ShareFetch API)",
+        "retention": "Tansu deletes no records by retention.ms: a topic's log keeps its start",
     }
 
     @classmethod

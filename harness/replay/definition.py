@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from kafka_replay.workload import Workload
 
 #: What a profile may change.
-OVERRIDABLE = ("broker", "client", "producer", "app", "apps", "workloads", "sink")
+OVERRIDABLE = ("broker", "client", "producer", "app", "apps", "workloads", "sink", "topic_config")
 #: The most nodes a definition may ask for: each is a JVM (or container) of its own.
 MAX_BROKERS = 5
 
@@ -205,9 +205,30 @@ def _profile(source: Path, name: str, base: dict[str, Any], override: dict[str, 
         built,
         _sink(table.table("sink", None)) if "sink" in table.data else None,
         apps,
+        _topic_config(table),
     )
     table.finish()
     return profile
+
+
+def _topic_config(table: Table) -> dict[str, dict[str, Any]]:
+    """``[topic_config.NAME]``: each topic's Kafka configs (checked against the topics once
+    they are read: :func:`_check_topic_config`)."""
+    configs = table.table("topic_config", {})
+    found = {name: _config(configs, name) for name in list(configs.data)}
+    configs.finish()
+    return found
+
+
+def _check_topic_config(path: Path, profiles: dict[str, Profile], topics: set[str]) -> None:
+    for profile in profiles.values():
+        for name in profile.topic_config:
+            if name not in topics:
+                raise DefinitionError(
+                    path,
+                    f"topic_config.{name}",
+                    f"names no topic of [topics] (one of {', '.join(sorted(topics))})",
+                )
 
 
 def _app(app: Table, pipeline: bool) -> AppDefinition:
@@ -418,6 +439,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     overrides = {p: profiles_table.get(p, dict) for p in PROFILES}
     profiles = {p: _profile(path, p, base, overrides[p]) for p in PROFILES}
     origins = {p: _origin(p, base, overrides[p]) for p in PROFILES}
+    _check_topic_config(path, profiles, set(partitions))
     names = topic_names(partitions, roles)
     for key, profile in profiles.items():
         for workload_key, workload in profile.workloads.items():
@@ -480,13 +502,20 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
 
 
 def _workload(workloads: Table, key: str) -> Workload:
-    """``[workloads.KEY]``: a workload and the topic it is written to (``topic``; default: the
-    first input)."""
+    """``[workloads.KEY]``: a workload, the topic it is written to (``topic``; default: the
+    first input) and how old its records' timestamps are (``timestamp_age_s``)."""
     table = workloads.table(key)
     topic = table.data.get("topic")
     if topic is not None and not isinstance(topic, str):
         raise table.fail("topic", "must be a topic's name")
-    workload = workload_of(table.without("topic"))
+    age = table.data.get("timestamp_age_s")
+    if age is not None and (isinstance(age, bool) or not isinstance(age, (int, float))):
+        raise table.fail("timestamp_age_s", "must be a number of seconds")
+    if age is not None and age < 0:
+        raise table.fail("timestamp_age_s", f"must be 0 or more seconds, got {age}")
+    workload = workload_of(table.without("topic", "timestamp_age_s"))
+    if age is not None:
+        workload = replace(workload, timestamp_age_s=float(age))
     return replace(workload, topic=topic) if topic else workload
 
 

@@ -219,6 +219,9 @@ class Profile:
     #: A pipeline's services (``[apps.NAME]``), upstream first; empty in the one-app form.
     #: ``app`` is then the first of them.
     apps: Mapping[str, AppDefinition] = field(default_factory=dict)
+    #: ``[topic_config.NAME]``: Kafka topic configs each topic is created with, by its name in
+    #: the definition (``retention.ms``, ``message.timestamp.type``); a profile's over the top's.
+    topic_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def services(self) -> dict[str, AppDefinition]:

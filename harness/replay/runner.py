@@ -417,7 +417,9 @@ class PlayedRun:
             profile = self.profile = with_payload(profile, self.options.payload)
         replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
         created = {
-            name: cluster.create_topic(f"{incident.name}-{name}", partitions, replicas)
+            name: cluster.create_topic(
+                f"{incident.name}-{name}", partitions, replicas, _topic_config(profile, name)
+            )
             for name, partitions in incident.topics.items()
         }
         self.topics = topics = {
@@ -807,6 +809,12 @@ def _play(
         if not recorders:  # a share group's lag samples hold where the broker is done with them
             for event in commits_from_samples(history.read("lag")):
                 history.stream("offsets").append(event)
+
+
+def _topic_config(profile: Profile, name: str) -> dict[str, str]:
+    """A topic's ``[topic_config.NAME]`` as the broker takes it: every value as text."""
+    config = profile.topic_config.get(name, {})
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}
 
 
 def _check(

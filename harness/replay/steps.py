@@ -879,6 +879,43 @@ def _heal_network(stage: Stage, step: Step) -> dict[str, Any]:
         return {"healed": stage.network().heal()}
 
 
+@step_kind(
+    "wait_retention",
+    needs="retention",
+    topic=Field(str, "input"),
+    count=Field(int),
+    budget_s=Field((int, float)),
+    label=Field(str, None),
+)
+def _wait_retention(stage: Stage, step: Step) -> dict[str, Any]:
+    """Wait until retention has deleted ``count`` records from the start of the topic's log
+    (its partitions' log start offsets add up to ``count``), up to ``budget_s``; records each
+    partition's start, the records deleted and whether that happened within the budget (a
+    profile whose fix keeps the records waits the whole budget and says so)."""
+    topic = stage.topics[step["topic"]]
+    admin = stage.cluster.admin()
+    starts: dict[int, int] = {}
+
+    def deleted() -> bool:
+        try:
+            partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+            specs = {TopicPartition(topic, p): OffsetSpec.earliest() for p in partitions}
+            found = admin.list_offsets(specs, request_timeout=10)
+            starts.update({tp.partition: f.result().offset for tp, f in found.items()})
+        except KafkaException as exc:  # a request timed out on a loaded machine: ask again
+            log.warning("the log start offsets could not be read yet: %s", exc)
+            return False
+        return sum(starts.values()) >= step["count"]
+
+    reached = stage.until(deleted, step["budget_s"])
+    return {
+        "topic": topic,
+        "log_starts": {str(p): o for p, o in sorted(starts.items())},
+        "deleted": sum(starts.values()),
+        "within_budget": reached,
+    }
+
+
 def run_steps(stage: Stage, steps: tuple[Step, ...], progress: Callable[[str], None]) -> None:
     """Do every step in order, recording each in the ``steps`` stream."""
     record = stage.history.stream("steps")

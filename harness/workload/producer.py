@@ -108,7 +108,7 @@ class WorkloadProducer:
             elif workload.rate:
                 self._serve_until(paced_from + paced_count / workload.rate, stop)
                 paced_count += 1
-            self._send(step)
+            self._send(step, workload.timestamp_age_s)
         remaining = self._producer.flush(flush_timeout)
         self.stats.seconds = time.monotonic() - started
         if remaining:
@@ -130,8 +130,9 @@ class WorkloadProducer:
                 return
             self._producer.poll(min(left, 0.1))
 
-    def _send(self, record: WorkloadRecord) -> None:
+    def _send(self, record: WorkloadRecord, age_s: float | None = None) -> None:
         delivered = partial(self._delivered, record)  # no Python frame between report and count
+        stamped = {} if age_s is None else {"timestamp": int((time.time() - age_s) * 1000)}
         while True:
             try:
                 self._producer.produce(
@@ -141,6 +142,7 @@ class WorkloadProducer:
                     headers=record.headers,
                     on_delivery=delivered,
                     **({} if record.partition is None else {"partition": record.partition}),
+                    **stamped,
                 )
                 break
             except BufferError:  # the local queue is full: let acks drain it

@@ -127,6 +127,9 @@ class Workload:
     registry_schema: tuple[str, str] | None = None
     #: the incident's topic it is written to, by its name there; None: the first input topic
     topic: str | None = None
+    #: how old each record's timestamp (CreateTime) is when it is sent, in seconds: a backfill
+    #: of old events; None: the producer's own time (librdkafka stamps the send)
+    timestamp_age_s: float | None = None
 
     def steps(self) -> Iterator[Step]:
         rng = random.Random(self.seed)

@@ -225,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--input-topic",
         help="the input topic, read to find what the brokers lost, duplicated or reordered "
-        "(lost_write, log_duplicate, log_reordered)",
+        "(lost_write, log_duplicate, log_reordered), and where its log starts now "
+        "(deleted_by_retention)",
     )
     check.add_argument("--output-id", help="module:function(record) -> event_id for the output")
     check.add_argument("--output-files", help="output written as files with an event_id column")

@@ -248,9 +248,12 @@ def test_a_replay_at_twice_the_speed_keeps_the_bursts_and_the_gaps(
     p50_got, p95_got = _pct(replay_gaps, 0.5), _pct(replay_gaps, 0.95)
     # p50 is a gap inside a burst (a few ms, halved by the speed), where timestamps' 1 ms
     # steps and a send's ~1 ms of scheduling are a large share of it: 10% of 2 ms is below
-    # what a millisecond clock can show, hence 5 ms there
-    assert abs(p50_got - p50_want) <= max(0.1 * p50_want, 5.0), (p50_got, p50_want)
-    assert abs(p95_got - p95_want) <= 0.1 * p95_want, (p95_got, p95_want)
+    # what a millisecond clock can show, hence 5 ms there. A send the machine ran late (the
+    # producer measures by how much) shortens the gap after it: that much more is allowed, so
+    # a loaded machine does not read as a replay that lost the gaps (quiet: about 1 ms)
+    late = lateness["late_ms_p95"]
+    assert abs(p50_got - p50_want) <= max(0.1 * p50_want, 5.0) + late, (p50_got, p50_want, late)
+    assert abs(p95_got - p95_want) <= 0.1 * p95_want + late, (p95_got, p95_want, late)
     bucket_ms = 1000 / SPEED
     want = Counter(int((t - original_ms[0]) / SPEED // bucket_ms) for t in original_ms)
     got = Counter(int((t - replay_ms[0]) // bucket_ms) for t in replay_ms)

@@ -8,7 +8,7 @@ import pytest
 
 from kafka_replay.checker import analyse, judge, sources, verdict
 from kafka_replay.checker.analysis import Analysis
-from kafka_replay.checker.check import history_inputs
+from kafka_replay.checker.check import history_bytes, history_inputs
 from kafka_replay.checker.spark import (
     INTERPRETED,
     SMALL_HISTORY_BYTES,
@@ -56,6 +56,8 @@ def input_log(spark, rows: list[tuple[str, str, int, int, int]]):
 
 
 def findings(spark, run_dir: Path, committed, uncommitted=None, source=None):
+    """Every anomaly, in the mode a check of a run this size runs in (``fit_to_history``)."""
+    fit_to_history(spark, history_bytes(run_dir))
     return analyse(history_inputs(spark, run_dir, committed, uncommitted, source))
 
 
@@ -460,7 +462,7 @@ def test_a_small_check_runs_interpreted_and_finds_what_code_generation_finds(spa
     def found_with(history_bytes: int) -> tuple[dict[str, str], dict[str, object]]:
         fit_to_history(spark, history_bytes)
         mode = {key: spark.conf.get(key) for key in INTERPRETED}
-        found = findings(spark, run, output(spark, rows))
+        found = analyse(history_inputs(spark, run, output(spark, rows)))
         return mode, {name: (f.count, f.examples) for name, f in found.items()}
 
     # what the session was built with (Spark's defaults), whatever an earlier check left

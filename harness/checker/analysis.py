@@ -72,6 +72,14 @@ def _counts(frames: Mapping[str, DataFrame]) -> dict[str, int]:
     return {row["name"]: row["count"] for row in union.groupBy("name").count().collect()}
 
 
+#: What :func:`_passed` adds to an input: the movement of the log start that passed it.
+_MOVED = ("deleted_ts_ms", "seen_ts_ms", "log_start_from", "log_start_to")
+#: :func:`_log_starts`' rows.
+_MOVES = (
+    "topic string, partition int, log_start_from long, log_start_to long, "
+    "deleted_ts_ms long, seen_ts_ms long"
+)
+
 # Which stream a row of the matching came from.
 _ACK, _OUT, _LOG = 0, 1, 2
 _ACK_FIELDS = ("key", "seq", "in_topic", "in_partition", "in_offset", "ack_ts")
@@ -240,14 +248,26 @@ class Analysis:
         return self.matched.filter(F.col("side") == _LOG)
 
     @cached_property
+    def log_start_moves(self) -> DataFrame | None:
+        """Each movement of an input partition's log start (:func:`_log_starts`), computed once
+        into a few rows; None when the log start never moved (most runs): what depends on it is
+        then planned without it (a hand-made history's check: 9.2 s instead of 15.2 s)."""
+        moves = _log_starts(self.inputs.lag, self.log, self._starts_now()).collect()
+        if not moves:
+            return None
+        return self.matched.sparkSession.createDataFrame(moves, _MOVES)
+
+    @cached_property
     def retention(self) -> DataFrame:
         """Every acknowledged input (a never delivered one, or an input's first delivery), with
         the movement of its partition's log start that passed it, if one did (:func:`_passed`):
         ``deleted_ts_ms``, ``seen_ts_ms``, ``log_start_from``, ``log_start_to``."""
         side = F.col("side")
         acked_input = (side == _ACK) | ((side == _OUT) & F.col("acked") & F.col("first"))
-        starts = _log_starts(self.inputs.lag, self.log, self._starts_now())
-        return _passed(self.matched.filter(acked_input), starts)
+        acked = self.matched.filter(acked_input)
+        if self.log_start_moves is None:
+            return acked.select("*", *(F.lit(None).cast("long").alias(c) for c in _MOVED))
+        return _passed(acked, self.log_start_moves)
 
     def _starts_now(self) -> DataFrame | None:
         """Where the input log starts now, asked once it was read (a record the read missed
@@ -269,7 +289,8 @@ class Analysis:
         candidates = self.retention.filter(
             (F.col("side") == _ACK) & F.col("log_start_to").isNotNull()
         )
-        return _deleted_first(candidates, self.commits)
+        deleted = _deleted_first(candidates, self.commits)
+        return deleted if self.log_start_moves is not None else deleted.limit(0)
 
     @cached_property
     def undelivered(self) -> tuple[DataFrame, DataFrame]:
@@ -281,11 +302,11 @@ class Analysis:
         an input retention deleted before the group passed it (``deleted_by_retention``).
         """
         unlogged = F.coalesce(_unlogged(), F.lit(False)) & F.col("log_start_to").isNull()
-        undelivered = (
-            self.retention.filter((F.col("side") == _ACK) & ~unlogged)
-            .join(F.broadcast(self.deleted.select("event_id")), "event_id", "left_anti")
-            .select(*self.matched.columns)
-        )
+        undelivered = self.retention.filter((F.col("side") == _ACK) & ~unlogged)
+        if self.log_start_moves is not None:
+            deleted = F.broadcast(self.deleted.select("event_id"))
+            undelivered = undelivered.join(deleted, "event_id", "left_anti")
+        undelivered = undelivered.select(*self.matched.columns)
         pending = _behind_open_transaction(self.inputs.uncommitted, self.inputs.held)
         if pending is None:
             return undelivered, undelivered.limit(0)
@@ -627,10 +648,9 @@ def _deleted_first(candidates: DataFrame, commits: DataFrame) -> DataFrame:
         & (F.col("_offset") > F.col("in_offset"))
     )
     columns = ["event_id", "key", "seq", "in_partition", "in_offset", "ack_ts"]
-    moved = ["deleted_ts_ms", "seen_ts_ms", "log_start_from", "log_start_to"]
     judged = (
         candidates.join(F.broadcast(done), past, "left")
-        .groupBy(*columns, *moved)
+        .groupBy(*columns, *_MOVED)
         .agg(F.min("_ts").alias("committed_past_ts_ms"))
     )
     first = (
@@ -638,7 +658,7 @@ def _deleted_first(candidates: DataFrame, commits: DataFrame) -> DataFrame:
         | F.col("seen_ts_ms").isNull()
         | (F.col("committed_past_ts_ms") > F.col("seen_ts_ms"))
     )
-    return judged.filter(first).select(*columns, *moved, "committed_past_ts_ms")
+    return judged.filter(first).select(*columns, *_MOVED, "committed_past_ts_ms")
 
 
 def _duplicates(delivered: DataFrame, examples: int, source_read: bool) -> Detailed:

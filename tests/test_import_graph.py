@@ -75,6 +75,8 @@ KAFKA_FACING: dict[str, frozenset[str]] = {
     f"{CLUSTER}.nodes": frozenset({"NODE_REQUEST_TIMEOUT_S", "NodeCluster", "RESTART_GRACE_S"}),
     f"{CLUSTER}.pool": frozenset({"DEFAULT_MAX_LIVE", "ClusterPool", "ClusterSpec"}),
     f"{CLUSTER}.kafka_wire": frozenset({"api_keys"}),  # the protocol's APIs, by name
+    # the protocol's errors, by name, and the APIs an error answer is built for
+    f"{CLUSTER}.kafka_answers": frozenset({"ERROR_APIS", "AnswerError", "error_code"}),
     # the brokers' network faults, and faults aimed at requests
     f"{CLUSTER}.request_proxy": frozenset({"ACTIONS", "RequestFault", "RequestProxyError"}),
     f"{CLUSTER}.versions": frozenset(

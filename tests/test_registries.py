@@ -124,7 +124,11 @@ SAMPLE_VALUES: dict[str, Any] = {
     "topic": "side_effects",  # a topic of the definition's, by its name
     "app": "app",  # the one app's name
     "api": "Produce",  # an API of the Kafka protocol
+    "action": "error",  # a kafka_fault's, which then takes an error
+    "error": "NOT_ENOUGH_REPLICAS",  # an error of the Kafka protocol
 }
+#: Optional fields that the sample value of a required one needs beside it.
+NEEDED_WITH: dict[str, tuple[str, ...]] = {"action": ("error",)}
 
 
 def sample(name: str, spec: Field) -> Any:
@@ -176,7 +180,9 @@ def test_the_reader_takes_every_registered_step_with_every_field(tmp_path: Path,
 
 @pytest.mark.parametrize("do", list(STEPS))
 def test_the_reader_fills_in_every_default_of_a_step(tmp_path: Path, do: str) -> None:
-    required = {n: s for n, s in STEPS[do].fields.items() if s.default is REQUIRED}
+    fields = STEPS[do].fields
+    required = {n: s for n, s in fields.items() if s.default is REQUIRED}
+    required |= {n: fields[n] for r in list(required) for n in NEEDED_WITH.get(r, ())}
     step = "\n".join(
         [f'do = "{do}"', *(f"{n} = {toml_value(sample(n, s))}" for n, s in required.items())]
     )

@@ -9,18 +9,33 @@ idempotent one once; the proxy records the request it acted on. Through the engi
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from kio.index import load_request_schema, load_response_from_request
+from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
 from pyspark.sql import SparkSession
 
+from kafka_replay.cluster.kafka_answers import (
+    ERROR_APIS,
+    AnswerError,
+    error_answer,
+    error_code,
+    mirror,
+)
 from kafka_replay.cluster.kafka_wire import (
     FrameError,
     RequestHeader,
+    api_keys,
     api_name,
     parse_request_header,
     response_correlation_id,
@@ -87,7 +102,10 @@ def test_a_fault_passes_other_apis_clients_and_brokers_by() -> None:
     ("options", "message"),
     [
         ({"api": "Produse", "action": "cut"}, "'Produse' is not an API"),
-        ({"api": "Produce", "action": "drop"}, "'drop' is not one of lose_answer, delay, cut"),
+        (
+            {"api": "Produce", "action": "drop"},
+            "'drop' is not one of lose_answer, error, delay, cut",
+        ),
         ({"api": "Produce", "action": "cut", "nth": 0}, "at least 1"),
     ],
     ids=["unknown-api", "unknown-action", "nth-zero"],
@@ -95,6 +113,38 @@ def test_a_fault_passes_other_apis_clients_and_brokers_by() -> None:
 def test_a_fault_that_cannot_be_done_says_why(options: dict[str, object], message: str) -> None:
     with pytest.raises(RequestProxyError, match=message):
         RequestFault(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("api", ERROR_APIS)
+def test_an_error_answer_is_built_for_every_version_of_each_api_that_takes_one(api: str) -> None:
+    """Each version's request (its arrays empty) gets an answer kio reads back: the request's
+    correlation id, and the error wherever the answer has an error code."""
+    versions = schema_name_map[api_key_map[api_keys()[api]]]
+    for version in versions:
+        request_type = load_request_schema(api_keys()[api], version)
+        out = io.BytesIO()
+        header_type = request_type.__header_schema__
+        entity_writer(header_type)(
+            out,
+            header_type(
+                request_api_key=i16(api_keys()[api]),
+                request_api_version=i16(version),
+                correlation_id=i32(41),
+                client_id="app",
+            ),
+        )
+        entity_writer(request_type)(out, mirror(request_type, None, ErrorCode.none))
+        answer = error_answer(out.getvalue(), error_code("COORDINATOR_NOT_AVAILABLE"))
+        answer_type = load_response_from_request(request_type)
+        header, size = entity_reader(answer_type.__header_schema__)(answer, 0)
+        body, _ = entity_reader(answer_type)(answer, size)
+        assert header.correlation_id == 41
+        errors = [
+            getattr(body, f.name)
+            for f in dataclasses.fields(body)
+            if f.metadata.get("kafka_type") == "error_code"
+        ]
+        assert all(e == ErrorCode.coordinator_not_available for e in errors), (version, body)
 
 
 @pytest.fixture
@@ -157,6 +207,79 @@ def test_a_lost_produce_answer_writes_twice_unless_the_producer_is_idempotent(
         "Produce",
         "weak-producer",
     )
+
+
+def test_a_produce_answered_with_an_error_is_retried_and_written_once(
+    proxied: tuple[NodeCluster, RequestProxy],
+) -> None:
+    """The broker never sees the Produce answered NOT_ENOUGH_REPLICAS: the client retries it
+    (the error is retriable) and the record is written once."""
+    cluster, proxy = proxied
+    topic = cluster.create_topic("error-answer", 1)
+    proxy.add_fault(
+        RequestFault("Produce", "error", clients=("app",), error=error_code("NOT_ENOUGH_REPLICAS"))
+    )
+    producer = Producer(
+        {"bootstrap.servers": cluster.client_bootstrap_servers, "client.id": "app", "linger.ms": 0}
+    )
+    reports: list[object] = []
+    producer.produce(topic, b"order-1", on_delivery=lambda err, msg: reports.append(err))
+    assert producer.flush(60) == 0
+    assert reports == [None]
+    assert copies_written(cluster, topic) == [b"order-1"]
+    [action] = proxy.actions
+    assert (action["action"], action["api"], action["error"]) == ("error", "Produce", 19)
+
+
+def test_a_commit_answered_not_coordinator_fails_and_the_broker_keeps_the_last_one(
+    proxied: tuple[NodeCluster, RequestProxy],
+) -> None:
+    """A synchronous commit answered NOT_COORDINATOR fails with that error; the group's offset
+    stays where the commit before it put it, and the next commit lands."""
+    cluster, proxy = proxied
+    topic = cluster.create_topic("commit-errors", 1)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.client_bootstrap_servers,
+            "client.id": "app",
+            "group.id": "orders",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        partition = TopicPartition(topic, 0)
+        consumer.assign([partition])
+        consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+        fault = RequestFault(
+            "OffsetCommit", "error", count=None, error=error_code("NOT_COORDINATOR")
+        )
+        proxy.add_fault(fault)
+        with pytest.raises(KafkaException) as failed:  # after the client's own retries
+            consumer.commit(offsets=[TopicPartition(topic, 0, 9)], asynchronous=False)
+        proxy.remove_fault(fault)
+        assert failed.value.args[0].code() == KafkaError.NOT_COORDINATOR
+        assert consumer.committed([partition], timeout=10)[0].offset == 5
+        consumer.commit(offsets=[TopicPartition(topic, 0, 9)], asynchronous=False)
+        assert consumer.committed([partition], timeout=10)[0].offset == 9
+    finally:
+        consumer.close()
+    assert fault.acted >= 1
+    assert {(a["api"], a["action"], a["error"]) for a in proxy.actions} == {
+        ("OffsetCommit", "error", 16)
+    }
+
+
+@pytest.mark.parametrize(
+    ("api", "error", "message"),
+    [
+        ("Produce", "NOT_ENOUGH_REPLICA", "'NOT_ENOUGH_REPLICA' is not an error"),
+        ("Metadata", "NOT_COORDINATOR", "needs an error code and one of Produce"),
+    ],
+    ids=["unknown-error", "api-without-an-error-answer"],
+)
+def test_an_error_answer_that_cannot_be_built_says_why(api: str, error: str, message: str) -> None:
+    with pytest.raises((RequestProxyError, AnswerError), match=message):
+        RequestFault(api, "error", error=error_code(error))
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,10 @@ direction to a rate (``bandwidth``), swallow every frame while keeping the conne
 (``timeout`` 0: a blackhole) or reset a connection that carries a frame (``reset_peer``); a
 disabled proxy closes its connections and refuses new ones. A :class:`RequestFault` chooses
 requests by API and client and loses a request's answer after the broker acted on it (the
-connection is reset when the answer arrives), delays it, or cuts the connection before it is
-forwarded: what a TCP-level fault only does when it happens to catch a request in flight.
+connection is reset when the answer arrives), answers it with an error the broker never sent
+(the broker is asked something harmless in its place, so the answer comes in its turn),
+delays it, or cuts the connection before it is forwarded: what a TCP-level fault only does
+when it happens to catch a request in flight.
 Every request fault's action is recorded (:attr:`RequestProxy.actions`).
 
 It runs on its own event loop in a daemon thread of the process that started it, so nothing
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ClusterError
+from .kafka_answers import ERROR_APIS, AnswerError, error_answer
 from .kafka_wire import (
     FrameError,
     RequestHeader,
@@ -46,8 +49,16 @@ from .kafka_wire import frame as framed
 
 log = logging.getLogger(__name__)
 
+#: What a pump does with each frame: what to send on and after what delay, or None to end the
+#: connection.
+Decide = Callable[[bytes], "tuple[bytes, float] | None"]
+
 #: What a request fault does to a request it chose.
-ACTIONS = ("lose_answer", "delay", "cut")
+ACTIONS = ("lose_answer", "error", "delay", "cut")
+#: What the broker is sent in place of a request answered with an error: ApiVersions v0 (which
+#: every broker answers and acts on in no way), so its answer comes back in the request's turn.
+_IN_PLACE_OF = struct.Struct(">hhih")
+_API_VERSIONS = 18
 #: The network faults a proxy takes, per direction (see the module's docstring).
 TOXICS = ("latency", "bandwidth", "timeout", "reset_peer")
 DIRECTIONS = ("to_broker", "from_broker")
@@ -66,7 +77,8 @@ class RequestFault:
     prefixes it takes (empty: every client); ``skip_clients``: client-id prefixes it passes
     by; ``brokers``: the proxies (``broker-N``) it acts on (None: all). Of the matching
     requests, it acts on those from the ``nth`` (1-based) on, every ``every``-th, at most
-    ``count`` of them (None: no limit).
+    ``count`` of them (None: no limit). ``error`` (action ``error``): the error code the
+    request is answered with, the broker never seeing it (:mod:`.kafka_answers`).
     """
 
     api: str
@@ -77,6 +89,7 @@ class RequestFault:
     every: int = 1
     count: int | None = 1
     delay_ms: int = 0
+    error: int = 0
     brokers: frozenset[str] | None = None
     matched: int = field(default=0, init=False)
     acted: int = field(default=0, init=False)
@@ -88,6 +101,10 @@ class RequestFault:
             raise RequestProxyError(f"action {self.action!r} is not one of {', '.join(ACTIONS)}")
         if self.nth < 1 or self.every < 1 or (self.count is not None and self.count < 1):
             raise RequestProxyError("nth, every and count must be at least 1")
+        if self.action == "error" and (self.api not in ERROR_APIS or not self.error):
+            raise RequestProxyError(
+                f"an error answer needs an error code and one of {', '.join(ERROR_APIS)}"
+            )
         self.api_key = api_keys()[self.api]
 
     def chooses(self, broker: str, header: RequestHeader) -> bool:
@@ -293,15 +310,19 @@ class RequestProxy:
             broker_reader, broker_writer = await asyncio.open_connection(
                 "127.0.0.1", route.upstream
             )
-            lost: set[int] = set()
+            answers: dict[int, bytes | None] = {}  # by correlation id: None to lose it
             pumps = [
                 asyncio.ensure_future(
                     self._pump(
-                        route, "to_broker", client_reader, broker_writer, self._request(name, lost)
+                        route,
+                        "to_broker",
+                        client_reader,
+                        broker_writer,
+                        self._request(name, answers),
                     )
                 ),
                 asyncio.ensure_future(
-                    self._pump(route, "from_broker", broker_reader, client_writer, _answer(lost))
+                    self._pump(route, "from_broker", broker_reader, client_writer, _answer(answers))
                 ),
             ]
             try:
@@ -309,7 +330,10 @@ class RequestProxy:
             finally:
                 for pump in pumps:
                     pump.cancel()
-                await asyncio.gather(*pumps, return_exceptions=True)
+                ended = await asyncio.gather(*pumps, return_exceptions=True)
+            for failure in ended:
+                if isinstance(failure, Exception):  # the proxy's own fault: say so
+                    log.error("%s: a connection ended by %r", name, failure, exc_info=failure)
         except OSError:
             pass  # the broker is down: the client sees its connection reset
         finally:
@@ -317,10 +341,12 @@ class RequestProxy:
                 if writer is not None:
                     _reset(writer)
 
-    def _request(self, name: str, lost: set[int]) -> Callable[[bytes], float | None]:
-        """What to do with each request: None ends the connection, else the delay to add."""
+    def _request(self, name: str, answers: dict[int, bytes | None]) -> Decide:
+        """What to do with each request: what to forward and after what delay, or None to end
+        the connection. ``answers`` gets what replaces the answer to a request (None: lose it).
+        """
 
-        def decide(request: bytes) -> float | None:
+        def decide(request: bytes) -> tuple[bytes, float] | None:
             try:
                 header = parse_request_header(request)
             except FrameError as exc:
@@ -328,13 +354,21 @@ class RequestProxy:
                 return None
             fault = self._choose(name, header)
             if fault is None:
-                return 0.0
+                return request, 0.0
+            if fault.action == "error":
+                try:
+                    answers[header.correlation_id] = error_answer(request, fault.error)
+                except AnswerError as exc:
+                    log.warning("%s: %s; forwarded as it was", name, exc)
+                    return request, 0.0
+                self._record(name, header, fault)
+                return _harmless(header), 0.0
             self._record(name, header, fault)
             if fault.action == "cut":
                 return None
             if fault.action == "lose_answer":
-                lost.add(header.correlation_id)
-            return fault.delay_ms / 1000 if fault.action == "delay" else 0.0
+                answers[header.correlation_id] = None
+            return request, fault.delay_ms / 1000 if fault.action == "delay" else 0.0
 
         return decide
 
@@ -353,6 +387,7 @@ class RequestProxy:
                 "api_version": header.api_version,
                 "correlation_id": header.correlation_id,
                 "client_id": header.client_id,
+                **({"error": fault.error} if fault.action == "error" else {}),
             }
         )
 
@@ -366,16 +401,17 @@ class RequestProxy:
         direction: str,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        decide: Callable[[bytes], float | None],
+        decide: Decide,
     ) -> None:
         """Frames from ``reader`` to ``writer``, each after its faults; returns to end both."""
         queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
         sender = asyncio.ensure_future(self._send(route, direction, queue, writer))
         try:
             while (frame := await _read(reader)) is not None:
-                extra = decide(frame)
-                if extra is None:
+                decided = decide(frame)
+                if decided is None:
                     return
+                frame, extra = decided
                 toxics = self._toxics(route, direction)
                 if "reset_peer" in toxics:
                     await asyncio.sleep(float(toxics["reset_peer"].get("timeout", 0)) / 1000)
@@ -408,16 +444,27 @@ class RequestProxy:
             await writer.drain()
 
 
-def _answer(lost: set[int]) -> Callable[[bytes], float | None]:
-    """An answer to a request whose answer is to be lost ends the connection (None)."""
+def _answer(answers: dict[int, bytes | None]) -> Decide:
+    """Each answer as it came, or what replaces it: an error answer, or None (the answer is
+    lost: the connection ends)."""
 
-    def decide(answer: bytes) -> float | None:
+    def decide(answer: bytes) -> tuple[bytes, float] | None:
         try:
-            return None if response_correlation_id(answer) in lost else 0.0
+            correlation_id = response_correlation_id(answer)
         except FrameError:
             return None
+        if correlation_id not in answers:
+            return answer, 0.0
+        replaced = answers.pop(correlation_id)
+        return None if replaced is None else (replaced, 0.0)
 
     return decide
+
+
+def _harmless(header: RequestHeader) -> bytes:
+    """An ApiVersions v0 request under the same correlation id and client id."""
+    client = (header.client_id or "").encode()
+    return _IN_PLACE_OF.pack(_API_VERSIONS, 0, header.correlation_id, len(client)) + client
 
 
 async def _read(reader: asyncio.StreamReader) -> bytes | None:

@@ -1,4 +1,5 @@
-"""Faults aimed at Kafka requests: the answer to a chosen Produce lost, a commit delayed.
+"""Faults aimed at Kafka requests: the answer to a chosen Produce lost, a commit answered
+with an error, a request delayed.
 
 A network fault hits whatever is in flight when it starts, so whether it catches a request
 after the broker acted on it is chance. These act on the requests themselves, through the proxy
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafka_replay.cluster.kafka_answers import AnswerError, error_code
 from kafka_replay.cluster.request_proxy import ACTIONS, RequestFault, RequestProxyError
 from kafka_replay.workload.producer import WORKLOAD_CLIENT_ID
 
@@ -41,8 +43,9 @@ class RequestFaults(NetworkFaults):
         """Act on the chosen requests ``count`` times, then remove the fault.
 
         ``options``: ``api``, ``action``, ``clients`` (a :data:`CLIENTS` key), ``nth``,
-        ``every``, ``count``, ``delay_ms``. Raises :class:`BrokerFaultError` when the fault has
-        not acted ``count`` times within ``timeout`` seconds, saying how many it matched.
+        ``every``, ``count``, ``delay_ms``, ``error`` (an error's name, for ``error``).
+        Raises :class:`BrokerFaultError` when the fault has not acted ``count`` times within
+        ``timeout`` seconds, saying how many it matched.
         """
         nodes = self.nodes(target["role"], target["topic"], target["partition"])
         taking, passing = CLIENTS[options["clients"]]
@@ -56,9 +59,10 @@ class RequestFaults(NetworkFaults):
                 every=options["every"],
                 count=options["count"],
                 delay_ms=options["delay_ms"],
+                error=error_code(options["error"]) if options.get("error") else 0,
                 brokers=frozenset(self.cluster.proxy_name(node) for node in nodes),
             )
-        except RequestProxyError as exc:
+        except (RequestProxyError, AnswerError) as exc:
             raise BrokerFaultError(str(exc)) from exc
         before, started = self.leaders(), time.time()
         self.proxy.add_fault(fault)

@@ -788,6 +788,7 @@ def _network(stage: Stage, step: Step) -> dict[str, Any]:
 
 def _kafka_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
     """The API must be Kafka's; a delay needs its milliseconds; counts start at 1."""
+    from kafka_replay.cluster.kafka_answers import ERROR_APIS, AnswerError, error_code
     from kafka_replay.cluster.kafka_wire import api_keys
 
     if options["api"] not in api_keys():
@@ -797,6 +798,15 @@ def _kafka_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str,
         )
     if options["action"] == "delay" and not options["delay_ms"] > 0:
         return "delay_ms", "a delay needs delay_ms above 0"
+    if (options["action"] == "error") != (options["error"] is not None):
+        return "error", 'an error answer (action = "error") and its error go together'
+    if options["error"] is not None:
+        if options["api"] not in ERROR_APIS:
+            return "api", f"an error answer is built for {', '.join(ERROR_APIS)} only"
+        try:
+            error_code(options["error"])
+        except AnswerError as exc:
+            return "error", str(exc)
     for name in ("nth", "every", "count"):
         if options[name] < 1:
             return name, f"must be 1 or more, got {options[name]}"
@@ -816,13 +826,14 @@ def _kafka_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str,
     every=Field(int, 1),
     count=Field(int, 1),
     delay_ms=Field(int, 0),
+    error=Field(str, None),
     timeout_s=Field((int, float), 60.0),
     label=Field(str, None),
 )
 def _request_fault(stage: Stage, step: Step) -> dict[str, Any]:
     """A fault aimed at Kafka requests (an API's, from the app or the workload producer):
-    their answer lost after the broker acted, a delay, or a cut; waits until it acted ``count``
-    times."""
+    their answer lost after the broker acted, an error answer the broker never sent, a delay,
+    or a cut; waits until it acted ``count`` times."""
     target = {name: step[name] for name in BROKER_TARGET}
     with _refused():
         return stage.network().play_request_fault(target, dict(step.options), step["timeout_s"])

@@ -20,6 +20,7 @@ from benchmarks import (
     compare_matrix,
     lanes,
     leaks,
+    producer_findings,
     producer_throughput,
     scale,
     stability,
@@ -38,9 +39,18 @@ BENCHMARKS = {
     "compare-matrix": compare_matrix.run,
     "scale": scale.run,
     "lanes": lanes.run,
+    "producer-findings": producer_findings.run,
 }
 # long: only when named
-ON_REQUEST = ("stability", "leaks", "compare-matrix", "scale", "lanes", "checker-sink")
+ON_REQUEST = (
+    "stability",
+    "leaks",
+    "compare-matrix",
+    "scale",
+    "lanes",
+    "checker-sink",
+    "producer-findings",
+)
 
 
 def main(argv: list[str]) -> int:

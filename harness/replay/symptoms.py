@@ -613,7 +613,8 @@ def brokers_paused(evidence: Evidence) -> Value:
 
 @symptom
 def request_faults(evidence: Evidence) -> Value:
-    """Requests a ``kafka_fault`` step acted on (an answer lost, a request delayed or cut)."""
+    """Requests a ``kafka_fault`` step acted on (an answer lost, an error answer, a request delayed
+    or cut)."""
     return sum(e.get("acted", 0) for e in evidence.steps if e["do"] == "kafka_fault")
 
 

@@ -17,7 +17,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -25,8 +24,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests.test_any_app import compile_java_app
+
 INCIDENT = "producer-retry-duplicates"
-JAVA_SOURCE = Path(__file__).parents[1] / "tests" / "apps" / "java" / "PlainApp.java"
 SERVICES = {"weak": "--idempotence false", "correct": ""}
 ACTED = 6  # the Produce answers the incident loses for an app
 
@@ -34,20 +34,6 @@ ACTED = 6  # the Produce answers the incident loses for an app
 def _burn() -> None:
     while True:
         pass
-
-
-def _java_app(work: Path, kafka_version: str | None) -> str:
-    from kafka_replay.cluster import choose_version
-    from kafka_replay.cluster.artifacts import kafka_classpath
-
-    classpath = ":".join(str(jar) for jar in kafka_classpath(choose_version(kafka_version)))
-    subprocess.run(
-        ["javac", "-cp", classpath, "-d", str(work), str(JAVA_SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return shlex.join(["java", "-Xmx256m", "-cp", f"{work}:{classpath}", "PlainApp"])
 
 
 def _replay(app: str, report: Path) -> dict[str, Any]:
@@ -71,7 +57,7 @@ def run(args: argparse.Namespace) -> None:
     ]
     seen: dict[str, list[dict[str, Any]]] = {name: [] for name in SERVICES}
     with tempfile.TemporaryDirectory(prefix="bench-producer-") as work:
-        app = _java_app(Path(work), args.kafka_version)
+        app = compile_java_app(Path(work), args.kafka_version)
         print(f"\nA Java service's producer on {INCIDENT} [vulnerable], {len(burners)} CPU burners")
         for burner in burners:
             burner.start()

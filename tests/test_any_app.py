@@ -25,14 +25,12 @@ PLAIN_PYTHON = Path(__file__).parent / "apps" / "plain.py"
 Replay = Callable[..., Outcome]
 
 
-@pytest.fixture(scope="session")
-def java_app(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> str:
-    """``java -cp ... PlainApp``, compiled once against the kafka-clients of the broker in use."""
+def compile_java_app(classes: Path, kafka_version: str | None) -> str:
+    """``java -cp ... PlainApp``, compiled into ``classes`` against the kafka-clients of the
+    broker release chosen from ``kafka_version``."""
     from kafka_replay.cluster import choose_version
 
-    jars = kafka_classpath(choose_version(request.config.getoption("--replay-kafka-version")))
-    classpath = ":".join(str(jar) for jar in jars)
-    classes = tmp_path_factory.mktemp("java-app")
+    classpath = ":".join(str(jar) for jar in kafka_classpath(choose_version(kafka_version)))
     subprocess.run(
         ["javac", "-cp", classpath, "-d", str(classes), str(JAVA_SOURCE)],
         check=True,
@@ -40,6 +38,14 @@ def java_app(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRe
         timeout=120,
     )
     return shlex.join(["java", "-Xmx256m", "-cp", f"{classes}:{classpath}", "PlainApp"])
+
+
+@pytest.fixture(scope="session")
+def java_app(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> str:
+    """The plain Java app, compiled once against the kafka-clients of the broker in use."""
+    return compile_java_app(
+        tmp_path_factory.mktemp("java-app"), request.config.getoption("--replay-kafka-version")
+    )
 
 
 def plain_python(*args: str) -> str:

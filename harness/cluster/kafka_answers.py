@@ -67,14 +67,16 @@ def error_answer(request: bytes, error: int) -> bytes:
         request_type = load_request_schema(api_key, api_version)
         header, offset = entity_reader(request_type.__header_schema__)(request, 0)
         body, _ = entity_reader(request_type)(request, offset)
-    except Exception as exc:  # kio raises what its readers meet: name the request instead
-        raise AnswerError(f"API {api_key} v{api_version}: cannot read the request: {exc}") from exc
-    answer_type = load_response_from_request(request_type)
-    answer = mirror(answer_type, body, ErrorCode(error))
-    out = io.BytesIO()
-    header_type = answer_type.__header_schema__
-    entity_writer(header_type)(out, header_type(correlation_id=header.correlation_id))
-    entity_writer(answer_type)(out, answer)
+        answer_type = load_response_from_request(request_type)
+        answer = mirror(answer_type, body, ErrorCode(error))
+        out = io.BytesIO()
+        header_type = answer_type.__header_schema__
+        entity_writer(header_type)(out, header_type(correlation_id=header.correlation_id))
+        entity_writer(answer_type)(out, answer)
+    except AnswerError:
+        raise
+    except Exception as exc:  # kio raises what its types meet: name the request instead
+        raise AnswerError(f"API {api_key} v{api_version}: no error answer: {exc}") from exc
     return out.getvalue()
 
 

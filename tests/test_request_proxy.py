@@ -1,9 +1,11 @@
 """The request proxy: Kafka's framing read, and a fault aimed at one request of real traffic.
 
-The pure tests read hand-built frames and count which requests a fault chooses. The real ones
-put the proxy in front of a broker and lose the answer to a producer's first Produce after the
-broker appended it: a producer without idempotence writes the record twice, every time, and an
-idempotent one once; the proxy records the request it acted on. Through the engine, a
+The pure tests read hand-built frames, count which requests a fault chooses and build an error
+answer for every version of each API that takes one. The real ones put the proxy in front of a
+broker and lose the answer to a producer's first Produce after the broker appended it: a
+producer without idempotence writes the record twice, every time, and an idempotent one once;
+they answer a Produce and a commit with errors the broker never sent, and the client takes each
+as the broker's. The proxy records every request it acted on. Through the engine, a
 ``kafka_fault`` step loses three of the workload producer's Produce answers in a replay.
 """
 

@@ -67,6 +67,17 @@ def parse_request_header(frame: bytes) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id)
 
 
+def request_header(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None
+) -> bytes:
+    """A request's header in the form every header version starts with (a body-less request of
+    a version whose header has nothing more: ApiVersions v0)."""
+    if client_id is None:
+        return _HEADER.pack(api_key, api_version, correlation_id, -1)
+    raw = client_id.encode()
+    return _HEADER.pack(api_key, api_version, correlation_id, len(raw)) + raw
+
+
 def response_correlation_id(frame: bytes) -> int:
     """The correlation id a response frame answers."""
     if len(frame) < 4:

@@ -43,6 +43,7 @@ from .kafka_wire import (
     api_keys,
     parse_request_header,
     read_frame,
+    request_header,
     response_correlation_id,
 )
 from .kafka_wire import frame as framed
@@ -55,10 +56,6 @@ Decide = Callable[[bytes], "tuple[bytes, float] | None"]
 
 #: What a request fault does to a request it chose.
 ACTIONS = ("lose_answer", "error", "delay", "cut")
-#: What the broker is sent in place of a request answered with an error: ApiVersions v0 (which
-#: every broker answers and acts on in no way), so its answer comes back in the request's turn.
-_IN_PLACE_OF = struct.Struct(">hhih")
-_API_VERSIONS = 18
 #: The network faults a proxy takes, per direction (see the module's docstring).
 TOXICS = ("latency", "bandwidth", "timeout", "reset_peer")
 DIRECTIONS = ("to_broker", "from_broker")
@@ -462,9 +459,10 @@ def _answer(answers: dict[int, bytes | None]) -> Decide:
 
 
 def _harmless(header: RequestHeader) -> bytes:
-    """An ApiVersions v0 request under the same correlation id and client id."""
-    client = (header.client_id or "").encode()
-    return _IN_PLACE_OF.pack(_API_VERSIONS, 0, header.correlation_id, len(client)) + client
+    """What the broker is sent in place of a request answered with an error: ApiVersions v0
+    (every broker answers it and acts on it in no way) under the same correlation id and client
+    id, so its answer comes back in the request's turn."""
+    return request_header(api_keys()["ApiVersions"], 0, header.correlation_id, header.client_id)
 
 
 async def _read(reader: asyncio.StreamReader) -> bytes | None:

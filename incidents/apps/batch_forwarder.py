@@ -2,12 +2,20 @@
 
 ``python -m kafka_replay_incidents.apps.batch_forwarder [--batch N] [--work-ms MS]
 [--on-bad crash|skip|dead-letter] [--dead-letter-topic TOPIC] [--enrich-percent P]
-[--on-send-error log|stop]``
+[--on-send-error log|stop] [--on-commit-error exit|retry]``
 
 The batch size is the Java client's ``max.poll.records``: the incident's, given by the
 contract (``REPLAY_MAX_POLL_RECORDS``), else ``--batch`` (500, the Java default). ``--work-ms``
 is the per-record work (a database write, a call to another service). A commit that fails is
-reported and the loop goes on, as the post's service did.
+reported and the loop goes on, as the post's service did, unless ``--on-commit-error`` says:
+
+- ``exit``: the process ends (its clients closed), the batch uncommitted, as a service that
+  treats a failed commit as fatal does; restarted, it resumes at its last commit and does the
+  batch again;
+- ``retry``: a commit refused because the group's coordinator moved, is loading or did not
+  answer in time is sent again, the same offsets, every second until it is taken (or the
+  service is asked to stop); the next batch waits for it. Other refusals are reported and the
+  loop goes on.
 
 ``--on-bad`` says what becomes of a record whose value is not a JSON object (a poison pill: its
 producer changed its serializer):
@@ -41,12 +49,25 @@ import json
 import sys
 import time
 
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from .common import Service, next_offsets, result_of
 
 ON_BAD = ("crash", "skip", "dead-letter")
 ON_SEND_ERROR = ("log", "stop")
+ON_COMMIT_ERROR = ("exit", "retry")
+#: Refusals of a commit that a later try of the same offsets can get past.
+RETRIABLE_COMMIT = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError._WAIT_COORD,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+}
+#: Seconds between two tries of a refused commit (``--on-commit-error retry``).
+COMMIT_RETRY_S = 1.0
 
 
 def main(argv: list[str]) -> int:
@@ -57,6 +78,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--dead-letter-topic", help="where --on-bad dead-letter writes it")
     parser.add_argument("--enrich-percent", type=float, help="output = input + P%% enrichment")
     parser.add_argument("--on-send-error", choices=ON_SEND_ERROR, help="a send that failed")
+    parser.add_argument("--on-commit-error", choices=ON_COMMIT_ERROR, help="a refused commit")
     options = parser.parse_args(argv)
     if options.on_bad == "dead-letter" and not options.dead_letter_topic:
         parser.error("--on-bad dead-letter needs --dead-letter-topic")
@@ -120,9 +142,28 @@ def main(argv: list[str]) -> int:
             consumer.close()
             raise SystemExit(f"{len(failed)} sends failed; stopping without committing the batch")
         failed.clear()
-        service.commit(consumer, next_offsets(batch))  # a refusal shows at the next poll
+        _commit(service, consumer, next_offsets(batch), options.on_commit_error)
     consumer.close()
     return 0
+
+
+def _commit(
+    service: Service, consumer: Consumer, offsets: list[TopicPartition], on_error: str | None
+) -> None:
+    """Commit the batch's offsets; a refusal is reported, then handled as ``on_error`` says."""
+    while True:
+        try:
+            service.report.commit(consumer, offsets=offsets)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+        print(f"commit refused: {error.str()}", flush=True)
+        if on_error == "exit":  # as an uncaught exception closes the clients
+            consumer.close()
+            raise SystemExit(f"commit refused ({error.name()}); exiting uncommitted")
+        if on_error != "retry" or error.code() not in RETRIABLE_COMMIT or service.stopping:
+            return  # the next batch's commit covers these offsets too
+        time.sleep(COMMIT_RETRY_S)
 
 
 def _decodes(message: Message) -> bool:

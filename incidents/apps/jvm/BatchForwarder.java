@@ -12,15 +12,19 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RetriableException;
 
 /**
  * An at-least-once service: poll a batch, do the work for each record, write, commit.
  *
  * <pre>BatchForwarder [--batch N] [--work-ms MS] [--on-bad crash|skip|dead-letter]
- *                [--dead-letter-topic TOPIC] [--enrich-percent P] [--on-send-error log|stop]</pre>
+ *                [--dead-letter-topic TOPIC] [--enrich-percent P] [--on-send-error log|stop]
+ *                [--on-commit-error exit|retry]</pre>
  *
  * The batch is {@code max.poll.records}: the incident's, else {@code --batch} (500, the
  * client's default). A commit that fails is logged and the loop goes on, as the post's
@@ -39,6 +43,12 @@ import org.apache.kafka.common.KafkaException;
  * commits the batch anyway (the input is lost); {@code stop} logs it and ends the process
  * without committing the batch, so that the restarted service resumes at its last commit and
  * sends the batch again. Without it, send results are not read.
+ *
+ * <p>{@code --on-commit-error} says what a commit that failed does instead of being logged:
+ * {@code exit} ends the process, the batch uncommitted (restarted, it resumes at its last
+ * commit and does the batch again); {@code retry} commits the same offsets again, a second
+ * later, while the failure is a retriable one (the coordinator moved or was not found within
+ * {@code default.api.timeout.ms}), until it is taken or the service is asked to stop.
  */
 public final class BatchForwarder {
     public static void main(String[] args) throws Exception {
@@ -48,6 +58,7 @@ public final class BatchForwarder {
         String deadLetters = null;
         Double enrichPercent = null;
         String onSendError = null;
+        String onCommitError = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--batch" -> batch = Integer.parseInt(args[++i]);
@@ -56,6 +67,7 @@ public final class BatchForwarder {
                 case "--dead-letter-topic" -> deadLetters = args[++i];
                 case "--enrich-percent" -> enrichPercent = Double.parseDouble(args[++i]);
                 case "--on-send-error" -> onSendError = args[++i];
+                case "--on-commit-error" -> onCommitError = args[++i];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
@@ -67,6 +79,9 @@ public final class BatchForwarder {
         }
         if (onSendError != null && !List.of("log", "stop").contains(onSendError)) {
             throw new IllegalArgumentException("--on-send-error: log or stop, not " + onSendError);
+        }
+        if (onCommitError != null && !List.of("exit", "retry").contains(onCommitError)) {
+            throw new IllegalArgumentException("--on-commit-error: exit or retry, not " + onCommitError);
         }
         Contract.start("BatchForwarder");
         List<String> failed = Collections.synchronizedList(new ArrayList<>());
@@ -121,11 +136,31 @@ public final class BatchForwarder {
                     Contract.exit(1);
                 }
                 failed.clear();
-                try {
-                    consumer.commitSync(Contract.nextOffsets(records));
-                } catch (KafkaException e) {
-                    System.err.println("BatchForwarder: commit refused, going on: " + e);
+                commit(consumer, Contract.nextOffsets(records), onCommitError);
+            }
+        }
+    }
+
+    /** Commit {@code offsets}; a failure is logged, then handled as {@code onError} says. */
+    static void commit(KafkaConsumer<byte[], byte[]> consumer,
+                       Map<TopicPartition, OffsetAndMetadata> offsets, String onError)
+            throws InterruptedException {
+        while (true) {
+            try {
+                consumer.commitSync(offsets);
+                return;
+            } catch (KafkaException e) {
+                if ("exit".equals(onError)) {
+                    System.err.println("BatchForwarder: commit failed, exiting uncommitted: " + e);
+                    Contract.exit(1);
                 }
+                if (!"retry".equals(onError) || !(e instanceof RetriableException)
+                        || Contract.stopping()) {
+                    System.err.println("BatchForwarder: commit refused, going on: " + e);
+                    return;
+                }
+                System.err.println("BatchForwarder: commit failed, trying again: " + e);
+                Thread.sleep(1000);
             }
         }
     }

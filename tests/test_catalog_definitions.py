@@ -78,6 +78,7 @@ PUBLIC_WRITE_UPS = {
     "rolling-deploy-rebalance-storm",
     "retention-outran-consumer",
     "producer-timestamp-retention",
+    "coordinator-errors-commit",
 }
 
 

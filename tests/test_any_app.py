@@ -214,11 +214,10 @@ def test_a_correct_java_service_is_not_blamed_for_the_workload_producer(
     assert outcome.symptoms[symptom] == 0
 
 
-# The paused leader and the lost Produce answers find a weak producer every time, on a loaded
-# machine too; a lost write under acks=1 needs the broker kill to catch a request in flight,
-# which it does in most runs, not all (docs/incidents.md#your-app-under-an-incident has the
-# counts).
-@pytest.mark.parametrize(("incident", "weak", "symptom"), PRODUCER_INCIDENTS[1:])
+# Each fault waits for the app's own writes: the leader is killed once the app's writes are in
+# its log alone, the leader freezes while the app writes, the Produce answers lost are the
+# app's; so a weak producer is found every time, on a loaded machine too.
+@pytest.mark.parametrize(("incident", "weak", "symptom"), PRODUCER_INCIDENTS)
 def test_the_same_service_with_a_weak_producer_of_its_own_is_found_vulnerable(
     replay_incident: Replay, java_app: str, incident: str, weak: str, symptom: str
 ) -> None:

@@ -163,6 +163,43 @@ def test_a_paused_broker_does_not_answer_until_it_is_resumed(cluster: Cluster) -
     cluster.wait_serving(node.node_id, TIMEOUT_S)  # type: ignore[attr-defined]
 
 
+def test_the_leaders_log_end_counts_what_its_frozen_followers_have_not_copied(
+    cluster: Cluster, topic: str
+) -> None:
+    """acks=1 writes while both followers are frozen: the high watermark stays, the leader's
+    log end (asked of it as a debugging replica) counts each of them; once the followers are
+    back, the two agree."""
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    from kafka_replay.cluster.log_end import log_end_offsets
+
+    leader = leader_of(cluster, topic)
+    port = cluster.node(leader).address.port  # type: ignore[attr-defined]
+    followers = [n.node_id for n in cluster.nodes if n.node_id != leader]  # type: ignore[attr-defined]
+    where = TopicPartition(topic, 0)
+
+    def watermark() -> int:
+        return cluster.admin().list_offsets({where: OffsetSpec.latest()})[where].result().offset
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1"})
+    for follower in followers:
+        cluster.pause_node(follower)  # type: ignore[attr-defined]
+    try:
+        for i in range(40):
+            producer.produce(topic, f"r{i}".encode(), partition=0)
+        assert producer.flush(30) == 0
+        assert log_end_offsets("127.0.0.1", port, topic, [0]) == {0: 40}
+        assert watermark() == 0
+    finally:
+        for follower in followers:
+            cluster.resume_node(follower)  # type: ignore[attr-defined]
+    wait_for(lambda: watermark() == 40, "the followers copying the 40 records")
+    assert log_end_offsets("127.0.0.1", port, topic, [0]) == {0: 40}
+    for follower in followers:
+        cluster.wait_serving(follower, TIMEOUT_S)  # type: ignore[attr-defined]
+
+
 def test_the_controller_role_finds_the_quorum_leader_kafka_reports(
     cluster: Cluster, tmp_path: Path
 ) -> None:

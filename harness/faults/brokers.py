@@ -307,17 +307,17 @@ class BrokerFaults(RunFaults):
         partition: int = 0,
         timeout: float = 60.0,
         spare: Collection[int] = (),
-        when: Callable[[], object] | None = None,
+        when: Callable[[int], object] | None = None,
     ) -> dict[str, Any]:
         """SIGKILL the node ``role`` names; wait until Kafka moves leadership off it.
 
-        ``when``: waited for between finding the node and the signal, so the kill lands as soon
-        as it returns (no lookups between)."""
+        ``when``: called with the node's id and waited for between finding the node and the
+        signal, so the kill lands as soon as it returns (no lookups between)."""
         node = find_node(self.cluster, role, self.rng, self.topics, topic, partition, spare)
         before = self.leaders()
         controller = active_controller(self.cluster) if role == "controller" else None
         if when is not None:
-            when()
+            when(node)
         killed = time.time()
         self.cluster.kill_node(node)
         self.down.append(node)

@@ -26,6 +26,7 @@ from kafka_replay.apps import Supervisor
 from kafka_replay.apps.client_config import check_client_config
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.capabilities import CAPABILITIES
+from kafka_replay.cluster.log_end import LogEndError, log_end_offsets
 from kafka_replay.faults import (
     ACTIONS,
     CLIENTS,
@@ -76,8 +77,6 @@ class Stage:
     background: list[threading.Thread] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     acks: int = 0
-    #: Per (topic, partition): the offset after the highest one acknowledged.
-    acked_ends: dict[tuple[str, int], int] = field(default_factory=dict)
     paused: bool = False
     #: Created by the first broker fault: the nodes it took down, restored at the end.
     broker_faults: BrokerFaults | None = None
@@ -174,10 +173,6 @@ class Stage:
             with self._lock:
                 if event["kind"] == "ack":
                     self.acks += 1
-                    offset = event.get("offset")
-                    if offset is not None:  # unknown where a broker does not say (Tansu)
-                        where = (event["topic"], event["partition"])
-                        self.acked_ends[where] = max(self.acked_ends.get(where, 0), offset + 1)
                 elif event["kind"] == "pause":
                     self.paused = True
                 elif event["kind"] == "resume":
@@ -549,7 +544,7 @@ def _refused() -> Iterator[None]:
     """A broker fault that could not be done fails its step, saying why."""
     try:
         yield
-    except (BrokerFaultError, ValueError) as exc:
+    except (BrokerFaultError, LogEndError, ValueError) as exc:
         raise StepFailed(str(exc)) from exc
 
 
@@ -594,15 +589,16 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
     """SIGKILL one broker (a partition's leader or follower, the controller or any); wait for a
     new leader.
 
-    With ``unreplicated``, a leader is killed once that many of its partition's acknowledged
-    records are above the partition's high watermark, on the leader alone: the moment a crash
-    loses acknowledged writes, which a kill at any moment misses when it lands just after the
-    followers' fetch (or while a loaded producer stalls).
+    With ``unreplicated``, a leader is killed once that many records of its partition are in its
+    log above the partition's high watermark, on the leader alone: the moment a crash loses what
+    an ``acks=1`` producer (the workload's or the app's) was told is written, which a kill at
+    any moment misses when it lands just after the followers' fetch (or while the writer is
+    between batches).
     """
     found: dict[str, Any] = {}
 
-    def unreplicated() -> None:
-        found["unreplicated_at_kill"] = _await_unreplicated(stage, step)
+    def unreplicated(node: int) -> None:
+        found["unreplicated_at_kill"] = _await_unreplicated(stage, step, node)
 
     with _refused():
         killed = stage.brokers().kill(
@@ -612,30 +608,34 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
     return {**found, **killed}
 
 
-def _await_unreplicated(stage: Stage, step: Step) -> int:
-    """Acknowledged records of the partition above its high watermark, once there are
-    ``unreplicated`` of them above a watermark that moved within :data:`FRESH_WATERMARK_S`, or
-    :data:`UNREPLICATED_WAIT_S` passed.
+def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
+    """Records of the partition in its leader's (``node``'s) log above its high watermark, once
+    there are ``unreplicated`` of them above a watermark that moved within
+    :data:`FRESH_WATERMARK_S`, or :data:`UNREPLICATED_WAIT_S` passed.
 
     The watermark moves when a follower's next fetch arrives, saying what the previous one
     brought: just after it moved, the records above it are on the leader alone, and stay so
     until that fetch returns (``replica.fetch.wait.max.ms`` later). Above a watermark that has
     stood still longer, they may be in a fetch's answer already, on their way to a follower
-    (seen on a loaded machine: 190 above the watermark at the kill, none lost).
+    (seen on a loaded machine: 190 above the watermark at the kill, none lost). The leader's
+    log end is asked of the leader itself (:mod:`kafka_replay.cluster.log_end`): who wrote
+    the records (the workload or the app) does not matter.
     """
     topic, partition = stage.topics[step["topic"]], step["partition"]
     where = TopicPartition(topic, partition)
     admin = stage.cluster.admin()
+    port = stage.brokers().cluster.node(node).address.port
     deadline = time.monotonic() + UNREPLICATED_WAIT_S
     seen, moved_at = None, None
     while True:
         stage.check()
         watermark = admin.list_offsets({where: OffsetSpec.latest()})[where].result().offset
+        log_end = log_end_offsets("127.0.0.1", port, topic, [partition])[partition]
         now = time.monotonic()
         if seen is not None and watermark != seen:
             moved_at = now
         seen = watermark
-        above = stage.acked_ends.get((topic, partition), 0) - watermark
+        above = log_end - watermark
         fresh = moved_at is not None and now - moved_at <= FRESH_WATERMARK_S
         if (above >= step["unreplicated"] and fresh) or now > deadline:
             return max(above, 0)

@@ -77,7 +77,8 @@ def main(argv: list[str]) -> int:
     for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries
         logging.getLogger(noisy).setLevel(logging.ERROR)
     names, args.incidents = list(args.names), []
-    for taking in ("stability", "checker-warm"):  # the names after it are its runs
+    taking_runs = ("stability", "checker-warm", "producer-findings")
+    for taking in taking_runs:  # the names after it are its runs
         if taking in names:
             cut = names.index(taking) + 1
             names, args.incidents = names[:cut], names[cut:]

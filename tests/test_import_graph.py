@@ -77,6 +77,8 @@ KAFKA_FACING: dict[str, frozenset[str]] = {
     f"{CLUSTER}.kafka_wire": frozenset({"api_keys"}),  # the protocol's APIs, by name
     # the protocol's errors, by name, and the APIs an error answer is built for
     f"{CLUSTER}.kafka_answers": frozenset({"ERROR_APIS", "AnswerError", "error_code"}),
+    # a partition's log end on its leader (what kill_broker's unreplicated counts from)
+    f"{CLUSTER}.log_end": frozenset({"LogEndError", "log_end_offsets"}),
     # the brokers' network faults, and faults aimed at requests
     f"{CLUSTER}.request_proxy": frozenset({"ACTIONS", "RequestFault", "RequestProxyError"}),
     f"{CLUSTER}.versions": frozenset(

@@ -567,10 +567,11 @@ def _spared(stage: Stage, step: Step) -> set[int]:
     return {node for group in stage.groups for node in group_offsets_holders(cluster, group)}
 
 
-#: How long ``kill_broker`` waits for ``unreplicated`` acknowledged records before it kills
-#: anyway: several fetches of a follower (500 ms apart by default), and no longer, for a
-#: profile whose writes are acknowledged only once copied (``acks=all``) never has them.
-UNREPLICATED_WAIT_S = 3.0
+#: How long ``kill_broker`` waits for ``unreplicated`` records on the leader alone before it
+#: kills anyway: whatever the producer's acks, a partition being written gets there within a
+#: follower's fetch or two, so this is reached only when nothing writes to it (an app that is
+#: still starting, or that writes elsewhere), and then the kill can lose nothing either way.
+UNREPLICATED_WAIT_S = 30.0
 #: How recently the watermark must have moved for the records above it to count as on the
 #: leader alone: well inside a follower's fetch wait (500 ms by default).
 FRESH_WATERMARK_S = 0.15

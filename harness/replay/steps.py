@@ -622,10 +622,11 @@ def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
     log end is asked of the leader itself (:mod:`kafka_replay.cluster.log_end`): who wrote
     the records (the workload or the app) does not matter.
     """
-    topic, partition = stage.topics[step["topic"]], step["partition"]
+    faults = stage.brokers()
+    topic, partition = stage.topics[step["topic"]], _led_by(faults.leaders(), step, node)
     where = TopicPartition(topic, partition)
     admin = stage.cluster.admin()
-    port = stage.brokers().cluster.node(node).address.port
+    port = faults.cluster.node(node).address.port
     deadline = time.monotonic() + UNREPLICATED_WAIT_S
     seen, moved_at = None, None
     while True:
@@ -641,6 +642,17 @@ def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
         if (above >= step["unreplicated"] and fresh) or now > deadline:
             return max(above, 0)
         time.sleep(UNREPLICATED_POLL_S)
+
+
+def _led_by(leaders: Mapping[str, int], step: Step, node: int) -> int:
+    """The partition of the step's topic that ``node`` was chosen to lead: the step's own, or
+    the next one it led when the step's was led by a spared broker (as the kill chose it)."""
+    count = sum(1 for where in leaders if where.startswith(f"{step['topic']}/"))
+    for offset in range(count):
+        candidate = (step["partition"] + offset) % count
+        if leaders.get(f"{step['topic']}/{candidate}") == node:
+            return candidate
+    return int(step["partition"])
 
 
 @step_kind(

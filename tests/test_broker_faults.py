@@ -288,6 +288,18 @@ def test_a_spared_leader_passes_the_fault_to_the_next_partitions_leader(
         find_node(cluster, "leader", random.Random(1), topics, spare={1, 2, 3})  # type: ignore[arg-type]
 
 
+def test_the_led_partition_is_the_one_the_kill_chose() -> None:
+    """The step's partition when its node leads it, else the next one the node leads."""
+    from kafka_replay.faults import led_partition
+
+    leaders = {"input/0": 1, "output/0": 2, "output/1": 3, "output/2": 1}
+    assert led_partition(leaders, "output", 0, 2) == 0
+    assert led_partition(leaders, "output", 0, 1) == 2  # output/0's leader was spared
+    assert led_partition(leaders, "output", 2, 3) == 1  # wrapping round
+    with pytest.raises(BrokerFaultError, match="broker 1 leads no partition of the side"):
+        led_partition({**leaders, "side/0": 2}, "side", 0, 1)
+
+
 def test_a_second_follower_fault_hits_the_partitions_other_follower(
     cluster: Cluster, topic: str
 ) -> None:

@@ -6,7 +6,13 @@ faults return what they did and the partition leaders before and after).
 """
 
 from .actions import add_partitions, kill_at_random
-from .brokers import ROLES, BrokerFaultError, BrokerFaults, group_offsets_holders
+from .brokers import (
+    ROLES,
+    BrokerFaultError,
+    BrokerFaults,
+    group_offsets_holders,
+    led_partition,
+)
 from .network import DIRECTIONS, FAULTS, NETWORK_ROLES, NetworkFaults, toxic_attributes
 from .requests import ACTIONS, CLIENTS, RequestFaults
 from .transactions import (
@@ -34,5 +40,6 @@ __all__ = [
     "group_offsets_holders",
     "holders",
     "kill_at_random",
+    "led_partition",
     "toxic_attributes",
 ]

@@ -212,6 +212,18 @@ def find_node(
     )
 
 
+def led_partition(leaders: Mapping[str, int], topic: str, partition: int, node: int) -> int:
+    """The partition of ``topic`` whose leader :func:`find_node` chose in ``node``: ``partition``
+    itself, or the next one ``node`` leads when a spared leader passed the fault on.
+    ``leaders``: ``{"topic/partition": node}``, as :meth:`BrokerFaults.leaders` reads them."""
+    count = sum(1 for where in leaders if where.startswith(f"{topic}/"))
+    for step in range(count):
+        candidate = (partition + step) % count
+        if leaders.get(f"{topic}/{candidate}") == node:
+            return candidate
+    raise BrokerFaultError(f"broker {node} leads no partition of the {topic} topic now")
+
+
 def _follower(
     cluster: NodeCluster,
     rng: random.Random,

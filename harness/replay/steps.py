@@ -41,6 +41,7 @@ from kafka_replay.faults import (
     add_partitions,
     group_offsets_holders,
     kill_at_random,
+    led_partition,
     toxic_attributes,
 )
 from kafka_replay.history import RunHistory, sample_lag
@@ -623,7 +624,8 @@ def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
     the records (the workload or the app) does not matter.
     """
     faults = stage.brokers()
-    topic, partition = stage.topics[step["topic"]], _led_by(faults.leaders(), step, node)
+    partition = led_partition(faults.leaders(), step["topic"], step["partition"], node)
+    topic = stage.topics[step["topic"]]
     where = TopicPartition(topic, partition)
     admin = stage.cluster.admin()
     port = faults.cluster.node(node).address.port
@@ -642,17 +644,6 @@ def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
         if (above >= step["unreplicated"] and fresh) or now > deadline:
             return max(above, 0)
         time.sleep(UNREPLICATED_POLL_S)
-
-
-def _led_by(leaders: Mapping[str, int], step: Step, node: int) -> int:
-    """The partition of the step's topic that ``node`` was chosen to lead: the step's own, or
-    the next one it led when the step's was led by a spared broker (as the kill chose it)."""
-    count = sum(1 for where in leaders if where.startswith(f"{step['topic']}/"))
-    for offset in range(count):
-        candidate = (step["partition"] + offset) % count
-        if leaders.get(f"{step['topic']}/{candidate}") == node:
-            return candidate
-    return int(step["partition"])
 
 
 @step_kind(

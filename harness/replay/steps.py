@@ -568,7 +568,7 @@ def _spared(stage: Stage, step: Step) -> set[int]:
     return {node for group in stage.groups for node in group_offsets_holders(cluster, group)}
 
 
-#: How long ``kill_broker`` waits for ``unreplicated`` records on the leader alone before it
+#: How long ``kill_broker`` waits for ``unreplicated`` records above the watermark before it
 #: kills anyway: whatever the producer's acks, a partition being written gets there within a
 #: follower's fetch or two, so this is reached only when nothing writes to it (an app that is
 #: still starting, or that writes elsewhere), and then the kill can lose nothing either way.
@@ -592,10 +592,11 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
     new leader.
 
     With ``unreplicated``, a leader is killed once that many records of its partition are in its
-    log above the partition's high watermark, on the leader alone: the moment a crash loses what
-    an ``acks=1`` producer (the workload's or the app's) was told is written, which a kill at
-    any moment misses when it lands just after the followers' fetch (or while the writer is
-    between batches).
+    log above the partition's high watermark: the moment a crash is likely to lose what an
+    ``acks=1`` producer (the workload's or the app's) was told is written, which a kill at any
+    moment misses when it lands just after the followers' fetch (or while the writer is between
+    batches). Likely, not certain: the watermark is the slowest in-sync follower's, and a
+    faster one may hold the records and be elected.
     """
     found: dict[str, Any] = {}
 
@@ -615,9 +616,10 @@ def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
     there are ``unreplicated`` of them above a watermark that moved within
     :data:`FRESH_WATERMARK_S`, or :data:`UNREPLICATED_WAIT_S` passed.
 
-    The watermark moves when a follower's next fetch arrives, saying what the previous one
-    brought: just after it moved, the records above it are on the leader alone, and stay so
-    until that fetch returns (``replica.fetch.wait.max.ms`` later). Above a watermark that has
+    The watermark moves when the slowest follower's next fetch arrives, saying what the previous
+    one brought: just after it moved, the records above it are not on that follower, and stay so
+    until that fetch returns (``replica.fetch.wait.max.ms`` later); a faster follower may have
+    them already. Above a watermark that has
     stood still longer, they may be in a fetch's answer already, on their way to a follower
     (seen on a loaded machine: 190 above the watermark at the kill, none lost). The leader's
     log end is asked of the leader itself (:mod:`kafka_replay.cluster.log_end`): who wrote

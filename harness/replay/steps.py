@@ -619,11 +619,11 @@ def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
     The watermark moves when the slowest follower's next fetch arrives, saying what the previous
     one brought: just after it moved, the records above it are not on that follower, and stay so
     until that fetch returns (``replica.fetch.wait.max.ms`` later); a faster follower may have
-    them already. Above a watermark that has
-    stood still longer, they may be in a fetch's answer already, on their way to a follower
-    (seen on a loaded machine: 190 above the watermark at the kill, none lost). The leader's
-    log end is asked of the leader itself (:mod:`kafka_replay.cluster.log_end`): who wrote
-    the records (the workload or the app) does not matter.
+    them already. Above a watermark that has stood still longer, they may be in a fetch's answer
+    already, on their way to a follower (seen on a loaded machine: 190 above the watermark at
+    the kill, none lost). The leader's log end is asked of the leader itself
+    (:mod:`kafka_replay.cluster.log_end`): who wrote the records (the workload or the app) does
+    not matter.
     """
     faults = stage.brokers()
     partition = led_partition(faults.leaders(), step["topic"], step["partition"], node)

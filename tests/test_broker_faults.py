@@ -33,6 +33,7 @@ from kafka_replay.faults.brokers import (
     find_node,
     group_coordinator,
     group_offsets_holders,
+    next_leader,
     partition_leaders,
 )
 from kafka_replay.history import coordinator_partition, read_stream
@@ -117,12 +118,16 @@ def test_killing_the_leader_moves_leadership_and_acks_all_still_succeeds(
 ) -> None:
     faults = BrokerFaults(cluster, {"input": topic}, random.Random(1))
     before = leader_of(cluster, topic)
+    led = [p for p in range(3) if leader_of(cluster, topic, p) == before]
+    heirs = {f"input/{p}": next_leader(cluster, topic, p, before) for p in led}  # type: ignore[arg-type]
     found = faults.kill("leader", "input", 0, timeout=TIMEOUT_S)
     try:
         assert found["node"] == before
         assert found["leaders_before"]["input/0"] == before
         after = found["leaders_after"]["input/0"]
         assert after not in (before, -1), found
+        # Kafka elects the follower next_leader names, for each partition the node led.
+        assert {where: found["leaders_after"][where] for where in heirs} == heirs
         assert found["leadership_moved_s"] is not None
         assert leader_of(cluster, topic) == after  # metadata shows it, not just the record
         assert not cluster.node(before).alive()  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from .brokers import (
     BrokerFaults,
     group_offsets_holders,
     led_partition,
+    next_leader,
 )
 from .network import DIRECTIONS, FAULTS, NETWORK_ROLES, NetworkFaults, toxic_attributes
 from .requests import ACTIONS, CLIENTS, RequestFaults
@@ -41,5 +42,6 @@ __all__ = [
     "holders",
     "kill_at_random",
     "led_partition",
+    "next_leader",
     "toxic_attributes",
 ]

@@ -108,6 +108,20 @@ def partition_leaders(cluster: NodeCluster, topics: Mapping[str, str]) -> dict[s
     return leaders
 
 
+def next_leader(cluster: NodeCluster, name: str, partition: int, leader: int) -> int:
+    """The replica of topic ``name``'s ``partition`` that Kafka elects if ``leader`` dies: the
+    first other one, in the partition's replica order, that is in sync and running (KRaft's
+    controller takes the first valid replica of the assignment)."""
+    topic = cluster_metadata(cluster).topics.get(name)
+    if topic is None or partition not in topic.partitions:
+        raise BrokerFaultError(f"the topic {name} has no partition {partition} now")
+    running, found = set(cluster.running_ids()), topic.partitions[partition]
+    for replica in found.replicas:
+        if replica != leader and replica in found.isrs and replica in running:
+            return int(replica)
+    raise BrokerFaultError(f"{name} [{partition}] has no running in-sync follower to elect")
+
+
 def partitions_in_sync(cluster: NodeCluster, topics: Mapping[str, str]) -> bool:
     """Whether every partition of the run's topics has every replica in sync."""
     metadata = cluster_metadata(cluster)

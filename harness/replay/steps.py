@@ -42,6 +42,7 @@ from kafka_replay.faults import (
     group_offsets_holders,
     kill_at_random,
     led_partition,
+    next_leader,
     toxic_attributes,
 )
 from kafka_replay.history import RunHistory, sample_lag
@@ -568,14 +569,17 @@ def _spared(stage: Stage, step: Step) -> set[int]:
     return {node for group in stage.groups for node in group_offsets_holders(cluster, group)}
 
 
-#: How long ``kill_broker`` waits for ``unreplicated`` records above the watermark before it
-#: kills anyway: whatever the producer's acks, a partition being written gets there within a
-#: follower's fetch or two, so this is reached only when nothing writes to it (an app that is
-#: still starting, or that writes elsewhere), and then the kill can lose nothing either way.
+#: How long ``kill_broker`` waits for ``unreplicated`` records on the leader alone before it
+#: kills anyway: a partition being written gets there within a few of its followers' fetches,
+#: so this is reached only when nothing writes to it (an app that is still starting, or that
+#: writes elsewhere), and then the kill can lose nothing either way.
 UNREPLICATED_WAIT_S = 30.0
-#: How recently the watermark must have moved for the records above it to count as on the
-#: leader alone: well inside a follower's fetch wait (500 ms by default).
-FRESH_WATERMARK_S = 0.15
+#: How long before a follower's next fetch can be answered the kill must land: the time
+#: between deciding and the signal, with room for a loaded machine.
+KILL_MARGIN_S = 0.15
+#: Kafka's ``replica.fetch.wait.max.ms``: how long a follower's fetch waits at the leader for
+#: ``replica.fetch.min.bytes`` before it is answered with what there is.
+FETCH_WAIT_DEFAULT_MS = 500
 
 
 @step_kind(
@@ -592,11 +596,10 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
     new leader.
 
     With ``unreplicated``, a leader is killed once that many records of its partition are in its
-    log above the partition's high watermark: the moment a crash is likely to lose what an
-    ``acks=1`` producer (the workload's or the app's) was told is written, which a kill at any
-    moment misses when it lands just after the followers' fetch (or while the writer is between
-    batches). Likely, not certain: the watermark is the slowest in-sync follower's, and a
-    faster one may hold the records and be elected.
+    log and not in the follower Kafka will elect in its place, before that follower's next fetch
+    can bring them: a crash then loses what an ``acks=1`` producer (the workload's or the app's)
+    was told is written, which a kill at any moment misses when it lands just after the
+    followers' fetch (or while the writer is between batches).
     """
     found: dict[str, Any] = {}
 
@@ -612,39 +615,48 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
 
 
 def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
-    """Records of the partition in its leader's (``node``'s) log above its high watermark, once
-    there are ``unreplicated`` of them above a watermark that moved within
-    :data:`FRESH_WATERMARK_S`, or :data:`UNREPLICATED_WAIT_S` passed.
+    """Records of the partition in its leader's (``node``'s) log that the follower Kafka would
+    elect in its place (:func:`~kafka_replay.faults.next_leader`) does not have, once there are
+    ``unreplicated`` of them while that follower's next fetch is still waiting at the leader; or
+    whatever there is when :data:`UNREPLICATED_WAIT_S` passed.
 
-    The watermark moves when the slowest follower's next fetch arrives, saying what the previous
-    one brought: just after it moved, the records above it are not on that follower, and stay so
-    until that fetch returns (``replica.fetch.wait.max.ms`` later); a faster follower may have
-    them already. Above a watermark that has stood still longer, they may be in a fetch's answer
-    already, on their way to a follower (seen on a loaded machine: 190 above the watermark at
-    the kill, none lost). The leader's log end is asked of the leader itself
-    (:mod:`kafka_replay.cluster.log_end`): who wrote the records (the workload or the app) does
-    not matter.
+    Both are asked for their own log end (:mod:`kafka_replay.cluster.log_end`), so who wrote
+    the records does not matter. A follower's log end moves when a fetch's answer brings records;
+    only then does it send its next fetch, which waits at the leader for
+    ``replica.fetch.wait.max.ms`` (when less than ``replica.fetch.min.bytes`` arrives, as the
+    incidents that use this set). So a move seen in an answer happened after the previous
+    question was sent, and until that time plus the wait, whatever the leader appends is on it
+    alone: the leader is killed inside that window, as soon as it holds ``unreplicated`` such
+    records. The high watermark would not do: it is the slowest follower's, and the elected one
+    may be faster.
     """
     faults = stage.brokers()
     partition = led_partition(faults.leaders(), step["topic"], step["partition"], node)
     topic = stage.topics[step["topic"]]
-    where = TopicPartition(topic, partition)
-    admin = stage.cluster.admin()
-    port = faults.cluster.node(node).address.port
+    heir = next_leader(faults.cluster, topic, partition, node)
+    fetch_wait = float(stage.profile.broker.get("replica.fetch.wait.max.ms", FETCH_WAIT_DEFAULT_MS))
+
+    def log_end(of: int) -> int:
+        port = faults.cluster.node(of).address.port
+        return log_end_offsets("127.0.0.1", port, topic, [partition])[partition]
+
     deadline = time.monotonic() + UNREPLICATED_WAIT_S
-    seen, moved_at = None, None
+    copied, asked = None, None
     while True:
         stage.check()
-        watermark = admin.list_offsets({where: OffsetSpec.latest()})[where].result().offset
-        log_end = log_end_offsets("127.0.0.1", port, topic, [partition])[partition]
         now = time.monotonic()
-        if seen is not None and watermark != seen:
-            moved_at = now
-        seen = watermark
-        above = log_end - watermark
-        fresh = moved_at is not None and now - moved_at <= FRESH_WATERMARK_S
-        if (above >= step["unreplicated"] and fresh) or now > deadline:
-            return max(above, 0)
+        heirs = log_end(heir)
+        if asked is not None and heirs != copied:
+            # Its next fetch left after this move, which came after the previous question.
+            closes = asked + fetch_wait / 1000 - KILL_MARGIN_S
+            while time.monotonic() < closes:
+                above = log_end(node) - heirs
+                if above >= step["unreplicated"] and time.monotonic() < closes:
+                    return above
+                time.sleep(UNREPLICATED_POLL_S)
+        copied, asked = heirs, now
+        if time.monotonic() > deadline:
+            return max(log_end(node) - heirs, 0)
         time.sleep(UNREPLICATED_POLL_S)
 
 

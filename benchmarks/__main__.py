@@ -18,6 +18,7 @@ from benchmarks import (
     checker_warm,
     collection,
     compare_matrix,
+    installers,
     lanes,
     leaks,
     producer_findings,
@@ -40,6 +41,7 @@ BENCHMARKS = {
     "scale": scale.run,
     "lanes": lanes.run,
     "producer-findings": producer_findings.run,
+    "installers": installers.run,
 }
 # long: only when named
 ON_REQUEST = (
@@ -50,6 +52,7 @@ ON_REQUEST = (
     "lanes",
     "checker-sink",
     "producer-findings",
+    "installers",
 )
 
 

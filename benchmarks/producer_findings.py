@@ -8,7 +8,8 @@ kafka-clients): its producer weakened as the incident needs (weak) and as a team
 Reported for each: how often it was found vulnerable, its symptom, and how often the fault
 acted on the app's own writes (``producer-retry-duplicates``: all six of its Produce answers
 lost, ``request_faults``; ``leader-loss-acks-one``: the leader killed with at least 20 of the
-app's writes above the high watermark, the step's ``unreplicated_at_kill``).
+app's writes on it and not on the follower to be elected, the step's
+``unreplicated_at_kill``).
 
     ./dev bench producer-findings [INCIDENT ...] --runs 10
 """
@@ -45,7 +46,7 @@ def _answers_lost(outcome: dict[str, Any], run_dir: Path) -> bool:
     return outcome["symptoms"].get("request_faults") == 6
 
 
-def _killed_above_the_watermark(outcome: dict[str, Any], run_dir: Path) -> bool:
+def _killed_with_writes_on_the_leader_alone(outcome: dict[str, Any], run_dir: Path) -> bool:
     steps = (json.loads(line) for line in (run_dir / "events" / "steps.jsonl").open())
     kills = [s for s in steps if s.get("do") == "kill_broker" and "unreplicated_at_kill" in s]
     return bool(kills) and kills[0]["unreplicated_at_kill"] >= 20
@@ -57,8 +58,8 @@ INCIDENTS = {
         "six of its Produce answers lost",
     ),
     "leader-loss-acks-one": Finding(
-        "--acks 1 --idempotence false", "inputs_lost", _killed_above_the_watermark,
-        "the leader killed with 20 or more of its writes above the watermark",
+        "--acks 1 --idempotence false", "inputs_lost", _killed_with_writes_on_the_leader_alone,
+        "the leader killed with 20 or more of its writes on it alone",
     ),
 }  # fmt: skip
 

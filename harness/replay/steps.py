@@ -574,12 +574,9 @@ def _spared(stage: Stage, step: Step) -> set[int]:
 #: so this is reached only when nothing writes to it (an app that is still starting, or that
 #: writes elsewhere), and then the kill can lose nothing either way.
 UNREPLICATED_WAIT_S = 30.0
-#: How long before a follower's next fetch can be answered the kill must land: the time
-#: between deciding and the signal, with room for a loaded machine.
-KILL_MARGIN_S = 0.15
-#: Kafka's ``replica.fetch.wait.max.ms``: how long a follower's fetch waits at the leader for
-#: ``replica.fetch.min.bytes`` before it is answered with what there is.
-FETCH_WAIT_DEFAULT_MS = 500
+#: How long a leader frozen for the kill is given before it, for a fetch answer it had sent
+#: just before the freeze to reach the follower to be elected (which then holds those records).
+SETTLE_S = 0.5
 
 
 @step_kind(
@@ -596,9 +593,9 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
     new leader.
 
     With ``unreplicated``, a leader is killed once that many records of its partition are in its
-    log and not in the follower Kafka will elect in its place, before that follower's next fetch
-    can bring them: a crash then loses what an ``acks=1`` producer (the workload's or the app's)
-    was told is written, which a kill at any moment misses when it lands just after the
+    log and not in the follower Kafka will elect in its place, frozen first so that no fetch
+    brings them there: a crash then loses what an ``acks=1`` producer (the workload's or the
+    app's) was told is written, which a kill at any moment misses when it lands just after the
     followers' fetch (or while the writer is between batches).
     """
     found: dict[str, Any] = {}
@@ -615,48 +612,47 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
 
 
 def _await_unreplicated(stage: Stage, step: Step, node: int) -> int:
-    """Records of the partition in its leader's (``node``'s) log that the follower Kafka would
-    elect in its place (:func:`~kafka_replay.faults.next_leader`) does not have, once there are
-    ``unreplicated`` of them while that follower's next fetch is still waiting at the leader; or
-    whatever there is when :data:`UNREPLICATED_WAIT_S` passed.
+    """Freeze the partition's leader (``node``) once ``unreplicated`` of its records are in its
+    log and not in the follower Kafka would elect in its place
+    (:func:`~kafka_replay.faults.next_leader`), and return how many; or return whatever there
+    is when :data:`UNREPLICATED_WAIT_S` passed.
 
     Both are asked for their own log end (:mod:`kafka_replay.cluster.log_end`), so who wrote
-    the records does not matter. A follower's log end moves when a fetch's answer brings records;
-    only then does it send its next fetch, which waits at the leader for
-    ``replica.fetch.wait.max.ms`` (when less than ``replica.fetch.min.bytes`` arrives, as the
-    incidents that use this set). So a move seen in an answer happened after the previous
-    question was sent, and until that time plus the wait, whatever the leader appends is on it
-    alone: the leader is killed inside that window, as soon as it holds ``unreplicated`` such
-    records. The high watermark would not do: it is the slowest follower's, and the elected one
-    may be faster.
+    the records does not matter. A follower's fetch waits at the leader and is answered with
+    everything written meanwhile: counted at any moment, the records may be in an answer about
+    to leave. A frozen leader answers nothing more, so the count holds once the follower is
+    seen not to have taken them after :data:`SETTLE_S` (an answer already sent has arrived by
+    then); if it took them, the leader runs again and the wait goes on. The kill follows at
+    once (a frozen process dies of SIGKILL). The high watermark would not do: it is the slowest
+    follower's, and the elected one may be faster.
     """
     faults = stage.brokers()
     partition = led_partition(faults.leaders(), step["topic"], step["partition"], node)
     topic = stage.topics[step["topic"]]
     heir = next_leader(faults.cluster, topic, partition, node)
-    fetch_wait = float(stage.profile.broker.get("replica.fetch.wait.max.ms", FETCH_WAIT_DEFAULT_MS))
 
     def log_end(of: int) -> int:
         port = faults.cluster.node(of).address.port
         return log_end_offsets("127.0.0.1", port, topic, [partition])[partition]
 
     deadline = time.monotonic() + UNREPLICATED_WAIT_S
-    copied, asked = None, None
     while True:
         stage.check()
-        now = time.monotonic()
-        heirs = log_end(heir)
-        if asked is not None and heirs != copied:
-            # Its next fetch left after this move, which came after the previous question.
-            closes = asked + fetch_wait / 1000 - KILL_MARGIN_S
-            while time.monotonic() < closes:
-                above = log_end(node) - heirs
-                if above >= step["unreplicated"] and time.monotonic() < closes:
-                    return above
-                time.sleep(UNREPLICATED_POLL_S)
-        copied, asked = heirs, now
+        copied = log_end(heir)
+        written = log_end(node)
+        if written - copied >= step["unreplicated"]:
+            faults.cluster.pause_node(node)
+            try:
+                time.sleep(SETTLE_S)
+                above = written - log_end(heir)
+            except BaseException:
+                faults.cluster.resume_node(node)
+                raise
+            if above >= step["unreplicated"]:
+                return above
+            faults.cluster.resume_node(node)
         if time.monotonic() > deadline:
-            return max(log_end(node) - heirs, 0)
+            return max(log_end(node) - log_end(heir), 0)
         time.sleep(UNREPLICATED_POLL_S)
 
 

@@ -49,9 +49,12 @@ def install(installer: str, where: Path) -> float:
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(where / "venv")], check=True, env=env)
     for command in INSTALLERS[installer]:
-        subprocess.run(
-            [part.replace("{python}", python) for part in command], check=True, cwd=PROJECT, env=env
-        )
+        done = subprocess.run(
+            [part.replace("{python}", python) for part in command],
+            cwd=PROJECT, env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode:
+            sys.exit(f"{installer} failed ({' '.join(command)}):\n{done.stdout}{done.stderr}")
     return time.monotonic() - started
 
 

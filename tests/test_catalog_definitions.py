@@ -79,6 +79,7 @@ PUBLIC_WRITE_UPS = {
     "retention-outran-consumer",
     "producer-timestamp-retention",
     "coordinator-errors-commit",
+    "min-isr-blocked-sends",
 }
 
 

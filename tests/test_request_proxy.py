@@ -5,7 +5,9 @@ answer for every version of each API that takes one. The real ones put the proxy
 broker and lose the answer to a producer's first Produce after the broker appended it: a
 producer without idempotence writes the record twice, every time, and an idempotent one once;
 they answer a Produce and a commit with errors the broker never sent, and the client takes each
-as the broker's. The proxy records every request it acted on. Through the engine, a
+as the broker's; a new idempotent producer whose first batch is refused while its second is
+on the wire has the first reported delivered and never written, unless it keeps one request in
+flight. The proxy records every request it acted on. Through the engine, a
 ``kafka_fault`` step loses three of the workload producer's Produce answers in a replay.
 """
 
@@ -15,6 +17,7 @@ import dataclasses
 import io
 import json
 import struct
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -231,6 +234,63 @@ def test_a_produce_answered_with_an_error_is_retried_and_written_once(
     assert copies_written(cluster, topic) == [b"order-1"]
     [action] = proxy.actions
     assert (action["action"], action["api"], action["error"]) == ("error", "Produce", 19)
+
+
+#: How long each answer of the broker is held, so that a second Produce is on the wire before
+#: the first one's answer comes back (it is sent a few milliseconds after the first).
+ANSWER_DELAY_MS = 2000
+
+
+@pytest.mark.parametrize("in_flight", [5, 1], ids=["five-in-flight", "one-in-flight"])
+def test_a_refused_first_batch_is_lost_but_reported_delivered_unless_one_request_in_flight(
+    proxied: tuple[NodeCluster, RequestProxy], in_flight: int
+) -> None:
+    """An idempotent producer's first batch to a partition is refused (NOT_ENOUGH_REPLICAS: not
+    written, retriable) while its second batch is already sent. The broker takes the second as
+    the first of a producer it has no state for (it accepts any sequence from one), and
+    librdkafka, seeing a later batch acknowledged, reports the earlier one delivered without
+    sending it again: a record reported delivered that no broker holds. With one request in
+    flight the second waits for the first's answer and both are written. This is why
+    min-isr-blocked-sends' remediated profile keeps one request in flight."""
+    cluster, proxy = proxied
+    topic = cluster.create_topic("refused-first-batch", 2)
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.client_bootstrap_servers,
+            "client.id": "app",
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "max.in.flight.requests.per.connection": in_flight,
+        }
+    )
+    producer.produce(topic, b"warm-up", partition=1)  # its id and the partitions' leader known
+    assert producer.flush(60) == 0
+    proxy.add_toxic(
+        "broker-1", "slow-answers", "latency", "from_broker", {"latency": ANSWER_DELAY_MS}
+    )
+    proxy.add_fault(
+        RequestFault("Produce", "error", clients=("app",), error=error_code("NOT_ENOUGH_REPLICAS"))
+    )
+    reports: dict[bytes, object] = {}
+
+    def delivered(err: KafkaError | None, msg: object) -> None:
+        reports[msg.value()] = err  # type: ignore[attr-defined]
+
+    producer.produce(topic, b"order-0", partition=0, on_delivery=delivered)
+    producer.poll(0)
+    deadline = time.monotonic() + 30
+    while not proxy.actions:  # the first batch is on the wire, refused
+        assert time.monotonic() < deadline, "the producer sent nothing"
+        time.sleep(0.01)
+    later = [f"order-{n}".encode() for n in range(1, 5)]
+    for value in later:
+        producer.produce(topic, value, partition=0, on_delivery=delivered)
+    assert producer.flush(60) == 0
+    proxy.remove_toxic("broker-1", "slow-answers")
+    assert reports == dict.fromkeys([b"order-0", *later]), "every send is reported delivered"
+    written = copies_written(cluster, topic)
+    assert written == (later if in_flight > 1 else [b"order-0", *later])
 
 
 def test_a_commit_answered_not_coordinator_fails_and_the_broker_keeps_the_last_one(

@@ -190,6 +190,7 @@ NOT_APPLICABLE_ON_TANSU = {
     "hanging-transaction": "abort_transactions",
     "leader-loss-acks-one": "3 brokers",
     "paused-leader-send-expiry": "3 brokers",
+    "min-isr-blocked-sends": "5 brokers",
     "protocol-migration": "group.coordinator.rebalance.protocols",
     "share-group-lock-expiry": "Tansu has no share groups",
     "offset-retention-expiry": "offsets.retention.minutes",

@@ -51,7 +51,8 @@ def test_a_fenced_static_member_is_found_although_the_line_names_no_group(
 def test_a_leaders_isr_shrinks_and_min_isr_refusals_of_the_run_topics_are_read(
     tmp_path: Path,
 ) -> None:
-    """As Kafka 4.4's Partition and ReplicaManager write them (min-isr-blocked-sends' runs)."""
+    """As Kafka 4.4's Partition and ReplicaManager write them (min-isr-blocked-sends' runs), and
+    a refusal as 3.9.2 words it."""
     out = "min-isr-blocked-sends-output-0edb01b3"
     other = "another-run-output-12345678"
     lines = [
@@ -65,18 +66,23 @@ def test_a_leaders_isr_shrinks_and_min_isr_refusals_of_the_run_topics_are_read(
         "org.apache.kafka.common.errors.NotEnoughReplicasException: The size of the current ISR : "
         f"1 is insufficient to satisfy the min.isr requirement of 2 for partition {out}-2, live "
         "replica(s) broker.id are : Set(2)",
+        f"[2026-11-26T12:44:58,990] ERROR [ReplicaManager broker=1] Error processing append "
+        f"operation on partition {out}-3 (kafka.server.ReplicaManager)",  # as 3.9.2 writes it
+        "org.apache.kafka.common.errors.NotEnoughReplicasException: The size of the current ISR "
+        f"Set(1) is insufficient to satisfy the min.isr requirement of 2 for partition {out}-3",
         f"[2026-11-26T12:44:59,000] INFO [Partition {other}-0 broker=1] Shrinking ISR from 1,2 to "
         "1. Leader: (highWatermark: 1, endOffset: 1). (kafka.cluster.Partition)",
     ]
     log = tmp_path / "broker-1.log"
     log.write_text("\n".join(lines) + "\n")
     events = replica_events([log], [out])
-    assert [e["kind"] for e in events] == ["isr_shrink", "not_enough_replicas"]
+    kinds = ["isr_shrink", "not_enough_replicas", "not_enough_replicas"]
+    assert [e["kind"] for e in events] == kinds
     assert events[0] | {"ts": 0} == {
         "ts": 0, "kind": "isr_shrink", "topic": out, "partition": 1, "broker": 1,
         "isr_from": [1, 2, 3], "isr_to": [1, 2],
     }  # fmt: skip
-    assert events[1]["partition"] == 2 and events[1]["min_isr"] == 2
+    assert [(e["partition"], e["min_isr"]) for e in events[1:]] == [(2, 2), (3, 2)]
     assert events[1]["ts"] > events[0]["ts"]  # the stack trace line takes the ERROR line's time
 
 

@@ -88,12 +88,13 @@ _ROLLBACK = re.compile(
 )
 POLL_TIMEOUT = "poll timeout"
 
-# A partition leader's own lines about its in-sync replicas and the writes it refuses for them.
+# A partition leader's own lines about its in-sync replicas and the writes it refuses for them
+# (a refusal names the ISR's size in 4.x, "ISR : 1", and the set itself in 3.9, "ISR Set(1)").
 _ISR_SHRINK = re.compile(
     r"\[Partition (\S+)-(\d+) broker=(\d+)\] Shrinking ISR from ([\d,]+) to ([\d,]+)\."
 )
 _NOT_ENOUGH_REPLICAS = re.compile(
-    r"NotEnoughReplicasException: The size of the current ISR : ?(?:Set\()?([\d, ]*)\)? is "
+    r"NotEnoughReplicasException: The size of the current ISR (?:: )?(?:Set\()?([\d, ]*)\)? is "
     r"insufficient to satisfy the min\.isr requirement of (\d+) for partition (\S+)-(\d+)"
 )
 

@@ -41,8 +41,8 @@ import org.apache.kafka.common.errors.RetriableException;
  * {@code enrichment} field of P percent of its size added, key and headers kept, as the Python
  * app does. {@code --on-send-error} reads each send's result: {@code log} logs a failed one and
  * commits the batch anyway (the input is lost); {@code stop} logs it and ends the process
- * without committing the batch, so that the restarted service resumes at its last commit and
- * sends the batch again. Without it, send results are not read.
+ * without committing the batch, its clients closed, so that the restarted service resumes at
+ * its last commit and sends the batch again. Without it, send results are not read.
  *
  * <p>{@code --on-commit-error} says what a commit that failed does instead of being logged:
  * {@code exit} ends the process, the batch uncommitted (restarted, it resumes at its last
@@ -131,9 +131,11 @@ public final class BatchForwarder {
                 }
                 producer.flush();
                 if (!failed.isEmpty() && "stop".equals(onSendError)) {
-                    System.err.println("BatchForwarder: " + failed.size()
+                    // thrown out of the try, so that the clients are closed (the consumer leaves
+                    // its group, and the restarted service is not kept waiting for its session
+                    // to time out), as the Python app's are
+                    throw new IllegalStateException(failed.size()
                             + " sends failed; stopping without committing the batch");
-                    Contract.exit(1);
                 }
                 failed.clear();
                 commit(consumer, Contract.nextOffsets(records), onCommitError);

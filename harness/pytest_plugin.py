@@ -378,10 +378,11 @@ def kafka_topic(kafka_cluster: Cluster) -> Iterator[Callable[..., str]]:
 @pytest.fixture(scope="session")
 def replay_spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
     """One Spark session per test process (``--replay-spark-master``, else ``local[2]``)."""
-    from kafka_replay.checker import spark_session
+    from kafka_replay.checker.spark import is_remote, spark_session
 
     session = spark_session(request.config.stash[SETTINGS_KEY].spark_master, small_runs=True)
-    session.sparkContext.setLogLevel("ERROR")
+    if not is_remote(session):  # a Spark Connect server logs as it was started
+        session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 

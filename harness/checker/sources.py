@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 from kafka_replay.apps.correlation import EVENT_ID, OutputRecord
 
 from .log_end import ending_offsets
+from .spark import is_remote
 
 _POSITION = T.StructType(
     [
@@ -368,7 +369,7 @@ def jdbc_table(
     A PostgreSQL table is read in as many parallel parts as Spark has cores, split by a hash
     of the id; other databases in one read.
     """
-    parts = spark.sparkContext.defaultParallelism
+    parts = _parallelism(spark)
     if url.startswith("jdbc:postgresql:") and parts > 1:
         key = f"abs(hashtext({id_column}::text)) % {parts}"
         predicates = [f"{key} = {n}" for n in range(parts)]
@@ -384,6 +385,14 @@ def jdbc_table(
         effect.cast("double").alias("effect"),
         written.cast("long").alias("out_ts_ms"),
     )
+
+
+def _parallelism(spark: SparkSession) -> int:
+    """The cores a session's tasks run on; on a Spark Connect session (no SparkContext here),
+    the server's ``spark.default.parallelism``, else two (this machine's ``local[2]``)."""
+    if not is_remote(spark):
+        return spark.sparkContext.defaultParallelism
+    return int(spark.conf.get("spark.default.parallelism", None) or 2)
 
 
 def files(spark: SparkSession, path: str, file_format: str = "json") -> DataFrame:

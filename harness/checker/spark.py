@@ -25,6 +25,9 @@ from kafka_replay.servers.maven import Artifact, cached_classpath, resolve_class
 from .class_archive import spark_class_archive
 
 MASTER_ENV = "KAFKA_REPLAY_SPARK_MASTER"
+#: A Spark Connect server to check with (``sc://host:port``) where no master is given: set for
+#: its lanes by ``kafka-replay run --jobs N`` (:mod:`.connect_server`), or by a user with one.
+REMOTE_ENV = "KAFKA_REPLAY_SPARK_REMOTE"
 DEFAULT_MASTER = "local[2]"
 LOG_CONFIG = Path(__file__).parent / "resources" / "log4j2.properties"
 SCALA = "2.13"
@@ -199,7 +202,9 @@ def spark_session(
     java_options: Sequence[str] = (),
     small_runs: bool = False,
 ) -> SparkSession:
-    """A session for the checker (reused if one is already running in this process).
+    """A session for the checker (reused if one is already running in this process): on the
+    Spark Connect server ``$KAFKA_REPLAY_SPARK_REMOTE`` names when no ``master`` is given,
+    else a driver of its own.
 
     Its driver JVM maps Spark's classes from a class-data archive (made on first use, see
     :mod:`kafka_replay.checker.class_archive`) unless ``class_sharing`` is off. ``small_runs`` is
@@ -208,6 +213,9 @@ def spark_session(
     of a new session on zombie-commit's run: 9.7 s instead of 13.9 s; later ones 5.2
     CPU-seconds instead of 7.4), where millions of records want C2's.
     """
+    remote = os.environ.get(REMOTE_ENV) if master is None else None
+    if remote:
+        return remote_session(remote, extra_jars)
     master = check_master(master)
     archive = spark_class_archive() if class_sharing else None
     driver_options = [
@@ -236,3 +244,17 @@ def spark_session(
         .config("spark.driver.extraJavaOptions", " ".join(driver_options))
         .getOrCreate()
     )
+
+
+def remote_session(url: str, extra_jars: list[Path] | None = None) -> SparkSession:
+    """A session of this process's own on a Spark Connect server (see :mod:`.connect_server`),
+    with ``extra_jars`` (a JDBC driver) added to it."""
+    session = SparkSession.builder.remote(url).getOrCreate()
+    if extra_jars:
+        session.addArtifacts(*(str(jar) for jar in extra_jars))
+    return session
+
+
+def is_remote(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session: no SparkContext on this side."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")

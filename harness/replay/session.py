@@ -50,10 +50,11 @@ class CatalogSession:
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
-            from kafka_replay.checker import spark_session
+            from kafka_replay.checker.spark import is_remote, spark_session
 
             self._spark = spark_session(self._spark_master, small_runs=True)
-            self._spark.sparkContext.setLogLevel("ERROR")
+            if not is_remote(self._spark):  # a Spark Connect server logs as it was started
+                self._spark.sparkContext.setLogLevel("ERROR")
         return self._spark
 
     def warm_up(self) -> None:

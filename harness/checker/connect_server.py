@@ -1,0 +1,140 @@
+"""One Spark for several processes: a Spark Connect server whose sessions are their checks.
+
+Lanes (``kafka-replay run --jobs N``) each used to start a Spark driver of their own: three
+JVMs warming up on two cores, a first check of 30 s or more in each. A Spark Connect server
+(shipped in PySpark's own jars) is started once instead; each lane is its client, with a
+session of its own on the one warm JVM, and builds its queries without a round trip to the
+JVM per step (``./dev bench checker-warm`` and ``lanes`` measure it; docs/benchmarks.md).
+The server binds 127.0.0.1 only and dies with the process that started it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+
+import pyspark
+
+from kafka_replay.servers.errors import ServerError
+from kafka_replay.servers.ports import accepts_connections, free_ports
+from kafka_replay.servers.process import spawn, wait_answering
+from kafka_replay.servers.reaper import Lease
+
+from .spark import (
+    DEFAULT_MASTER,
+    LOG_CONFIG,
+    MAX_SHUFFLE_PARTITIONS,
+    REMOTE_ENV,
+    kafka_connector_jars,
+)
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+START_TIMEOUT_S = 180.0
+STOP_GRACE_S = 30.0
+#: The shared driver's heap: three lanes' incident-sized checks at once, with room to spare.
+HEAP = "3g"
+
+
+class SparkConnectServer:
+    """A Spark Connect server on 127.0.0.1, started by :meth:`start`, stopped on exit."""
+
+    def __init__(self, log_path: Path, lease: Lease, master: str = DEFAULT_MASTER) -> None:
+        self.log_path, self.lease, self.master = log_path, lease, master
+        self.port: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.port is not None, "not started"
+        return f"sc://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """Its process while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def command(self, port: int) -> list[str]:
+        jars = ",".join(str(jar) for jar in kafka_connector_jars())
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        java_options = f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+        settings = {
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(port),
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": str(MAX_SHUFFLE_PARTITIONS),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.driver.memory": HEAP,
+            "spark.driver.extraJavaOptions": java_options,
+        }
+        conf = [part for key, value in settings.items() for part in ("--conf", f"{key}={value}")]
+        return [str(submit), "--class", SERVER_CLASS, "--master", self.master,
+                "--jars", jars, *conf, "spark-internal"]  # fmt: skip
+
+    def start(self) -> str:
+        """Start it and wait until it accepts connections: its URL."""
+        url = self.launch()
+        self.wait_ready()
+        return url
+
+    def launch(self) -> str:
+        """Start it, not waiting for it: its URL, for clients started meanwhile (a client
+        retries while the server is not up yet; :meth:`wait_ready` says if it never is)."""
+        port = free_ports(1)[0]
+        env = {
+            **os.environ,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            # its Python workers run a user's output-id function: this interpreter's packages
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        }
+        env.pop(REMOTE_ENV, None)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self._process = spawn(self.command(port), log, self.lease, env=env)
+        self.port = port
+        return self.url
+
+    def wait_ready(self) -> None:
+        """Wait until it accepts connections; :class:`ServerError` with its log's end if it
+        exits first or takes longer than :data:`START_TIMEOUT_S`."""
+        process, port = self._process, self.port
+        assert process is not None and port is not None, "not launched"
+        why = wait_answering(lambda: accepts_connections(port), process.poll, START_TIMEOUT_S)
+        if why is not None:
+            tail = self.log_path.read_text(errors="replace").strip().splitlines()[-8:]
+            self.stop()
+            raise ServerError(
+                f"the Spark Connect server on 127.0.0.1:{port} {why}; its last output: "
+                f"{' | '.join(tail) or '(none)'} (log: {self.log_path})"
+            )
+
+    def stop(self) -> None:
+        """SIGTERM (Spark stops its context), then SIGKILL to its whole process group (its
+        Python workers) after :data:`STOP_GRACE_S`."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(STOP_GRACE_S)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # what is left of its group: Python workers
+        process.wait()
+
+    def __enter__(self) -> SparkConnectServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()

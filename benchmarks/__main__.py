@@ -70,7 +70,10 @@ def main(argv: list[str]) -> int:
         help="broker-start: delete and rebuild the container images to time a build from nothing",
     )
     parser.add_argument(
-        "--times", type=int, default=5, help="stability: rounds of the catalog; leaks: trials"
+        "--times",
+        type=int,
+        default=5,
+        help="stability: rounds of the catalog; leaks: trials; checker-warm: rounds of both ways",
     )
     parser.add_argument(
         "--jobs", type=int, default=3, help="stability, compare-matrix, lanes: runs side by side"

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,12 +57,14 @@ if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
     from pyspark.sql import SparkSession
 
+    from kafka_replay.checker.connect_server import SparkConnectServer
     from kafka_replay.cluster import Cluster
     from kafka_replay.cluster.nodes import NodeCluster
     from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
     from kafka_replay.replay.compare import Setup
     from kafka_replay.replay.model import Incident
     from kafka_replay.report.outcome import Outcome
+    from kafka_replay.servers.reaper import Lease
 
 BOOTSTRAP_ENV = "KAFKA_REPLAY_BOOTSTRAP"
 CLUSTERS_KEY = pytest.StashKey[list["Cluster"]]()
@@ -72,6 +75,8 @@ SETTINGS_KEY = pytest.StashKey[RunSettings]()
 ASKED_KEY = pytest.StashKey[bool]()
 NAMED_KEY = pytest.StashKey[list[Path]]()
 LOG_TAIL_LINES = 60
+#: ``--replay-shared-spark``'s server and its lease, in the process that started it.
+SHARED_SPARK_KEY = pytest.StashKey[tuple["SparkConnectServer", "Lease"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -94,6 +99,43 @@ def pytest_configure(config: pytest.Config) -> None:
     asked = config.stash[ASKED_KEY] = _incidents_asked_for(config)
     given = [Path(d).resolve() for d in settings.incidents]
     _collect_wherever_pytest_runs(config, directories if asked else given)
+    if settings.shared_spark and not hasattr(config, "workerinput"):  # not in an xdist worker
+        _share_spark(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shared = config.stash.get(SHARED_SPARK_KEY, None)
+    if shared is not None:
+        from kafka_replay.checker.spark import REMOTE_ENV
+
+        server, lease = shared
+        os.environ.pop(REMOTE_ENV, None)
+        server.stop()
+        lease.release()
+
+
+def _share_spark(config: pytest.Config) -> None:
+    """``--replay-shared-spark``: start one Spark Connect server and name it in the environment
+    that the workers, and what the tests start, inherit (see
+    :mod:`kafka_replay.checker.connect_server`). A Spark master or server given already wins."""
+    from kafka_replay.checker.connect_server import SparkConnectServer
+    from kafka_replay.checker.spark import MASTER_ENV, REMOTE_ENV
+    from kafka_replay.servers.errors import ServerError
+    from kafka_replay.servers.reaper import Lease
+
+    settings = config.stash[SETTINGS_KEY]
+    if settings.spark_master or os.environ.get(MASTER_ENV) or os.environ.get(REMOTE_ENV):
+        return
+    lease = Lease.take()
+    scratch = Path(tempfile.mkdtemp(prefix="kafka-replay-spark-"))
+    lease.add_dir(scratch)
+    server = SparkConnectServer(scratch / "spark-connect.log", lease)
+    try:
+        os.environ[REMOTE_ENV] = server.start()
+    except ServerError as exc:
+        lease.release()
+        raise pytest.UsageError(f"--replay-shared-spark: {exc}") from None
+    config.stash[SHARED_SPARK_KEY] = (server, lease)
 
 
 def _setups(texts: list[str]) -> list[Setup | None]:

@@ -217,6 +217,8 @@ def spark_session(
     if remote:
         return remote_session(remote, extra_jars)
     master = check_master(master)
+    # inherited from a process on Spark Connect (PySpark's switch to it): this one has a driver
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     archive = spark_class_archive() if class_sharing else None
     driver_options = [
         *([f"-XX:SharedArchiveFile={archive}"] if archive else []),

@@ -1,13 +1,16 @@
 """Runs side by side: ``--jobs N`` lanes, each a ``kafka-replay run --lane`` process.
 
 A lane replays the runs it is given one after another, as ``kafka-replay run`` without
-``--jobs`` does: processes keep lanes apart (own brokers, own Spark, own signal handling), and
-Ctrl-C reaches each through the path that already cleans a single run up. Runs, rather than
-incidents, are given out, longest first, each to the first lane free: the catalog's longest
-incident alone is a quarter of its total time. A lane rather than a process per run, because
-each process started its own Spark driver, whose first check, beside two others on two cores,
-took about 24 s. A lane concludes one run (its check) while the next one's steps run, so it
-holds two runs at most: it is given the next when its last one's steps are over.
+``--jobs`` does: processes keep lanes apart (own brokers, own Spark session, own signal
+handling), and Ctrl-C reaches each through the path that already cleans a single run up. Their
+sessions are on one Spark Connect server started here (unless a Spark master is given), not on
+a driver JVM each: three drivers warming up on two cores made each lane's first check slow.
+Runs, rather than incidents, are given out, longest first, each to the first lane free: the
+catalog's longest incident alone is a quarter of its total time. A lane rather than a process
+per run, because each process started its own Spark driver, whose first check, beside two
+others on two cores, took about 24 s. A lane concludes one run (its check) while the next
+one's steps run, so it holds two runs at most: it is given the next when its last one's steps
+are over.
 """
 
 from __future__ import annotations

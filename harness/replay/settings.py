@@ -237,6 +237,10 @@ for _option in (
            metavar="HOST:PORT"),
     Option("spark_master", "where the checker's Spark runs (default: local[2])",
            metavar="MASTER"),
+    Option("shared_spark", "one Spark Connect server for the whole session: every test "
+           "process (pytest-xdist's workers) and every kafka-replay they start checks on it, "
+           "instead of each starting a Spark driver (unless a Spark master is given)",
+           switch=True, faces=frozenset({PYTEST}), child=False),
     Option("jobs", "replay up to N runs side by side in N lanes, processes that each replay "
            "one run after another (default 1)", type=int, default=1, metavar="N",
            faces=frozenset({RUN, COMPARE}), check=_at_least("--jobs", 1)),

@@ -37,6 +37,29 @@ assert is_remote(spark) == (master is None), type(spark)
 print(json.dumps(check_run(spark, root, made_up_run(root), "exactly-once").to_json(), default=str))
 """
 
+#: A user's output-id function, in a module only the client's directory holds.
+IDS = """
+import json
+
+def event_id(record):
+    return "id-" + json.loads(record.value)["order"]
+"""
+USER_FUNCTION = """
+import datetime
+import ids  # from this directory, as a team's module is
+from kafka_replay.checker.sources import user_event_id
+from kafka_replay.checker.spark import spark_session
+
+spark = spark_session()
+schema = (
+    "topic string, partition int, offset long, key binary, value binary, "
+    "headers array<struct<key:string,value:binary>>, timestamp timestamp"
+)
+when = datetime.datetime(2026, 1, 1)
+rows = spark.createDataFrame([("out", 0, 7, None, b'{"order":"o-1"}', [], when)], schema)
+print(rows.select(user_event_id(ids.event_id).alias("id")).first()["id"])
+"""
+
 WORKERS_TEST = """
 import os
 from pathlib import Path
@@ -92,6 +115,21 @@ def test_a_check_on_the_shared_server_finds_what_a_driver_of_its_own_finds(
     assert anomalies["duplicate"]["count"] == 1 and anomalies["unexpected"]["count"] == 1
     assert server.port is not None and not accepts_connections(server.port)
     assert pid is not None and not psutil.pid_exists(pid)
+
+
+def test_a_users_function_from_the_directory_it_was_started_in_runs_on_the_server(
+    lease: Lease, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ids.py").write_text(IDS)
+    monkeypatch.chdir(tmp_path)  # where kafka-replay runs, the team's modules beside it
+    with SparkConnectServer(tmp_path / "connect.log", lease) as server:
+        ran = subprocess.run(
+            [sys.executable, "-c", USER_FUNCTION],
+            env=_environment(**{REMOTE_ENV: server.url}), cwd=tmp_path,
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip().splitlines()[-1] == "id-o-1"
 
 
 def test_a_server_that_cannot_start_says_why_with_its_log(lease: Lease, tmp_path: Path) -> None:

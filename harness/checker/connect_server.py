@@ -40,6 +40,15 @@ STOP_GRACE_S = 30.0
 HEAP = "3g"
 
 
+def importable_from_here() -> str:
+    """A ``PYTHONPATH`` for the server's Python workers: what this process imports from (its
+    directory first, then ``sys.path``). A client pickles a user's function (``--output-id
+    module:function``) by its module's name, and the workers run in a directory of Spark's own,
+    where a module of the user's directory would not be found."""
+    places = [os.getcwd(), *sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    return os.pathsep.join(dict.fromkeys(p for p in places if p and os.path.isdir(p)))
+
+
 class SparkConnectServer:
     """A Spark Connect server on 127.0.0.1, started by :meth:`start`, stopped on exit."""
 
@@ -92,6 +101,7 @@ class SparkConnectServer:
             "SPARK_LOCAL_IP": "127.0.0.1",
             # its Python workers run a user's output-id function: this interpreter's packages
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            "PYTHONPATH": importable_from_here(),
         }
         env.pop(REMOTE_ENV, None)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

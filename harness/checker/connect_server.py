@@ -4,7 +4,7 @@ Lanes (``kafka-replay run --jobs N``) each used to start a Spark driver of their
 JVMs warming up on two cores, a first check of 30 s or more in each. A Spark Connect server
 (shipped in PySpark's own jars) is started once instead; each lane is its client, with a
 session of its own on the one warm JVM, and builds its queries without a round trip to the
-JVM per step (``./dev bench checker-warm`` and ``lanes`` measure it; docs/benchmarks.md).
+JVM per step (docs/benchmarks.md measures a warm check and the lanes both ways).
 The server binds 127.0.0.1 only and dies with the process that started it.
 """
 

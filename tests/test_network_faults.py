@@ -114,10 +114,11 @@ def test_clients_reach_each_broker_through_its_own_proxy(cluster: NodeCluster) -
 def test_latency_delays_a_produce_by_at_least_what_was_asked(
     cluster: NodeCluster, topic: str, faults: NetworkFaults
 ) -> None:
-    names = faults.start("latency", [leader(cluster, topic)], "to_broker", {"latency": 400})
-    assert timed_produce(cluster, topic, b"slow") >= 0.4
+    names = faults.start("latency", [leader(cluster, topic)], "to_broker", {"latency": 2000})
+    assert timed_produce(cluster, topic, b"slow") >= 2.0
     faults.heal(names)
-    assert timed_produce(cluster, topic, b"fast") < 0.4
+    # Far below the delay even on a loaded machine: the quickest of three healed produces.
+    assert min(timed_produce(cluster, topic, b"fast") for _ in range(3)) < 2.0
 
 
 def test_a_bandwidth_limit_slows_a_large_record_to_its_rate(

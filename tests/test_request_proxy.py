@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 import struct
 import time
 from collections.abc import Callable, Iterator
@@ -386,3 +387,21 @@ def test_the_engine_loses_three_produce_answers_of_the_workload_and_records_each
     written_twice = check["anomalies"]["log_duplicate"]["count"]
     assert written_twice == 0 if idempotent else written_twice >= 3, written_twice
     assert check["anomalies"]["lost"]["count"] == 0
+
+
+def test_a_fault_waiting_on_an_app_without_partitions_says_which_instance_holds_none(
+    tmp_path: Path, pool: ClusterPool, spark: SparkSession
+) -> None:
+    """A fault on the app's requests that times out names each instance given no partition
+    (an idle consumer sends no commit), so the wait's failure says where to look."""
+    stop = 'do = "stop_apps"'
+    commits = "\n".join(
+        ['do = "kafka_fault"', 'api = "OffsetCommit"', 'action = "error"',
+         'error = "NOT_COORDINATOR"', 'clients = "app"', "timeout_s = 12"]
+    )  # fmt: skip
+    definition = write_incident(tmp_path, "idle-app", [stop, commits], brokers="brokers = 1")
+    outcome, _ = replay_on_pool(definition, pool, spark, tmp_path / "run")
+    assert outcome.failed_stage == "steps", outcome.explain()
+    assert outcome.error is not None
+    assert "the OffsetCommit fault acted 0 of 1 times within 12s" in outcome.error
+    assert re.search(r"; meanwhile app-0 has held no partition for \d+ s$", outcome.error)

@@ -51,6 +51,7 @@ from kafka_replay.history.stable_offsets import held, stable_ends
 from kafka_replay.workload import Workload, WorkloadProducer
 from kafka_replay.workload.payloads import PayloadError
 
+from .idle_apps import idle_apps
 from .model import Profile, Step
 
 log = logging.getLogger(__name__)
@@ -850,7 +851,13 @@ def _request_fault(stage: Stage, step: Step) -> dict[str, Any]:
     or a cut; waits until it acted ``count`` times."""
     target = {name: step[name] for name in BROKER_TARGET}
     with _refused():
-        return stage.network().play_request_fault(target, dict(step.options), step["timeout_s"])
+        try:
+            return stage.network().play_request_fault(target, dict(step.options), step["timeout_s"])
+        except BrokerFaultError as exc:  # an app given no partition sends no group requests
+            idle = None if step["clients"] == "workload" else idle_apps(stage.history, time.time())
+            if idle is None:
+                raise
+            raise BrokerFaultError(f"{exc}; meanwhile {idle}") from exc
 
 
 @step_kind(

@@ -7,8 +7,8 @@ runs (``INCIDENT:PROFILE``, default two) in one session as a lane does, and chec
 run ``--runs`` + 1 times before judging it: it reports the session's start with its warm-up,
 the first check of each run and the median of the others, and asserts that every check of a
 run found the same anomalies as its first. Each way is a process of its own (PySpark takes a
-whole process to Spark Connect), the two taking turns for ``--rounds`` rounds; the server is
-started once, before the first round, as ``kafka-replay run --jobs`` starts it before its lanes.
+whole process to Spark Connect), the two taking turns for ``--times`` rounds; the server is
+started once, before the first round, as ``kafka-replay compare`` starts it before its sides.
 """
 
 from __future__ import annotations

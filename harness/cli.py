@@ -600,9 +600,7 @@ def _run_side_by_side(
     runs_dir: Path,
     scratch: Path,
 ) -> list[Outcome]:
-    """``--jobs`` lanes, each a process replaying one run after another (longest first), their
-    checks on one Spark Connect server unless a Spark master or server is given."""
-    from kafka_replay.checker.spark import MASTER_ENV, REMOTE_ENV
+    """``--jobs`` lanes, each a process replaying one run after another (longest first)."""
     from kafka_replay.replay.parallel import WorkerFailed, run_side_by_side
 
     running: list[str] = []
@@ -619,12 +617,10 @@ def _run_side_by_side(
                 _show_outcome(outcome)
 
         os.environ.update(settings.child_environment())  # the lanes inherit it
-        given = settings.spark_master or os.environ.get(MASTER_ENV) or os.environ.get(REMOTE_ENV)
         try:
             return run_side_by_side(
-                names, settings.argv(), profiles, settings.jobs, scratch, started, done,
-                runs_dir, shared_spark=not given,
-            )  # fmt: skip
+                names, settings.argv(), profiles, settings.jobs, scratch, started, done, runs_dir
+            )
         except WorkerFailed as exc:
             raise ClusterError(str(exc)) from exc
 

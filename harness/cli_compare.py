@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,21 +99,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError(exc.args[0]) from exc
     shared = _run_options(args, names, args.profile or matrix.profile)
     started = time.monotonic()
-    console.rule(escape(f"baseline: {matrix.baseline.text}"))
-    baseline_dir = args.report / "baseline"
-    baseline = _replay("baseline", [*shared, *matrix.baseline.options], baseline_dir)
-    side_s = [time.monotonic() - started]
     drift = {incident.name: incident.drift for incident in incidents}
-    comparisons, reports = [], [baseline]
-    for setup in matrix.candidates:
-        side = "candidate" if len(matrix.candidates) == 1 else f"candidate-{setup.label}"
-        console.rule(escape(f"{side}: {setup.text}"))
-        side_started = time.monotonic()
-        report = _replay(side, [*shared, *setup.options], args.report / side)
-        side_s.append(time.monotonic() - side_started)
-        reports.append(report)
-        items = compare_reports(baseline, report, drift)
-        comparisons.append(Comparison(setup, str(args.report / side), items))
+    with _one_spark(args, args.report) as spark_ready:
+        console.rule(escape(f"baseline: {matrix.baseline.text}"))
+        baseline_dir = args.report / "baseline"
+        baseline = _replay("baseline", [*shared, *matrix.baseline.options], baseline_dir)
+        side_s = [time.monotonic() - started]
+        comparisons, reports = [], [baseline]
+        for setup in matrix.candidates:
+            spark_ready()
+            side = "candidate" if len(matrix.candidates) == 1 else f"candidate-{setup.label}"
+            console.rule(escape(f"{side}: {setup.text}"))
+            side_started = time.monotonic()
+            report = _replay(side, [*shared, *setup.options], args.report / side)
+            side_s.append(time.monotonic() - side_started)
+            reports.append(report)
+            items = compare_reports(baseline, report, drift)
+            comparisons.append(Comparison(setup, str(args.report / side), items))
     payload = comparison_json(matrix.baseline, str(baseline_dir), comparisons)
     payload["wall_s"] = round(time.monotonic() - started, 1)
     payload["baseline"]["wall_s"] = round(side_s[0], 1)
@@ -154,6 +156,38 @@ def _run_options(args: argparse.Namespace, names: list[str], profile: str | None
     settings = RunSettings.from_args(args, COMPARE)
     os.environ.update(settings.child_environment())  # each side inherits it
     return [*(names or ["--all"]), *settings.replace(profile=profile).argv()]
+
+
+@contextlib.contextmanager
+def _one_spark(args: argparse.Namespace, report_dir: Path) -> Iterator[Callable[[], None]]:
+    """Both sides' checks on one Spark Connect server (their processes inherit its URL): the
+    candidate finds it warm instead of starting a driver of its own. Not with ``--jobs N``
+    (lanes check faster on a driver each, see docs/benchmarks.md) or a Spark named. Launched as
+    the baseline starts; what it yields raises, naming the server's log, if it never came up."""
+    from kafka_replay.checker.connect_server import SparkConnectServer
+    from kafka_replay.checker.spark import REMOTE_ENV, spark_named
+    from kafka_replay.servers.errors import ServerError
+    from kafka_replay.servers.reaper import Lease
+
+    if args.jobs > 1 or spark_named(args.spark_master):
+        yield lambda: None
+        return
+
+    def ready() -> None:
+        try:
+            server.wait_ready()
+        except ServerError as exc:
+            raise ValueError(f"the shared Spark server: {exc}") from None
+
+    lease = Lease.take()
+    server = SparkConnectServer(report_dir / "spark-connect.log", lease)
+    try:
+        os.environ[REMOTE_ENV] = server.launch()
+        yield ready
+    finally:
+        os.environ.pop(REMOTE_ENV, None)
+        server.stop()
+        lease.release()
 
 
 def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:

@@ -119,12 +119,11 @@ def _share_spark(config: pytest.Config) -> None:
     that the workers, and what the tests start, inherit (see
     :mod:`kafka_replay.checker.connect_server`). A Spark master or server given already wins."""
     from kafka_replay.checker.connect_server import SparkConnectServer
-    from kafka_replay.checker.spark import MASTER_ENV, REMOTE_ENV
+    from kafka_replay.checker.spark import REMOTE_ENV, spark_named
     from kafka_replay.servers.errors import ServerError
     from kafka_replay.servers.reaper import Lease
 
-    settings = config.stash[SETTINGS_KEY]
-    if settings.spark_master or os.environ.get(MASTER_ENV) or os.environ.get(REMOTE_ENV):
+    if spark_named(config.stash[SETTINGS_KEY].spark_master):
         return
     lease = Lease.take()
     scratch = Path(tempfile.mkdtemp(prefix="kafka-replay-spark-"))

@@ -13,6 +13,7 @@ import psutil
 import pytest
 from junitparser import Error, Failure, JUnitXml
 
+from kafka_replay.checker.spark import spark_named
 from tests.test_bad_input import ctrl_c_when
 
 REPORT_FIELDS = {
@@ -204,6 +205,10 @@ def test_runs_side_by_side_report_like_one_after_the_other(tmp_path: Path) -> No
         assert run_dir.parent == tmp_path / "report" / "runs"
         assert (run_dir / "events" / "produce.jsonl").stat().st_size > 0
     assert "2 runs in " in result.stdout and "(--jobs 2)" in result.stdout
+    if not spark_named():  # each lane checks on a driver of its own (faster than one shared)
+        assert [json.loads((d / "run.json").read_text())["checked_on"] for d in runs.values()] == [
+            "local[2]"
+        ] * 2
 
 
 def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:

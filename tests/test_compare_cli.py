@@ -46,6 +46,12 @@ def test_a_broker_and_a_client_release_side_by_side(tmp_path: Path) -> None:
         logs = Path(item[side]["run_dir"]) / "logs"
         assert f"Kafka version: {version} " in (logs / "broker-1.log").read_text()  # it ran
         assert f"confluent-kafka {clients[side]} " in (logs / "app-0.log").read_text()
+    # both sides checked on the one Spark Connect server started for the comparison
+    servers = {
+        json.loads((Path(item[side]["run_dir"]) / "run.json").read_text())["checked_on"]
+        for side in ("baseline", "candidate")
+    }
+    assert len(servers) == 1 and servers.pop().startswith("sc://127.0.0.1:"), servers
     assert (item["incident"], item["profile"]) == ("zombie-commit", "remediated")
     assert item["kind"] in ("same", "drift"), item["changes"]
     assert item["baseline"]["result"] == item["candidate"]["result"] == "cured"

@@ -112,6 +112,18 @@ def jdbc_driver_class(jars: list[Path]) -> str | None:
     return None
 
 
+def spark_named(master: str | None = None) -> bool:
+    """Whether a Spark to use is named (``master``, ``$KAFKA_REPLAY_SPARK_MASTER`` or a Connect
+    server in ``$KAFKA_REPLAY_SPARK_REMOTE``): then the harness starts no shared server."""
+    return bool(master or os.environ.get(MASTER_ENV) or os.environ.get(REMOTE_ENV))
+
+
+def remote_url(master: str | None = None) -> str | None:
+    """The Spark Connect server a session goes to: ``$KAFKA_REPLAY_SPARK_REMOTE`` when no
+    ``master`` is given; None for a driver of its own."""
+    return (os.environ.get(REMOTE_ENV) or None) if master is None else None
+
+
 def check_master(master: str | None = None) -> str:
     """The master URL to use, refused at once if Spark could not use it.
 
@@ -213,7 +225,7 @@ def spark_session(
     of a new session on zombie-commit's run: 9.7 s instead of 13.9 s; later ones 5.2
     CPU-seconds instead of 7.4), where millions of records want C2's.
     """
-    remote = os.environ.get(REMOTE_ENV) if master is None else None
+    remote = remote_url(master)
     if remote:
         return remote_session(remote, extra_jars)
     master = check_master(master)
@@ -260,3 +272,10 @@ def remote_session(url: str, extra_jars: list[Path] | None = None) -> SparkSessi
 def is_remote(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect session: no SparkContext on this side."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def checked_on(spark: SparkSession) -> str:
+    """Where ``spark``'s queries run: its master (``local[2]``), or ``sc://HOST:PORT (local[2])``
+    for a Spark Connect server's."""
+    master = spark.conf.get("spark.master")
+    return f"{os.environ.get(REMOTE_ENV)} ({master})" if is_remote(spark) else str(master)

@@ -1,16 +1,13 @@
 """Runs side by side: ``--jobs N`` lanes, each a ``kafka-replay run --lane`` process.
 
 A lane replays the runs it is given one after another, as ``kafka-replay run`` without
-``--jobs`` does: processes keep lanes apart (own brokers, own Spark session, own signal
-handling), and Ctrl-C reaches each through the path that already cleans a single run up. Their
-sessions are on one Spark Connect server started here (unless a Spark master is given), not on
-a driver JVM each: three drivers warming up on two cores made each lane's first check slow.
-Runs, rather than incidents, are given out, longest first, each to the first lane free: the
-catalog's longest incident alone is a quarter of its total time. A lane rather than a process
-per run, because each process started its own Spark driver, whose first check, beside two
-others on two cores, took about 24 s. A lane concludes one run (its check) while the next
-one's steps run, so it holds two runs at most: it is given the next when its last one's steps
-are over.
+``--jobs`` does: processes keep lanes apart (own brokers, own Spark, own signal handling), and
+Ctrl-C reaches each through the path that already cleans a single run up. Runs, rather than
+incidents, are given out, longest first, each to the first lane free: the catalog's longest
+incident alone is a quarter of its total time. A lane rather than a process per run, because
+each process started its own Spark driver, whose first check, beside two others on two cores,
+took about 24 s. A lane concludes one run (its check) while the next one's steps run, so it
+holds two runs at most: it is given the next when its last one's steps are over.
 """
 
 from __future__ import annotations
@@ -18,13 +15,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kafka_replay.report.outcome import Outcome
@@ -134,10 +130,10 @@ class Lane(Child):
         self.runs_dir = runs_dir
         self.given: list[Run] = []  # given, their outcome not back yet; the last one newest
 
-    def start(self, lease: Lease, env: Mapping[str, str] | None = None) -> None:
+    def start(self, lease: Lease) -> None:
         """Start it in its own session, dying with this process (SIGKILL included)."""
         with open(self.log_path, "ab") as log:
-            self.process = spawn(self.argv, log, lease, env=env, stdin=subprocess.PIPE)
+            self.process = spawn(self.argv, log, lease, stdin=subprocess.PIPE)
 
     def _dir(self, run: Run) -> Path:
         return self.runs_dir / f"{run[0]}-{run[1]}"
@@ -202,16 +198,13 @@ def run_side_by_side(
     on_start: Callable[[str], None] = lambda name: None,
     on_done: Callable[[str, list[Outcome]], None] = lambda name, outcomes: None,
     runs_dir: Path | None = None,
-    shared_spark: bool = False,
 ) -> list[Outcome]:
     """Replay each incident under each of ``profiles``, ``jobs`` at a time, in ``jobs`` lanes.
 
     A lane is a ``kafka-replay run --lane`` process given one run after another. It keeps its
     clusters (a run with the same broker config finds an earlier run's brokers restored, one
     with another starts its own) and one Spark session, started and warmed up while its first
-    run plays, and it checks each run while the next one plays (:mod:`.lane`); with
-    ``shared_spark``, on one Spark Connect server started here before the lanes
-    (:mod:`kafka_replay.checker.connect_server`), not on a driver of each lane's own. ``options``
+    run plays, and it checks each run while the next one plays (:mod:`.lane`). ``options``
     are the ``kafka-replay run`` options every lane gets; each run's history goes to
     ``runs_dir`` (default: ``scratch/runs``). Runs are given out longest first (as long as
     they took last time, see :func:`longest_first`), each to the first lane ready for one;
@@ -228,16 +221,11 @@ def run_side_by_side(
     started = itertools.count()
     results: dict[Run, Outcome] = {}
     failures: list[WorkerFailed] = []
-    from kafka_replay.checker.connect_server import SparkConnectServer
-    from kafka_replay.checker.spark import REMOTE_ENV
-
     lease = Lease.take()
-    spark = SparkConnectServer(scratch / "spark-connect.log", lease) if shared_spark else None
-    env: dict[str, str] | None = None
 
     def new_lane() -> None:
         lane = Lane(lane_argv(options, runs_dir), scratch / f"lane-{next(started)}.log", runs_dir)
-        lane.start(lease, env)
+        lane.start(lease)
         lanes.append(lane)
         every_lane.append(lane)
         give(lane)
@@ -248,12 +236,8 @@ def run_side_by_side(
         on_start(name(run))
 
     try:
-        if spark is not None:  # started beside the lanes' first runs, not before them
-            env = {**os.environ, REMOTE_ENV: spark.launch()}
         for _ in range(min(jobs, len(runs))):
             new_lane()
-        if spark is not None:
-            spark.wait_ready()
         while lanes:
             for lane in list(lanes):
                 try:
@@ -278,8 +262,6 @@ def run_side_by_side(
         for lane in every_lane:
             lane.finish()
             lane.stop()
-        if spark is not None:
-            spark.stop()
         lease.release()
     if failures:
         raise WorkerFailed("; ".join(str(f) for f in failures))

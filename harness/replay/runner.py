@@ -607,7 +607,10 @@ class PlayedRun:
     def check(self, spark: Callable[[], SparkSession]) -> None:
         assert self.cluster is not None
         self._enter("checker")
+        from kafka_replay.checker.spark import checked_on
+
         self.progress("checking every record with Spark")
+        self.history.write_meta(checked_on=checked_on(spark()))
         outputs, self.side_effects = _check(
             spark(),
             self.cluster,

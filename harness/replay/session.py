@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_replay.checker.spark import check_master
+from kafka_replay.checker.spark import check_master, remote_url
 from kafka_replay.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool
 from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
@@ -38,7 +38,8 @@ class CatalogSession:
         self.work_dir = work_dir
         self.runs_dir = runs_dir or work_dir / "runs"
         self.kafka_version, self.backend = kafka_version, backend
-        self._spark_master = check_master(spark_master)  # refused now, not after the first run
+        # refused now, not after the first run; None: on the Spark Connect server named
+        self._spark_master = None if remote_url(spark_master) else check_master(spark_master)
         self.pool = ClusterPool(
             work_dir / "kafka", bootstrap_servers, max_live=max_live_clusters, image=image
         )

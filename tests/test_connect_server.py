@@ -1,4 +1,4 @@
-"""The Spark Connect server that lanes of ``--jobs`` (and ``--replay-shared-spark``) share: a
+"""The Spark Connect server that ``compare``'s sides (and ``--replay-shared-spark``) share: a
 check on it finds what a driver of its own finds, it stops with nothing left, one that cannot
 start says why, and pytest's workers check on the one the session started.
 

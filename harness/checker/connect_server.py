@@ -1,11 +1,13 @@
 """One Spark for several processes: a Spark Connect server whose sessions are their checks.
 
-Lanes (``kafka-replay run --jobs N``) each used to start a Spark driver of their own: three
-JVMs warming up on two cores, a first check of 30 s or more in each. A Spark Connect server
-(shipped in PySpark's own jars) is started once instead; each lane is its client, with a
-session of its own on the one warm JVM, and builds its queries without a round trip to the
-JVM per step (docs/benchmarks.md measures a warm check and the lanes both ways).
-The server binds 127.0.0.1 only and dies with the process that started it.
+Each ``kafka-replay run`` process starts a Spark driver of its own, whose first check is slow
+while its JVM warms up. A Spark Connect server (shipped in PySpark's own jars) is started once
+instead for processes that run one after another (``kafka-replay compare``'s sides) or under
+pytest (``--replay-shared-spark``); each is its client, with a session of its own on the one
+warm JVM, and builds its queries without a round trip to the JVM per step. Lanes side by side
+keep a driver each: on one server their checks queue for its two task slots
+(docs/benchmarks.md measures both). The server binds 127.0.0.1 only and dies with the process
+that started it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from .spark import (
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 30.0
-#: The shared driver's heap: three lanes' incident-sized checks at once, with room to spare.
+#: The shared driver's heap: several processes' incident-sized checks at once, with room to spare.
 HEAP = "3g"
 
 

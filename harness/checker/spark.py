@@ -26,7 +26,8 @@ from .class_archive import spark_class_archive
 
 MASTER_ENV = "KAFKA_REPLAY_SPARK_MASTER"
 #: A Spark Connect server to check with (``sc://host:port``) where no master is given: set for
-#: its lanes by ``kafka-replay run --jobs N`` (:mod:`.connect_server`), or by a user with one.
+#: its sides by ``kafka-replay compare`` (:mod:`.connect_server`), for its processes by pytest's
+#: ``--replay-shared-spark``, or by a user with one.
 REMOTE_ENV = "KAFKA_REPLAY_SPARK_REMOTE"
 DEFAULT_MASTER = "local[2]"
 LOG_CONFIG = Path(__file__).parent / "resources" / "log4j2.properties"

@@ -28,6 +28,7 @@ from kafka_replay.servers.process import spawn, wait_answering
 from kafka_replay.servers.reaper import Lease
 
 from .spark import (
+    CALL_SITES_OFF,
     DEFAULT_MASTER,
     LOG_CONFIG,
     MAX_SHUFFLE_PARTITIONS,
@@ -83,6 +84,7 @@ class SparkConnectServer:
             "spark.sql.session.timeZone": "UTC",
             "spark.driver.memory": HEAP,
             "spark.driver.extraJavaOptions": java_options,
+            **CALL_SITES_OFF,  # a client asks the server's setting
         }
         conf = [part for key, value in settings.items() for part in ("--conf", f"{key}={value}")]
         return [str(submit), "--class", SERVER_CLASS, "--master", self.master,

@@ -260,6 +260,10 @@ def raise_for_failed_ids(
     )
 
 
+#: The longest a broker holds a fetch of the checker's reads waiting for records.
+FETCH_WAIT_MS = 10
+
+
 def _raw_topic(
     spark: SparkSession, bootstrap_servers: str, topic: str, isolation: str
 ) -> DataFrame:
@@ -278,6 +282,9 @@ def _raw_topic(
         .option("endingOffsets", ending_offsets(bootstrap_servers, topic, isolation))
         .option("includeHeaders", "true")
         .option("kafka.isolation.level", isolation)
+        # a fetch that finds no record (the end, a transaction's marker) returns at once, not
+        # after the broker's 500 ms wait for more: zombie-commit's warm check 4.9 s, not 7.3 s
+        .option("kafka.fetch.max.wait.ms", str(FETCH_WAIT_MS))
         .load()
     )
 

@@ -156,13 +156,14 @@ def check_master(master: str | None = None) -> str:
     )
 
 
-MAX_SHUFFLE_PARTITIONS = 16
 #: PySpark's DataFrame debugging walks the Python stack and asks the session's settings on
 #: every column function, to name the caller in a failed query's error: a check builds
 #: hundreds of columns, and its queries are the harness's own (a user's output-id function
 #: fails with its own traceback, see :func:`~kafka_replay.checker.sources.user_event_id`).
 #: Off: zombie-commit's warm check 8.0 s instead of 9.9 s (medians, alternating, one session).
 CALL_SITES_OFF = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
+
+MAX_SHUFFLE_PARTITIONS = 16
 #: Bytes of run history per shuffle partition: about 250,000 acknowledgements.
 HISTORY_BYTES_PER_PARTITION = 64 * 2**20
 #: Up to this much run history (about 30,000 acknowledgements: every incident of the

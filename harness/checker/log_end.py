@@ -17,6 +17,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 #: How long the probe may take per topic before it gives up and trusts the listed end.
 PROBE_TIMEOUT_S = 30.0
+#: The longest a broker holds a fetch of the checker's (this probe's, Spark's reads') waiting
+#: for records: a fetch at the end returns at once, not after the 500 ms default.
+FETCH_WAIT_MS = 10
 
 
 def listed_and_fetched_ends(
@@ -31,9 +34,8 @@ def listed_and_fetched_ends(
             "group.id": "kafka-replay-log-end",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
-            # a fetch at the end returns at once: no 500 ms wait for records (the default),
-            # which was most of a probe and is paid for each topic a check reads
-            "fetch.wait.max.ms": 10,
+            # a 500 ms wait at the end was most of a probe, paid for each topic a check reads
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
             "isolation.level": isolation,
             "log_level": 0,
         }

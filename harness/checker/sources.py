@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from kafka_replay.apps.correlation import EVENT_ID, OutputRecord
 
-from .log_end import ending_offsets
+from .log_end import FETCH_WAIT_MS, ending_offsets
 from .spark import is_remote
 
 _POSITION = T.StructType(
@@ -258,10 +258,6 @@ def raise_for_failed_ids(
         f"the output id function {extractor_name(extract)} raised {summary} on the record of "
         f"topic {topic!r}, partition {partition}, offset {offset}{others}:\n{error}"
     )
-
-
-#: The longest a broker holds a fetch of the checker's reads waiting for records.
-FETCH_WAIT_MS = 10
 
 
 def _raw_topic(

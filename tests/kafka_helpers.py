@@ -1,4 +1,5 @@
-"""Small client helpers the broker tests share: produce with acks, consume until a condition."""
+"""Small client helpers the broker tests share: produce with acks, consume until a condition,
+commit once the coordinator takes it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kafka_replay.cluster import Cluster
 
@@ -50,6 +51,28 @@ def consume_until(
             elif message.error().code() != KafkaError._PARTITION_EOF:
                 raise AssertionError(f"consumer error: {message.error()}")
     return messages
+
+
+#: A commit's answers while a new broker's group coordinator loads its partitions.
+COORDINATOR_LOADING = {
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+}
+
+
+def commit_taken(consumer: Consumer, offsets: list[TopicPartition], timeout: float = 60.0) -> None:
+    """Commit ``offsets`` synchronously, sent again while the coordinator is still loading (a
+    new broker's first commit meets that); any other refusal is raised."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() not in COORDINATOR_LOADING or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)  # the next try; the loop ends when one is taken
 
 
 def new_consumer(cluster: Cluster, group: str | None = None, **config: Any) -> Consumer:

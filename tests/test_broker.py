@@ -12,7 +12,7 @@ from confluent_kafka import Producer, TopicPartition
 
 from kafka_replay.cluster import TESTED_KAFKA_VERSIONS, BrokerDiedError, BrokerStartError, Cluster
 from kafka_replay.cluster.backends import kafka_backends
-from tests.kafka_helpers import consume_until, new_consumer, produce_acked
+from tests.kafka_helpers import commit_taken, consume_until, new_consumer, produce_acked
 
 pytestmark = pytest.mark.parametrize("kafka_backend", kafka_backends())
 
@@ -175,7 +175,7 @@ def test_committed_offsets_survive_consumer_restart(kafka_cluster: Cluster, kafk
     consumer.assign([TopicPartition(topic, 0, 0)])
     try:
         consume_until(consumer, lambda seen: len(seen) >= 4)
-        consumer.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+        commit_taken(consumer, [TopicPartition(topic, 0, 4)])
     finally:
         consumer.close()
     resumed = new_consumer(kafka_cluster, group)

@@ -18,7 +18,7 @@ from kafka_replay.history.consumer_offsets import (
 )
 from kafka_replay.history.derived import consumed_spans
 from kafka_replay.history.recorded import RecordedRun
-from tests.kafka_helpers import produce_acked
+from tests.kafka_helpers import commit_taken, produce_acked
 
 EXPIRING = {"offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}
 
@@ -92,7 +92,7 @@ def test_backward_commit_and_expiry_tombstone_appear_in_order(
     consumer = Consumer(kafka_cluster.client_config(**{"group.id": group}))
     try:
         for offset in (227, 98, 120):  # 227 -> 98 is the backward commit
-            consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+            commit_taken(consumer, [TopicPartition(topic, 0, offset)])
     finally:
         consumer.close()  # the group is now empty, so its offsets can expire
 
@@ -124,7 +124,7 @@ def test_lag_is_sampled_per_partition(kafka_cluster: Cluster, kafka_topic) -> No
     hot = consumer.list_topics(topic).topics[topic].partitions
     ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p))[1] for p in hot}
     (busy,) = [p for p, end in ends.items() if end == 10]
-    consumer.commit(offsets=[TopicPartition(topic, busy, 4)], asynchronous=False)
+    commit_taken(consumer, [TopicPartition(topic, busy, 4)])
     try:
         rows = sample_lag(consumer, group, topic)
     finally:

@@ -7,11 +7,14 @@ import random
 import uuid
 from datetime import date, datetime
 from itertools import groupby, pairwise
+from pathlib import Path
 
 import pytest
 
 from kafka_replay.cluster import Cluster
 from kafka_replay.history import RunHistory
+from kafka_replay.replay.model import DefinitionError
+from kafka_replay.replay.workload_table import read_workload
 from kafka_replay.workload import (
     Pause,
     WorkloadProducer,
@@ -206,6 +209,28 @@ def test_different_workloads_never_share_an_event_id_even_with_one_seed() -> Non
     students = {r.event_id for r in student_onboarding(count=50, seed=3).records()}
     assert len(chatter) == len(students) == 50
     assert not chatter & students
+
+
+@pytest.mark.parametrize(
+    ("table", "where", "says"),
+    [
+        ({"generator": "student_onboarding", "studentz": 3}, "workloads.backlog.studentz",
+         "bad parameters for student_onboarding: no parameter studentz; it takes count, "
+         "students, skew, size_bytes, seed, rate, poison_at"),
+        ({"generator": "tests.apps.order_load:orders", "shoe_size": 3},
+         "workloads.backlog.generator", "does not take these parameters: no parameter "
+         "shoe_size; it takes count, customers"),
+    ],
+)  # fmt: skip
+def test_an_unknown_generator_parameter_is_named_with_those_it_takes(
+    table: dict[str, object], where: str, says: str
+) -> None:
+    """A misspelt parameter is answered with the generator's own, not Python's words."""
+    with pytest.raises(DefinitionError) as caught:
+        read_workload(Path("incident.toml"), "workloads.backlog", table)
+    assert caught.value.where == where, caught.value
+    assert says in caught.value.problem, caught.value
+    assert "unexpected keyword" not in str(caught.value)
 
 
 def test_every_record_sent_flat_out_is_acked_once_where_it_landed(

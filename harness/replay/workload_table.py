@@ -9,12 +9,11 @@ does not import or take its parameters, a file that is not a capture.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import random
 import tomllib
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -96,20 +95,11 @@ def _built_in(table: Table, name: str) -> Workload:
     try:
         return GENERATORS[name](**parameters)
     except TypeError as exc:
-        unknown = _not_taken(GENERATORS[name], parameters)
-        raise table.fail(unknown, f"bad parameters for {name}: {exc}") from exc
+        from kafka_replay.workload.team import not_taken
 
-
-def _not_taken(function: Callable[..., Any], parameters: Mapping[str, Any]) -> str:
-    """The first of ``parameters`` that ``function`` does not take, so that the mistake is named
-    at its key (in a profile's table or the top level's); '' when it takes them all."""
-    try:
-        taken = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return ""
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in taken.values()):
-        return ""
-    return next((key for key in parameters if key not in taken), "")
+        unknown = not_taken(GENERATORS[name], parameters)
+        key, said = unknown if unknown is not None else ("", str(exc))
+        raise table.fail(key, f"bad parameters for {name}: {said}") from exc
 
 
 def _bad_amount(key: str, value: Any) -> str | None:

@@ -55,10 +55,36 @@ def check_parameters(
     spec: str, function: Callable[..., Any], parameters: Mapping[str, Any]
 ) -> None:
     """Raise ValueError when ``function`` cannot take ``parameters`` (before anything runs)."""
+    given = _arguments(function, parameters, None, None)
     try:
-        inspect.signature(function).bind(**_arguments(function, parameters, None, None))
+        inspect.signature(function).bind(**given)
     except TypeError as exc:
-        raise ValueError(f"{spec} does not take these parameters: {exc}") from None
+        unknown = not_taken(function, given)
+        said = unknown[1] if unknown is not None else str(exc)
+        raise ValueError(f"{spec} does not take these parameters: {said}") from None
+
+
+def not_taken(
+    function: Callable[..., Any], parameters: Mapping[str, Any]
+) -> tuple[str, str] | None:
+    """The first of ``parameters`` that ``function`` does not take, and what to say of it: the
+    parameters it does take, not Python's ``unexpected keyword argument``. None when it takes
+    them all (or any keyword), or has no signature to read."""
+    try:
+        accepted = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        return None
+    unknown = next((key for key in parameters if key not in accepted), None)
+    if unknown is None:
+        return None
+    takes = [
+        name
+        for name, p in accepted.items()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name not in SEEDED
+    ]
+    return unknown, f"no parameter {unknown}; it takes {', '.join(takes) or 'none'}"
 
 
 def _arguments(

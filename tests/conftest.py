@@ -5,6 +5,35 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
+#: Tests of the matrix tier: the same capability again in every language, payload, backend or
+#: setup. CI keeps one real run of each capability; ``./dev bench matrix`` (nightly) runs these.
+MATRIX = "matrix"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--matrix",
+        action="store_true",
+        help="also run the matrix tier (tests marked matrix), as ./dev bench matrix does",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MATRIX}: the matrix tier, run by ./dev bench matrix (and --matrix), not by ./dev test",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without ``--matrix`` the matrix tier is deselected: CI's suite keeps one run of each."""
+    if config.getoption("--matrix"):
+        return
+    matrix = [item for item in items if item.get_closest_marker(MATRIX) is not None]
+    if matrix:
+        config.hook.pytest_deselected(items=matrix)
+        items[:] = [item for item in items if item.get_closest_marker(MATRIX) is None]
+
 
 @pytest.fixture(scope="session")
 def spark(replay_spark: SparkSession) -> SparkSession:

@@ -3,7 +3,9 @@
 Two apps carry no instrumentation: a plain Java consumer compiled here from source against
 the cached kafka-clients jars (``tests/apps/java/PlainApp.java``), and a Python app written
 only against the documented contract (``tests/apps/plain.py``). Everything they are judged on
-comes from the brokers' logs, the data and the supervisor.
+comes from the brokers' logs, the data and the supervisor. CI keeps one real run of each
+kind of judgement (slow batches both ways, a crash loop, a silent zombie, a producer's fault);
+the rest of the catalog against these apps is the matrix tier (``./dev bench matrix any-app``).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def test_the_setting_that_fixes_slow_batches_reaches_a_java_consumer(
     assert outcome.symptoms["max_poll_exceeded"] == 0
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("profile", ["vulnerable", "remediated"])
 def test_a_java_consumer_under_the_deal_flood(
     replay_incident: Replay, java_app: str, profile: str
@@ -92,6 +95,7 @@ def test_a_java_consumer_under_the_deal_flood(
     assert outcome.symptoms["hot_arrivals_fetch_wait_apart"] is (profile == "vulnerable")
 
 
+@pytest.mark.matrix
 def test_a_java_exactly_once_app_killed_at_random_is_judged(
     replay_incident: Replay, java_app: str
 ) -> None:
@@ -104,6 +108,7 @@ def test_a_java_exactly_once_app_killed_at_random_is_judged(
     assert outcome.symptoms["kills"] >= 5
 
 
+@pytest.mark.matrix
 def test_a_batch_job_that_exits_when_caught_up_is_run_again_and_judged(
     replay_incident: Replay, java_app: str
 ) -> None:
@@ -123,7 +128,10 @@ def test_a_batch_job_that_exits_when_caught_up_is_run_again_and_judged(
 
 @pytest.mark.parametrize(
     ("mode", "verdicts"),
-    [(("--commit-first",), {"at-most-once", "lossy"}), ((), {"at-least-once"})],
+    [
+        pytest.param(("--commit-first",), {"at-most-once", "lossy"}, marks=pytest.mark.matrix),
+        ((), {"at-least-once"}),
+    ],
     ids=["commits-then-writes", "writes-then-commits"],
 )
 def test_an_app_that_keeps_crashing_on_its_own_still_gets_a_verdict(
@@ -140,6 +148,7 @@ def test_an_app_that_keeps_crashing_on_its_own_still_gets_a_verdict(
     assert outcome.passed is (outcome.verdict == "at-least-once")
 
 
+@pytest.mark.matrix
 def test_a_java_consumer_after_its_offsets_expired(replay_incident: Replay, java_app: str) -> None:
     # the cure is the brokers' retention, which no app sees: the catalog's item shows it
     outcome = replay_incident(
@@ -150,6 +159,7 @@ def test_a_java_consumer_after_its_offsets_expired(replay_incident: Replay, java
     assert outcome.symptoms["restarted_from_log_start"] is True
 
 
+@pytest.mark.matrix
 def test_a_java_consumer_without_transactions_duplicates_when_killed(
     replay_incident: Replay, java_app: str
 ) -> None:
@@ -163,6 +173,7 @@ def test_a_java_consumer_without_transactions_duplicates_when_killed(
     assert outcome.verdict == "at-least-once"
 
 
+@pytest.mark.matrix
 def test_a_java_exactly_once_app_that_idles_loses_its_producer_id(
     replay_incident: Replay, java_app: str
 ) -> None:
@@ -198,8 +209,18 @@ def test_a_silent_zombie_committer_is_caught_from_the_offsets_log(replay_inciden
 # acks=all and Kafka's 120 s delivery timeout, each batch flushed before its offsets commit.
 # The incidents whose failure is a producer's put the fault on its output path.
 PRODUCER_INCIDENTS = [
-    ("leader-loss-acks-one", "--acks 1 --idempotence false", "inputs_lost"),
-    ("paused-leader-send-expiry", "--delivery-timeout-ms 3000", "inputs_lost"),
+    pytest.param(
+        "leader-loss-acks-one",
+        "--acks 1 --idempotence false",
+        "inputs_lost",
+        marks=pytest.mark.matrix,
+    ),
+    pytest.param(
+        "paused-leader-send-expiry",
+        "--delivery-timeout-ms 3000",
+        "inputs_lost",
+        marks=pytest.mark.matrix,
+    ),
     ("producer-retry-duplicates", "--idempotence false", "output_send_duplicates"),
 ]
 

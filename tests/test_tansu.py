@@ -30,16 +30,18 @@ from kafka_replay.cluster.versions import DEFAULT_TANSU_VERSION
 from kafka_replay.faults.brokers import BrokerFaults
 from kafka_replay.history.group import group_members, group_stable
 from kafka_replay.replay.catalog import catalog_dir, load_incidents, select
-from kafka_replay.replay.runner import run_incident
+from kafka_replay.replay.runner import play_incident, run_incident
 from kafka_replay.report.outcome import Outcome
 from tests.fault_incidents import write_incident
 
 #: Why Tansu cannot be had here (no cargo to build it, none built), else None.
 UNAVAILABLE = TansuCluster.unavailable(DEFAULT_TANSU_VERSION)
-pytestmark = [
-    pytest.mark.timeout(600),
-    pytest.mark.skipif(UNAVAILABLE is not None, reason=f"tansu backend unavailable: {UNAVAILABLE}"),
-]
+pytestmark = pytest.mark.timeout(600)
+#: The tests that run real Tansu are the matrix tier (``./dev bench matrix tansu`` builds it
+#: first, 9 to 30 minutes); CI keeps those that need no build.
+needs_tansu = pytest.mark.skipif(
+    UNAVAILABLE is not None, reason=f"tansu backend unavailable: {UNAVAILABLE}"
+)
 
 
 def test_backend_names_its_release() -> None:
@@ -51,6 +53,8 @@ def test_backend_names_its_release() -> None:
             choose_backend(bad)
 
 
+@pytest.mark.matrix
+@needs_tansu
 def test_a_round_trip_on_tansu_and_nothing_left_behind() -> None:
     with make_cluster("tansu").start() as tansu:
         (node,) = tansu.nodes
@@ -85,6 +89,8 @@ def test_a_round_trip_on_tansu_and_nothing_left_behind() -> None:
     assert data_dir is not None and not data_dir.exists()
 
 
+@pytest.mark.matrix
+@needs_tansu
 def test_the_only_broker_is_paused_and_resumed_and_serves_again() -> None:
     with make_cluster("tansu").start() as tansu:
         topic = tansu.create_topic("orders", 1)
@@ -101,6 +107,8 @@ def test_the_only_broker_is_paused_and_resumed_and_serves_again() -> None:
         assert producer.flush(10) == 0
 
 
+@pytest.mark.matrix
+@needs_tansu
 def test_what_tansu_cannot_be_asked_for(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="runs one broker"):
         make_cluster("tansu", brokers=3)
@@ -145,6 +153,8 @@ def replay_on_tansu(
     )
 
 
+@pytest.mark.matrix
+@needs_tansu
 @pytest.mark.parametrize(
     ("name", "why"),
     [
@@ -163,6 +173,8 @@ def test_a_replay_tansu_cannot_host_does_not_apply(
     assert any(why in reason for reason in outcome.reasons), outcome.reasons
 
 
+@pytest.mark.matrix
+@needs_tansu
 def test_an_undeclared_setting_counts_as_essential(tansu_pool: ClusterPool, tmp_path: Path) -> None:
     write_incident(tmp_path, "ours", [], brokers="")  # sets min.insync.replicas, says not why
     (incident,) = load_incidents((tmp_path,)).values()
@@ -199,6 +211,50 @@ NOT_APPLICABLE_ON_TANSU = {
 }
 
 
+class WouldStartTansu(Exception):
+    """Where a run that Tansu can host would first ask it for something."""
+
+
+def test_what_the_catalog_needs_of_tansu_is_decided_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI's test of the backend, which needs no Tansu build: the engine's own path from Tansu's
+    declared limits (one broker, no broker settings, the capabilities it lacks) to each catalog
+    run's applicability, up to the first request a run would send it. Every run the table
+    names does not apply, with its reason; every other one goes on to ask Tansu for its topics.
+    That Tansu then serves those runs is what the matrix tier's catalog run proves."""
+
+    def first_request(*_: object, **__: object) -> None:
+        raise WouldStartTansu
+
+    monkeypatch.setattr(TansuCluster, "start", lambda cluster: cluster)  # started: not here
+    monkeypatch.setattr(TansuCluster, "create_topic", first_request)
+    pool = ClusterPool(tmp_path / "clusters")
+    try:
+        for incident in load_incidents((catalog_dir(),)).values():
+            for profile in ("vulnerable", "remediated"):
+                run = play_incident(
+                    incident,
+                    profile,
+                    cluster_for=on_tansu(pool),
+                    run_dir=tmp_path / incident.name / profile,
+                )
+                run.finish()
+                outcome = run.outcome
+                why = NOT_APPLICABLE_ON_TANSU.get(incident.name) or NOT_APPLICABLE_ON_TANSU.get(
+                    f"{incident.name} [{profile}]"
+                )
+                if why is not None:
+                    assert not outcome.applicable and why in outcome.reasons[0], outcome.reasons
+                else:
+                    assert outcome.applicable, outcome.reasons
+                    assert outcome.error == "WouldStartTansu: ", outcome.error
+    finally:
+        pool.close()
+
+
+@pytest.mark.matrix
+@needs_tansu
 @pytest.mark.timeout(1900)
 def test_the_catalog_on_tansu_ends_each_run_in_a_pass_a_finding_or_not_applicable(
     tmp_path: Path,
@@ -239,6 +295,8 @@ def test_the_catalog_on_tansu_ends_each_run_in_a_pass_a_finding_or_not_applicabl
     assert zombie["symptoms"]["committed_offset_regressions"] is not None
 
 
+@pytest.mark.matrix
+@needs_tansu
 def test_behind_a_proxy_tansu_advertises_it() -> None:
     """Its one listener is advertised at the proxy: every client goes through the fault."""
     with make_cluster("tansu", network_faults=True).start() as tansu:
@@ -259,6 +317,8 @@ def test_behind_a_proxy_tansu_advertises_it() -> None:
         assert time.monotonic() - started >= 0.4
 
 
+@pytest.mark.matrix
+@needs_tansu
 def test_the_checker_reads_to_the_real_log_end_where_a_broker_lists_a_wrong_one(
     kafka_cluster: Cluster, spark: SparkSession
 ) -> None:

@@ -1,7 +1,8 @@
 """Run benchmarks: ``python -m benchmarks [NAME ...] [--runs N] [--kafka-version V]``.
 
 ``stability`` takes incident names after it: ``python -m benchmarks stability --times 5 NAME``;
-``checker-warm`` takes runs: ``python -m benchmarks checker-warm zombie-commit:vulnerable``.
+``checker-warm`` takes runs: ``python -m benchmarks checker-warm zombie-commit:vulnerable``;
+``matrix`` takes groups of the matrix tier: ``python -m benchmarks matrix any-app tansu``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from benchmarks import (
     installers,
     lanes,
     leaks,
+    matrix,
     producer_findings,
     producer_throughput,
     scale,
@@ -42,6 +44,7 @@ BENCHMARKS = {
     "lanes": lanes.run,
     "producer-findings": producer_findings.run,
     "installers": installers.run,
+    "matrix": matrix.run,
 }
 # long: only when named
 ON_REQUEST = (
@@ -53,6 +56,7 @@ ON_REQUEST = (
     "checker-sink",
     "producer-findings",
     "installers",
+    "matrix",
 )
 
 
@@ -76,14 +80,14 @@ def main(argv: list[str]) -> int:
         help="stability: rounds of the catalog; leaks: trials; checker-warm: rounds of both ways",
     )
     parser.add_argument(
-        "--jobs", type=int, default=3, help="stability, compare-matrix, lanes: runs side by side"
+        "--jobs", type=int, default=3, help="stability, compare-matrix, lanes, matrix: runs side by side"
     )
     args = parser.parse_intermixed_args(argv)  # stability's incidents may follow its options
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries
         logging.getLogger(noisy).setLevel(logging.ERROR)
     names, args.incidents = list(args.names), []
-    taking_runs = ("stability", "checker-warm", "producer-findings")
+    taking_runs = ("stability", "checker-warm", "producer-findings", "matrix")
     for taking in taking_runs:  # the names after it are its runs
         if taking in names:
             cut = names.index(taking) + 1

@@ -116,7 +116,9 @@ def test_a_service_that_dead_letters_good_orders_misroutes_them(replay: Replay) 
     assert outcome.dead_lettered == 1
 
 
-@pytest.mark.parametrize("shape", ["fan-out-kinds", "fan-out-topics"])
+@pytest.mark.parametrize(
+    "shape", ["fan-out-kinds", pytest.param("fan-out-topics", marks=pytest.mark.matrix)]
+)
 def test_a_service_with_two_results_per_input_killed_mid_batch_repeats_each_kind(
     replay: Replay, shape: str
 ) -> None:

@@ -377,7 +377,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         incidents = [load_incident(incident.source, settings.scale) for incident in incidents]
     profiles = [settings.profile] if settings.profile else list(PROFILES)
     options = settings.run_options()
-    _check_before_starting(settings)
+    _check_before_starting(settings, incidents)
     _check_database(settings, incidents)
     _interrupt_on_sigterm()
     started = time.monotonic()
@@ -460,38 +460,15 @@ def _fetch_client_library(spec: str, app: str | None) -> None:
             ) from exc
 
 
-def _check_before_starting(settings: RunSettings) -> None:
-    """Refuse at once what would only fail after a broker started: a missing app, a release
-    Maven Central does not have."""
-    import importlib.util
-    import shutil
-
-    from kafka_replay.apps.contract import AppSpec
+def _check_before_starting(settings: RunSettings, incidents: Sequence[Incident]) -> None:
+    """Refuse at once what would only fail after a broker started: an app that cannot take its
+    place (a service no incident has, a missing command or image), a release Maven Central
+    does not have."""
     from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
+    from kafka_replay.replay.app_option import check_users_app
     from kafka_replay.servers.errors import ArtifactResolutionError
 
-    if settings.app_image:
-        from kafka_replay.apps.image_app import check_app_image
-
-        check_app_image(settings.app_image.partition("=")[2] or settings.app_image)
-    elif settings.app:
-        spec = AppSpec.parse(settings.app)
-        if spec.target is not None:
-            module = spec.target.split(":")[0]
-            try:
-                found = importlib.util.find_spec(module)
-            except ImportError:  # its package is missing
-                found = None
-            if found is None:
-                raise ValueError(
-                    f"the app {spec.target} cannot be imported: no module {module} "
-                    "(run from the directory that holds it, or put it on PYTHONPATH)"
-                )
-        elif "{" not in spec.argv[0] and shutil.which(spec.argv[0]) is None:
-            raise ValueError(
-                f"the app command {spec.argv[0]!r} was not found: give the path of an "
-                "executable, or a command on PATH"
-            )
+    check_users_app(settings.app, settings.app_image, incidents)
     if settings.client_library:
         _fetch_client_library(settings.client_library, settings.app)
     if settings.kafka_bootstrap is None:

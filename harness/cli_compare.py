@@ -76,6 +76,7 @@ def add_compare_command(commands: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from kafka_replay.replay.app_option import check_users_app
     from kafka_replay.replay.catalog import incident_directories, load_incidents, select
     from kafka_replay.replay.compare import (
         Comparison,
@@ -97,7 +98,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         incidents = select(load_incidents(tuple(incident_directories(args.incidents))), names)
     except KeyError as exc:
         raise ValueError(exc.args[0]) from exc
-    shared = _run_options(args, names, args.profile or matrix.profile)
+    settings = RunSettings.from_args(args, COMPARE)
+    check_users_app(settings.app, settings.app_image, incidents)  # before either side starts
+    shared = _run_options(settings, names, args.profile or matrix.profile)
     started = time.monotonic()
     drift = {incident.name: incident.drift for incident in incidents}
     with _one_spark(args, args.report) as spark_ready:
@@ -151,9 +154,8 @@ def _matrix(args: argparse.Namespace) -> Any:
     return Matrix(parse_setup(args.baseline), (parse_setup(args.candidate),))
 
 
-def _run_options(args: argparse.Namespace, names: list[str], profile: str | None) -> list[str]:
+def _run_options(settings: RunSettings, names: list[str], profile: str | None) -> list[str]:
     """The ``kafka-replay run`` options every side shares: the incidents and the settings."""
-    settings = RunSettings.from_args(args, COMPARE)
     os.environ.update(settings.child_environment())  # each side inherits it
     return [*(names or ["--all"]), *settings.replace(profile=profile).argv()]
 

@@ -442,6 +442,7 @@ def replay_incident(
     """
     import dataclasses
 
+    from kafka_replay.replay.app_option import check_users_app
     from kafka_replay.replay.catalog import at_scale, load_incidents, select
     from kafka_replay.replay.runner import run_incident
 
@@ -452,6 +453,13 @@ def replay_incident(
         settings = config.stash[SETTINGS_KEY]
         if setup is not None:
             settings = settings.with_argv(setup.options)
+        incidents = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
+        (incident,) = at_scale(incidents, settings.scale)
+        chosen = dataclasses.replace(settings.run_options(), **options)
+        try:  # before any broker starts, as kafka-replay run checks it
+            check_users_app(chosen.app, chosen.app_image, [incident])
+        except ValueError as exc:
+            pytest.fail(str(exc), pytrace=False)
         backend = choose_backend(settings.kafka_backend)
         skip_unavailable(request, backend, settings.kafka_version)
         pooled = kafka_cluster_pool.cluster_for(settings.kafka_version, backend)
@@ -466,15 +474,13 @@ def replay_incident(
             request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)
             return cluster
 
-        incidents = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
-        (incident,) = at_scale(incidents, settings.scale)
         return run_incident(
             incident,
             profile,
             cluster_for=cluster_for,
             spark=lambda: request.getfixturevalue("replay_spark"),
             run_dir=tmp_path / f"run-{next(runs)}",
-            options=dataclasses.replace(settings.run_options(), **options),
+            options=chosen,
         )
 
     return replay

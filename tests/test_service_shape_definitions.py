@@ -266,13 +266,18 @@ def test_an_expect_file_adds_its_topics_and_replaces_the_expectations(tmp_path: 
 
 
 def test_a_users_app_takes_a_named_place_or_the_last_one() -> None:
+    from kafka_replay.replay.app_option import users_app
     from kafka_replay.replay.model import AppDefinition
-    from kafka_replay.replay.runner import users_app
 
     services = {"onboarding": AppDefinition("a"), "billing": AppDefinition("b")}
     assert users_app("onboarding=./svc --x", services) == ("onboarding", "./svc --x")
-    assert users_app("./svc --x=1", services) == ("billing", "./svc --x=1")
-    assert users_app("refunds=./svc", {"app": AppDefinition("a")}) == ("app", "./svc")
+    assert users_app("billing=team/billing:1", services) == ("billing", "team/billing:1")
+    for plain in ("./svc --x=1", "python -m svc --opt=1", "env A=B ./svc", "svc.main:run"):
+        assert users_app(plain, services) == ("billing", plain)
+    with pytest.raises(ValueError, match="no service biling in x; its services: onboarding, bil"):
+        users_app("biling=./svc", services, "x")
+    with pytest.raises(ValueError, match="no service refunds in x, which runs one app"):
+        users_app("refunds=./svc", {"app": AppDefinition("a")}, "x")
 
 
 def test_a_schema_workload_writes_poison_pills_where_it_is_told(tmp_path: Path) -> None:

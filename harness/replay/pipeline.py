@@ -1,10 +1,9 @@
-"""A pipeline of services (``[apps.NAME]``): which place a team's app takes, what a run says of
-its services, and each service checked on its own so the report names the first one where
-records went wrong."""
+"""A pipeline of services (``[apps.NAME]``): what a run says of its services, and each service
+checked on its own so the report names the first one where records went wrong. Which place a
+team's app takes is :mod:`.app_option`'s."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,21 +17,8 @@ from .places import check_places, places, worst
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-#: ``--app NAME=COMMAND``: a team's service for one place of a pipeline.
-_NAMED_APP = re.compile(r"^([a-z][a-z0-9_-]*)=(\S.*)$", re.DOTALL)
 #: What a service did wrong to records: the anomalies that name a service of a pipeline.
 WRONG = ("lost", "misrouted", "duplicate", "unexpected")
-
-
-def users_app(given: str, services: Mapping[str, AppDefinition]) -> tuple[str, str]:
-    """``(service, command)`` of ``--app``: ``NAME=COMMAND`` puts the command in service
-    ``NAME``'s place, or in the last service's where the incident has no ``NAME`` (every
-    one-app incident); a plain command takes the last service's place."""
-    match = _NAMED_APP.match(given.strip())
-    if match is None:
-        return list(services)[-1], given
-    name, command = match.groups()
-    return (name if name in services else list(services)[-1]), command
 
 
 def services_meta(

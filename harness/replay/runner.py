@@ -53,11 +53,12 @@ from kafka_replay.history.store import (
 from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
+from .app_option import users_app
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
 from .held_back import held_back
 from .judge import judge
 from .model import WRITTEN_ROLES, AppDefinition, Incident, Profile, Sink
-from .pipeline import check_services, first_wrong, hop_summary, services_meta, users_app
+from .pipeline import check_services, first_wrong, hop_summary, services_meta
 from .places import check_places, places, worst
 from .shapes import with_expect_file
 from .share_group import (

@@ -1,0 +1,127 @@
+"""``--app`` and ``--app-image``, read once for every face of the harness (``kafka-replay run``
+and ``compare``, the action's ``app`` and ``app-image``, pytest's ``--replay-app`` and
+``--replay-app-image``): which service's place the team's app takes, and the one check, before
+any broker starts, that every run can start it.
+
+``NAME=COMMAND`` (``NAME=IMAGE``) puts the app in service ``NAME``'s place; a plain command or
+image takes the last service's (the one whose results are judged; a one-app incident's only
+one). ``NAME`` is a bare name right before the first ``=``, with no blank before it, so a plain
+command may hold ``=`` in later arguments (``python -m svc --opt=1``) or start with ``env A=B``.
+A ``NAME`` that is no service of the incident is refused, naming its services, never quietly
+taken for the last one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+
+from kafka_replay.apps import AppSpec
+
+from .model import AppDefinition, Incident
+
+#: ``NAME=COMMAND``: a team's service for one place of a pipeline.
+_NAMED_APP = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)=(\S.*)$", re.DOTALL)
+
+
+def named_app(given: str) -> tuple[str | None, str]:
+    """``(NAME, COMMAND)`` of ``NAME=COMMAND``; ``(None, given)`` of a plain command or image."""
+    match = _NAMED_APP.match(given.strip())
+    return (match.group(1), match.group(2)) if match else (None, given)
+
+
+def users_app(
+    given: str, services: Mapping[str, AppDefinition], incident: str = "this incident"
+) -> tuple[str, str]:
+    """``(service, command)`` of ``--app`` (or ``(service, image)`` of ``--app-image``): the
+    named service's place, or the last service's for a plain one. Raises ValueError, naming
+    the services, for a ``NAME`` the incident has none of."""
+    name, command = named_app(given)
+    if name is None:
+        return list(services)[-1], given
+    if name in services:
+        return name, command
+    if len(services) == 1:
+        raise ValueError(
+            f"no service {name} in {incident}, which runs one app: give the app alone, "
+            "without NAME="
+        )
+    raise ValueError(f"no service {name} in {incident}; its services: {', '.join(services)}")
+
+
+def check_users_app(app: str | None, image: str | None, incidents: Iterable[Incident]) -> None:
+    """Refuse at once what the runs of ``incidents`` could not start, rather than after a
+    broker started: a ``NAME`` that is no service of an incident, a command not found, a
+    module that does not import, an image no Docker daemon has. Names are checked first, so a
+    wrong one is said before Docker is asked."""
+    command = container = None  # the same in every run: the option's, or what follows NAME=
+    for incident in incidents:
+        for profile in incident.profiles.values():
+            services = profile.services
+            aimed = _placed("--app-image", image, services, incident.name)
+            placed = _placed("--app", app, services, incident.name)
+            if aimed is not None:
+                container = aimed[1].strip()
+            if placed is not None and (aimed is None or aimed[0] != placed[0]):
+                command = placed[1]  # else it is the container's arguments
+    if command is not None:
+        check_command(command, named_app(app or "")[0])
+    if container is not None:
+        from kafka_replay.apps.image_app import check_app_image
+
+        check_app_image(container)
+
+
+def _placed(
+    flag: str, given: str | None, services: Mapping[str, AppDefinition], incident: str
+) -> tuple[str, str] | None:
+    """:func:`users_app` of an option given, its refusal naming the option as written."""
+    if not given:
+        return None
+    try:
+        return users_app(given, services, incident)
+    except ValueError as exc:
+        raise ValueError(f"{flag} {given!r}: {exc}") from None
+
+
+def check_command(command: str, service: str | None = None) -> None:
+    """Refuse a ``module:function`` that does not import, or a command whose program is
+    neither a path nor on PATH (a placeholder in it is filled only when the run starts)."""
+    spec = AppSpec.parse(command)
+    serving = f" for service {service}" if service else ""
+    if spec.target is not None:
+        module = spec.target.split(":")[0]
+        if not _importable(module):
+            raise ValueError(
+                f"the app {spec.target}{serving} cannot be imported: no module {module} "
+                "(run from the directory that holds it, or put it on PYTHONPATH)"
+            )
+    elif "{" not in spec.argv[0] and shutil.which(spec.argv[0]) is None:
+        raise ValueError(
+            f"the app command {spec.argv[0]!r}{serving} was not found: give the path of an "
+            "executable, or a command on PATH"
+        )
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module`` imports where the app's process looks: the directory the run started
+    in first (as ``run_callable`` puts it), then the harness's own path."""
+    with _starting_directory_first():
+        try:
+            return importlib.util.find_spec(module) is not None
+        except ImportError:  # its package is missing
+            return False
+
+
+@contextlib.contextmanager
+def _starting_directory_first() -> Iterator[None]:
+    sys.path.insert(0, os.getcwd())
+    try:
+        yield
+    finally:
+        sys.path.remove(os.getcwd())

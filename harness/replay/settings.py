@@ -183,8 +183,8 @@ for _option in (
     Option("profile", "only this profile (default: both)", choices=PROFILES,
            faces=frozenset({RUN, COMPARE})),
     Option("app", "your app instead of the reference app: a command line (placeholders like "
-           "{bootstrap} allowed) or module:function; the profile picks the conditions it runs "
-           "under", check=_command),
+           "{bootstrap} allowed) or module:function, NAME=COMMAND in a pipeline's service NAME's "
+           "place; the profile picks the conditions it runs under", check=_command),
     Option("app_image", "your app as a container image ([NAME=]IMAGE, in a pipeline the "
            "service NAME): each instance a container on the host's network, with the contract "
            "as its environment and --app as its arguments (default: the image's command); "

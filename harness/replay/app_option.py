@@ -59,7 +59,9 @@ def check_users_app(app: str | None, image: str | None, incidents: Iterable[Inci
     broker started: a ``NAME`` that is no service of an incident, a command not found, a
     module that does not import, an image no Docker daemon has. Names are checked first, so a
     wrong one is said before Docker is asked."""
-    command = container = None  # the same in every run: the option's, or what follows NAME=
+    # the same in every run: the option's, or what follows NAME=
+    command: str | None = None
+    container: str | None = None
     for incident in incidents:
         for profile in incident.profiles.values():
             services = profile.services

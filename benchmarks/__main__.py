@@ -80,7 +80,10 @@ def main(argv: list[str]) -> int:
         help="stability: rounds of the catalog; leaks: trials; checker-warm: rounds of both ways",
     )
     parser.add_argument(
-        "--jobs", type=int, default=3, help="stability, compare-matrix, lanes, matrix: runs side by side"
+        "--jobs",
+        type=int,
+        default=3,
+        help="stability, compare-matrix, lanes, matrix: runs side by side",
     )
     args = parser.parse_intermixed_args(argv)  # stability's incidents may follow its options
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")

@@ -138,6 +138,7 @@ for item in "${items[@]}"; do args+=(--client-config "$item"); done
 read -r -d '' -a items < <(printf '%s' "${REPLAY_BROKER_CONFIG:-}")
 for item in "${items[@]}"; do args+=(--broker-config "$item"); done
 [ -n "${REPLAY_JOBS:-}" ] && args+=(--jobs "$REPLAY_JOBS")
+[ -n "${REPLAY_SHARD:-}" ] && args+=(--shard "$REPLAY_SHARD")
 [ "${REPLAY_ALLOW_NOT_APPLICABLE,,}" = true ] && args+=(--allow-not-applicable)
 
 printf 'kafka-replay'; printf ' %q' "${args[@]}"; printf '\n'

@@ -7,7 +7,8 @@
 - ``kafka-replay run INCIDENT... | --all``: replay incidents and gate on the outcome
   (exit 0 every run passed or did not apply, 1 some run failed, 2 some run could not be
   judged).
-- ``kafka-replay report DIR``: write ``report.html`` again from a report directory.
+- ``kafka-replay report DIR``: write ``report.html`` again from a report directory, or the
+  reports of ``run --shard K/N`` merged into it (``--merge``).
 - ``kafka-replay capture``: a time window of a real topic to a file, anonymized, for replay.
 """
 
@@ -31,6 +32,7 @@ from kafka_replay import __version__
 from kafka_replay.checker import GUARANTEES, OUTPUT_FORMATS
 from kafka_replay.cli_capture import add_capture_command
 from kafka_replay.cli_compare import add_compare_command
+from kafka_replay.cli_report import add_report_command
 from kafka_replay.cluster import ClusterError, choose_version
 from kafka_replay.cluster.backends import (
     backend_class,
@@ -259,15 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="the incidents: the catalog and your own")
     _add_incidents_option(listing)
     listing.set_defaults(run=cmd_list)
-    report = commands.add_parser(
-        "report", help="write report.html again from a report directory (--report DIR of run)"
-    )
-    report.add_argument("directory", type=Path, metavar="DIR")
-    report.add_argument(
-        "--png", type=Path, default=None, metavar="FILE",
-        help="also render the page to a PNG with headless Chromium",
-    )  # fmt: skip
-    report.set_defaults(run=cmd_report)
+    add_report_command(commands)
     run = commands.add_parser("run", help="replay incidents against real Kafka and check them")
     run.add_argument("names", nargs="*", metavar="INCIDENT", help="names from `list`")
     run.add_argument("--all", action="store_true", help="every incident (see `list`)")
@@ -291,26 +285,6 @@ def _incidents(args: argparse.Namespace) -> dict[str, Incident]:
     from kafka_replay.replay.catalog import incident_directories, load_incidents
 
     return load_incidents(tuple(incident_directories(args.incidents)))
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from kafka_replay.report.browser import BrowserMissing, screenshot
-    from kafka_replay.report.html_report import write_html
-
-    if not (args.directory / "report.json").exists():
-        raise ValueError(
-            f"{args.directory} has no report.json: give the directory that "
-            "`kafka-replay run --report DIR` wrote"
-        )
-    page = write_html(args.directory)
-    print(page)  # on stdout, whole: for scripts (`xdg-open "$(kafka-replay report out)"`)
-    if args.png:
-        try:
-            rendering = screenshot(page, args.png)
-        except BrowserMissing as exc:
-            raise ValueError(str(exc)) from exc
-        console.print(f"Picture: {rendering.png}")
-    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -353,6 +327,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kafka_replay.replay.catalog import select
     from kafka_replay.replay.definition import load_incident
     from kafka_replay.replay.parallel import remember_durations
+    from kafka_replay.replay.shards import run_key
     from kafka_replay.report.catalog import (
         comparisons,
         summary_lines,
@@ -361,6 +336,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_report,
         write_step_summary,
     )
+    from kafka_replay.report.gate import exit_code
     from kafka_replay.report.junit import write_junit
     from kafka_replay.servers.reaper import leased_temp_dir
 
@@ -376,6 +352,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if settings.scale > 1:
         incidents = [load_incident(incident.source, settings.scale) for incident in incidents]
     profiles = [settings.profile] if settings.profile else list(PROFILES)
+    every_run = [(incident, profile) for incident in incidents for profile in profiles]
+    runs = _shard(settings, every_run) if settings.shard else every_run
     options = settings.run_options()
     _check_before_starting(settings, incidents)
     _check_database(settings, incidents)
@@ -386,11 +364,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.lane:
             _run_lane(settings, {i.name: i for i in incidents}, work_dir, args.runs_dir)
             return 0
-        if settings.jobs > 1 and len(incidents) > 1:
-            names = [incident.name for incident in incidents]
-            outcomes = _run_side_by_side(settings, names, profiles, work_dir / "runs", scratch)
+        if not runs:
+            outcomes = []
+        elif settings.jobs > 1 and len({incident.name for incident, _ in runs}) > 1:
+            outcomes = _run_side_by_side(settings, runs, work_dir / "runs", scratch)
         else:
-            outcomes = _run_in_turn(settings, incidents, profiles, work_dir, args.runs_dir)
+            outcomes = _run_in_turn(settings, runs, work_dir, args.runs_dir)
         remember_durations(outcomes)
         wall_s = time.monotonic() - started
         out = make_console(highlight=False, soft_wrap=True)  # a log's table: as wide as its cells
@@ -418,6 +397,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "settings": settings.to_json(),
                 "version": __version__,
             }
+            if settings.shard:  # what every shard split: the merge checks it is whole
+                context["sharded_from"] = [run_key(i.name, profile) for i, profile in every_run]
             path = write_report(settings.report, outcomes, context)
             console.print(f"Report: {path}")
         elif any(o.gate == "FAIL" for o in outcomes):
@@ -425,15 +406,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         if settings.junit:
             console.print(f"JUnit: {write_junit(settings.junit, outcomes)}")
         write_step_summary(outcomes)
-    if any(o.error for o in outcomes):
-        return 2
-    nothing = outcomes and all(o.gate == "n/a" for o in outcomes)
-    if nothing and not settings.allow_not_applicable:
-        raise ValueError(
-            f"no run applied here, so nothing was tested ({outcomes[0].reasons[-1]}); give "
-            "--allow-not-applicable when that is expected"
-        )
-    return 1 if any(o.gate == "FAIL" for o in outcomes) else 0
+    # a shard with no run that applies may be one part of a run where others do: the merge says
+    return exit_code(outcomes, settings.allow_not_applicable or bool(settings.shard))
+
+
+def _shard(settings: RunSettings, runs: list[tuple[Incident, str]]) -> list[tuple[Incident, str]]:
+    """The runs of ``--shard K/N``, said with how many there are in all."""
+    from kafka_replay.replay.shards import known_durations, pick, run_key
+
+    units = {run_key(i.name, profile): [run_key(i.name, profile)] for i, profile in runs}
+    mine = set(pick(settings.shard, units, known_durations(settings.shard_times)))
+    chosen = [(i, profile) for i, profile in runs if run_key(i.name, profile) in mine]
+    said = f"shard {settings.shard}: {len(chosen)} of the {len(runs)} runs"
+    if not chosen:
+        said += " (none falls to this shard: its report is empty, and it passes)"
+    console.print(escape(said), highlight=False)
+    return chosen
 
 
 def _fetch_client_library(spec: str, app: str | None) -> None:
@@ -536,8 +524,7 @@ def _session(settings: RunSettings, work_dir: Path, runs_dir: Path | None, **kw:
 
 def _run_in_turn(
     settings: RunSettings,
-    incidents: Sequence[Incident],
-    profiles: Sequence[str],
+    runs: Sequence[tuple[Incident, str]],
     work_dir: Path,
     runs_dir: Path | None,
 ) -> list[Outcome]:
@@ -545,13 +532,12 @@ def _run_in_turn(
     outcomes = []
     options = settings.run_options()
     with _session(settings, work_dir, runs_dir) as session:
-        for incident in incidents:
-            for profile in profiles:
-                title = f"{incident.name} [{profile}]"
-                with console.status(escape(title)) as status:
-                    outcome = session.run(incident, profile, options, _progress(title, status))
-                _show_outcome(outcome)
-                outcomes.append(outcome)
+        for incident, profile in runs:
+            title = f"{incident.name} [{profile}]"
+            with console.status(escape(title)) as status:
+                outcome = session.run(incident, profile, options, _progress(title, status))
+            _show_outcome(outcome)
+            outcomes.append(outcome)
     return outcomes
 
 
@@ -572,8 +558,7 @@ def _run_lane(
 
 def _run_side_by_side(
     settings: RunSettings,
-    names: Sequence[str],
-    profiles: Sequence[str],
+    runs: Sequence[tuple[Incident, str]],
     runs_dir: Path,
     scratch: Path,
 ) -> list[Outcome]:
@@ -594,10 +579,14 @@ def _run_side_by_side(
                 _show_outcome(outcome)
 
         os.environ.update(settings.child_environment())  # the lanes inherit it
+        names = list(dict.fromkeys(incident.name for incident, _ in runs))
+        profiles = list(dict.fromkeys(profile for _, profile in runs))
+        only = {(incident.name, profile) for incident, profile in runs}
         try:
             return run_side_by_side(
-                names, settings.argv(), profiles, settings.jobs, scratch, started, done, runs_dir
-            )
+                names, settings.argv(), profiles, settings.jobs, scratch, started, done, runs_dir,
+                only=only,
+            )  # fmt: skip
         except WorkerFailed as exc:
             raise ClusterError(str(exc)) from exc
 

@@ -80,7 +80,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from kafka_replay.replay.catalog import incident_directories, load_incidents, select
     from kafka_replay.replay.compare import (
         Comparison,
-        compare_reports,
         comparison_json,
         comparison_markdown,
         write_comparison,
@@ -99,27 +98,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except KeyError as exc:
         raise ValueError(exc.args[0]) from exc
     settings = RunSettings.from_args(args, COMPARE)
+    if settings.shard:
+        incidents = _shard(settings, incidents, args.profile or matrix.profile)
+        names = [incident.name for incident in incidents]
     check_users_app(settings.app, settings.app_image, incidents)  # before either side starts
     shared = _run_options(settings, names, args.profile or matrix.profile)
     started = time.monotonic()
     drift = {incident.name: incident.drift for incident in incidents}
-    with _one_spark(args, args.report) as spark_ready:
-        console.rule(escape(f"baseline: {matrix.baseline.text}"))
-        baseline_dir = args.report / "baseline"
-        baseline = _replay("baseline", [*shared, *matrix.baseline.options], baseline_dir)
-        side_s = [time.monotonic() - started]
-        comparisons, reports = [], [baseline]
-        for setup in matrix.candidates:
-            spark_ready()
-            side = "candidate" if len(matrix.candidates) == 1 else f"candidate-{setup.label}"
-            console.rule(escape(f"{side}: {setup.text}"))
-            side_started = time.monotonic()
-            report = _replay(side, [*shared, *setup.options], args.report / side)
-            side_s.append(time.monotonic() - side_started)
-            reports.append(report)
-            items = compare_reports(baseline, report, drift)
-            comparisons.append(Comparison(setup, str(args.report / side), items))
-    payload = comparison_json(matrix.baseline, str(baseline_dir), comparisons)
+    if incidents:
+        comparisons, reports, side_s = _replay_sides(args, matrix, shared, drift)
+    else:  # a shard no incident fell to: an empty comparison, which passes
+        comparisons = [Comparison(setup, str(args.report / _side(matrix, setup)), [])
+                       for setup in matrix.candidates]  # fmt: skip
+        reports, side_s = [], [0.0] * (1 + len(matrix.candidates))
+    payload = comparison_json(matrix.baseline, str(args.report / "baseline"), comparisons)
     payload["wall_s"] = round(time.monotonic() - started, 1)
     payload["baseline"]["wall_s"] = round(side_s[0], 1)
     for candidate, seconds in zip(payload["candidates"], side_s[1:], strict=True):
@@ -138,6 +130,52 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.junit is not None:
         console.print(f"JUnit: {write_comparison_junit(args.junit, payload)}")
     return 1 if payload["regressions"] else 0
+
+
+def _replay_sides(
+    args: argparse.Namespace, matrix: Any, shared: list[str], drift: dict[str, Any]
+) -> tuple[list[Any], list[dict[str, Any]], list[float]]:
+    """The baseline, then each candidate, replayed and compared: the comparisons, every side's
+    report and seconds."""
+    from kafka_replay.replay.compare import Comparison, compare_reports
+
+    started = time.monotonic()
+    with _one_spark(args, args.report) as spark_ready:
+        console.rule(escape(f"baseline: {matrix.baseline.text}"))
+        baseline = _replay(
+            "baseline", [*shared, *matrix.baseline.options], args.report / "baseline"
+        )
+        side_s = [time.monotonic() - started]
+        comparisons, reports = [], [baseline]
+        for setup in matrix.candidates:
+            spark_ready()
+            side = _side(matrix, setup)
+            console.rule(escape(f"{side}: {setup.text}"))
+            side_started = time.monotonic()
+            report = _replay(side, [*shared, *setup.options], args.report / side)
+            side_s.append(time.monotonic() - side_started)
+            reports.append(report)
+            items = compare_reports(baseline, report, drift)
+            comparisons.append(Comparison(setup, str(args.report / side), items))
+    return comparisons, reports, side_s
+
+
+def _side(matrix: Any, setup: Any) -> str:
+    """A candidate's directory under ``--report``: ``candidate``, or one per setup of a matrix."""
+    return "candidate" if len(matrix.candidates) == 1 else f"candidate-{setup.label}"
+
+
+def _shard(settings: RunSettings, incidents: list[Any], profile: str | None) -> list[Any]:
+    """The incidents of ``--shard K/N`` (each with both sides), said with how many in all."""
+    from kafka_replay.replay.model import PROFILES
+    from kafka_replay.replay.shards import known_durations, pick, run_key
+
+    profiles = [profile] if profile else list(PROFILES)
+    units = {i.name: [run_key(i.name, p) for p in profiles] for i in incidents}
+    mine = set(pick(settings.shard, units, known_durations(settings.shard_times)))
+    said = f"shard {settings.shard}: {len(mine)} of the {len(units)} incidents"
+    console.print(escape(said + ("" if mine else " (none falls to this shard)")), highlight=False)
+    return [incident for incident in incidents if incident.name in mine]
 
 
 def _matrix(args: argparse.Namespace) -> Any:

@@ -71,6 +71,8 @@ CLUSTERS_KEY = pytest.StashKey[list["Cluster"]]()
 DIRECTORIES_KEY = pytest.StashKey[list[Path]]()
 SETUPS_KEY = pytest.StashKey[list["Setup | None"]]()
 SETTINGS_KEY = pytest.StashKey[RunSettings]()
+#: An incident item's run: its incident's name and its profile.
+RUN_KEY = pytest.StashKey[tuple[str, str]]()
 #: Whether incident items were asked for, and the paths the command line names.
 ASKED_KEY = pytest.StashKey[bool]()
 NAMED_KEY = pytest.StashKey[list[Path]]()
@@ -223,6 +225,7 @@ class IncidentFile(pytest.File):
                     callobj=_incident_test(incident, profile, setup),
                 )
                 item.add_marker(pytest.mark.incident)
+                item.stash[RUN_KEY] = (incident.name, profile)
                 yield item
 
     def repr_failure(
@@ -232,6 +235,24 @@ class IncidentFile(pytest.File):
         if isinstance(excinfo.value, DefinitionError):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m: the items left are what is split
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--replay-shard K/N``: the incident items of other shards are deselected (every other
+    test is left alone), so N machines replay the catalog between them, each its share of its
+    time (:mod:`kafka_replay.replay.shards`)."""
+    settings = config.stash[SETTINGS_KEY]
+    if not settings.shard:
+        return
+    from kafka_replay.replay.shards import known_durations, pick, run_key
+
+    units = {item.name: [run_key(*item.stash[RUN_KEY])] for item in items if RUN_KEY in item.stash}
+    mine = set(pick(settings.shard, units, known_durations(settings.shard_times)))
+    others = [item for item in items if RUN_KEY in item.stash and item.name not in mine]
+    if others:
+        config.hook.pytest_deselected(items=others)
+        items[:] = [item for item in items if RUN_KEY not in item.stash or item.name in mine]
 
 
 def disagreements(incident: Incident, outcome: Outcome) -> list[str]:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from kafka_replay.report.outcome import Outcome
@@ -198,8 +198,10 @@ def run_side_by_side(
     on_start: Callable[[str], None] = lambda name: None,
     on_done: Callable[[str, list[Outcome]], None] = lambda name, outcomes: None,
     runs_dir: Path | None = None,
+    only: Collection[Run] | None = None,
 ) -> list[Outcome]:
-    """Replay each incident under each of ``profiles``, ``jobs`` at a time, in ``jobs`` lanes.
+    """Replay each incident under each of ``profiles`` (those of them in ``only``, when given:
+    a shard's), ``jobs`` at a time, in ``jobs`` lanes.
 
     A lane is a ``kafka-replay run --lane`` process given one run after another. It keeps its
     clusters (a run with the same broker config finds an earlier run's brokers restored, one
@@ -215,6 +217,7 @@ def run_side_by_side(
     """
     runs_dir = runs_dir or scratch / "runs"
     runs = [(incident, profile) for incident in incidents for profile in profiles]
+    runs = [run for run in runs if only is None or run in only]
     waiting = deque(longest_first(runs))
     lanes: list[Lane] = []  # those still replaying
     every_lane: list[Lane] = []

@@ -1,0 +1,86 @@
+"""``kafka-replay report DIR``: a report directory's page again, its shards merged into it
+(``--merge``), or its run times kept for ``--shard`` (``--durations``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kafka_replay.console import make_console
+
+console = make_console(stderr=True)
+
+
+def add_report_command(commands: Any) -> None:
+    report = commands.add_parser(
+        "report",
+        help="write report.html again from a report directory (--report DIR of run), or merge "
+        "the reports of run --shard K/N into it",
+    )
+    report.add_argument("directory", type=Path, metavar="DIR")
+    report.add_argument(
+        "--png", type=Path, default=None, metavar="FILE",
+        help="also render the page to a PNG with headless Chromium",
+    )  # fmt: skip
+    report.add_argument(
+        "--merge", nargs="+", type=Path, default=None, metavar="SHARD_DIR",
+        help="write DIR's report.json, report.md, report.html and junit.xml from the report "
+        "directories of `kafka-replay run --shard K/N` (every shard once); exits as run would",
+    )  # fmt: skip
+    report.add_argument(
+        "--durations", type=Path, default=None, metavar="FILE",
+        help="write the runs' seconds into FILE ('incident profile': seconds, as "
+        "incidents/durations.json holds them; its other runs kept), not report.html",
+    )  # fmt: skip
+    report.set_defaults(run=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from kafka_replay.report.browser import BrowserMissing, screenshot
+    from kafka_replay.report.html_report import REPORT_FILE, write_html
+
+    code = _merge(args.directory, args.merge) if args.merge else 0
+    if not (args.directory / "report.json").exists():
+        raise ValueError(
+            f"{args.directory} has no report.json: give the directory that "
+            "`kafka-replay run --report DIR` wrote"
+        )
+    if args.durations:
+        from kafka_replay.replay.shards import write_durations
+
+        console.print(f"Durations: {write_durations(args.durations, args.directory)}")
+        return code
+    page = args.directory / REPORT_FILE if args.merge else write_html(args.directory)
+    print(page)  # on stdout, whole: for scripts (`xdg-open "$(kafka-replay report out)"`)
+    if args.png:
+        try:
+            rendering = screenshot(page, args.png)
+        except BrowserMissing as exc:
+            raise ValueError(str(exc)) from exc
+        console.print(f"Picture: {rendering.png}")
+    return code
+
+
+def _merge(out: Path, shards: list[Path]) -> int:
+    """Write ``out``'s report from the shards' and say it as ``run`` would; ``run``'s exit code."""
+    from kafka_replay.report.catalog import (
+        summary_lines,
+        summary_rich_table,
+        write_report,
+        write_step_summary,
+    )
+    from kafka_replay.report.gate import exit_code
+    from kafka_replay.report.junit import write_junit
+    from kafka_replay.report.merge import merge_shards
+
+    outcomes, context = merge_shards(shards, out)
+    out_console = make_console(highlight=False, soft_wrap=True)  # as wide as its cells
+    title = f"Incident replay: {len(shards)} shards merged"
+    out_console.print(summary_rich_table(outcomes, title), soft_wrap=False)
+    for line in summary_lines(outcomes):
+        out_console.print(line, markup=False)
+    console.print(f"Report: {write_report(out, outcomes, context)}")
+    console.print(f"JUnit: {write_junit(out / 'junit.xml', outcomes)}")
+    write_step_summary(outcomes)
+    return exit_code(outcomes, bool(context["settings"].get("allow_not_applicable")))

@@ -122,37 +122,30 @@ def _merged_code(directory: Path, gates: dict[str, str]) -> int:
 def refusal(tmp_path: Path, case: str) -> list[Path]:
     """Shard directories that do not add up to one run, in the way ``case`` names."""
     one, two = EVERY_RUN[:3], EVERY_RUN[3:]
-    shard = {
-        "same-run-twice": lambda: [
-            write_shard(tmp_path / "a", "1/2", one, {}),
-            write_shard(tmp_path / "b", "2/2", [*two, one[0]], {}),
-        ],
-        "same-shard-twice": lambda: [
-            write_shard(tmp_path / "a", "1/2", one, {}),
-            write_shard(tmp_path / "b", "1/2", two, {}),
-        ],
-        "a-shard-missing": lambda: [
-            write_shard(tmp_path / "a", "1/3", one, {}),
-            write_shard(tmp_path / "b", "3/3", two, {}),
-        ],
-        "other-settings": lambda: [
-            write_shard(tmp_path / "a", "1/2", one, {}),
-            write_shard(tmp_path / "b", "2/2", two, {}, app="python -m other"),
-        ],
-        "not-a-shard": lambda: [write_shard(tmp_path / "a", "1/2", one, {}), tmp_path],
-    }
-    return shard[case]()  # fmt: skip
+    a = write_shard(tmp_path / "a", "1/3" if case == "a-shard-missing" else "1/2", one, {})
+    b = {
+        "same-run-twice": lambda: write_shard(tmp_path / "b", "2/2", [*two, one[0]], {}),
+        "same-shard-twice": lambda: write_shard(tmp_path / "b", "1/2", two, {}),
+        "a-shard-missing": lambda: write_shard(tmp_path / "b", "3/3", two, {}),
+        "other-settings": lambda: write_shard(tmp_path / "b", "2/2", two, {}, app="python -m x"),
+        "not-a-shard": lambda: tmp_path,
+        "given-twice": lambda: a,
+    }[case]()
+    return [a, b]
 
 
-@pytest.mark.parametrize(
-    ("case", "said"),
-    [("same-run-twice", "run zombie-commit vulnerable is in two shards: {a} and {b}"),
-     ("same-shard-twice", "{a} and {b} are both shard 1/2"),
-     ("a-shard-missing", "shard 2/3 missing: give every shard's report directory"),
-     ("other-settings", "{b} was run with other settings than {a} (--app): shards of one run"),
-     ("not-a-shard", "{b} has no report.json")],
-    ids=["same-run-twice", "same-shard-twice", "a-shard-missing", "other-settings", "not-a-shard"],
-)  # fmt: skip
+#: How each refusal reads, ``{a}`` and ``{b}`` the two directories given.
+REFUSALS = {
+    "same-run-twice": "run zombie-commit vulnerable is in two shards: {a} and {b}",
+    "same-shard-twice": "{a} and {b} are both shard 1/2",
+    "a-shard-missing": "shard 2/3 missing: give every shard's report directory",
+    "other-settings": "{b} was run with other settings than {a} (--app): shards of one run",
+    "not-a-shard": "{b} has no report.json",
+    "given-twice": "{a} is given twice",
+}
+
+
+@pytest.mark.parametrize(("case", "said"), REFUSALS.items(), ids=list(REFUSALS))
 def test_shards_that_do_not_add_up_are_refused(
     tmp_path: Path, case: str, said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -119,8 +119,14 @@ def _copy_history(directory: Path, run: Report, out: Path) -> Report:
 def merge_shards(directories: Sequence[Path], out: Path) -> tuple[list[Outcome], Report]:
     """The outcomes, in the unsharded order, and the report context of the shards' reports
     in ``directories``, their histories copied under ``out``; ValueError if they do not add up."""
-    if any(d.resolve() == out.resolve() for d in directories):
+    resolved = [d.resolve() for d in directories]
+    if out.resolve() in resolved:
         raise ValueError(f"{out} is one of the shards: merge into a directory of its own")
+    twice = next(
+        (d for d, r in zip(directories, resolved, strict=True) if resolved.count(r) > 1), None
+    )
+    if twice is not None:
+        raise ValueError(f"{twice} is given twice: give each shard's report directory once")
     reports = {directory: read_shard(directory) for directory in directories}
     check_shards(reports)
     first = next(iter(reports.values()))

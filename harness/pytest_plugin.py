@@ -73,6 +73,8 @@ SETUPS_KEY = pytest.StashKey[list["Setup | None"]]()
 SETTINGS_KEY = pytest.StashKey[RunSettings]()
 #: An incident item's run: its incident's name and its profile.
 RUN_KEY = pytest.StashKey[tuple[str, str]]()
+#: ``--replay-shard``'s run times (``"incident profile"`` -> seconds).
+TIMES_KEY = pytest.StashKey[dict[str, float]]()
 #: Whether incident items were asked for, and the paths the command line names.
 ASKED_KEY = pytest.StashKey[bool]()
 NAMED_KEY = pytest.StashKey[list[Path]]()
@@ -103,6 +105,19 @@ def pytest_configure(config: pytest.Config) -> None:
     _collect_wherever_pytest_runs(config, directories if asked else given)
     if settings.shared_spark and not hasattr(config, "workerinput"):  # not in an xdist worker
         _share_spark(config)
+    if settings.shard:
+        _read_shard_times(config)
+
+
+def _read_shard_times(config: pytest.Config) -> None:
+    """The run times ``--replay-shard`` splits by, read before anything is collected."""
+    from kafka_replay.replay.shards import known_durations
+
+    try:
+        times = known_durations(config.stash[SETTINGS_KEY].shard_times, "--replay-shard-times")
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[TIMES_KEY] = times
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -245,10 +260,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     settings = config.stash[SETTINGS_KEY]
     if not settings.shard:
         return
-    from kafka_replay.replay.shards import known_durations, pick, run_key
+    from kafka_replay.replay.shards import pick, run_key
 
     units = {item.name: [run_key(*item.stash[RUN_KEY])] for item in items if RUN_KEY in item.stash}
-    mine = set(pick(settings.shard, units, known_durations(settings.shard_times)))
+    mine = set(pick(settings.shard, units, config.stash[TIMES_KEY]))
     others = [item for item in items if RUN_KEY in item.stash and item.name not in mine]
     if others:
         config.hook.pytest_deselected(items=others)

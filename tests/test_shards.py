@@ -113,24 +113,30 @@ def collected(*argv: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_pytest_deselects_the_incident_items_of_other_shards() -> None:
+def test_pytest_deselects_the_incident_items_of_other_shards(tmp_path: Path) -> None:
+    heavy = "incident[zombie-commit-remediated]"  # alone in a shard: it outweighs all the rest
+    names = [path.stem for path in (ROOT / "incidents").glob("*.toml")]
+    light = {run_key(name, p): 1.0 for name in names for p in ("vulnerable", "remediated")}
+    times = report(tmp_path, {**light, run_key("zombie-commit", "remediated"): 1e6})
     every, shards = set(), []
     for k in (1, 2):
-        done = collected("--replay-shard", f"{k}/2")
+        done = collected("--replay-shard", f"{k}/2", "--replay-shard-times", str(times))
         assert done.returncode == 0, done.stdout + done.stderr
         ids = [line for line in done.stdout.splitlines() if "::" in line]
-        assert sum("tests/test_run_settings.py::" in i for i in ids) > 5  # other tests left alone
-        items = {i.split("::")[1] for i in ids if i.startswith("incidents/")}
-        shards.append(items)
-        every |= items
-        assert "deselected" in done.stdout
-    assert not shards[0] & shards[1]
-    names = {i.split("[")[1].rstrip("]"): i for i in every}
-    assert len(names) == 2 * len(list((ROOT / "incidents").glob("*.toml")))
-    chosen = {item: [run_key(*name.rsplit("-", 1))] for name, item in names.items()}
-    assert set(pick(Shard(1, 2), chosen, known_durations())) == shards[0]
+        assert sum("tests/test_run_settings.py::" in i for i in ids) > 5  # others left alone
+        shards.append({i.split("::")[1] for i in ids if i.startswith("incidents/")})
+        every |= shards[-1]
+    assert shards[0] == {heavy} and heavy not in shards[1]
+    assert len(every) == len(light)
     refused = collected("--replay-shard", "3/2")
     assert refused.returncode != 0 and "--replay-shard: '3/2'" in refused.stderr
+
+
+def test_shard_times_that_are_no_report_are_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "zombie-commit", "--shard", "1/2", "--shard-times", str(tmp_path)]) == 2
+    assert f"--shard-times {tmp_path}: not a report.json" in capsys.readouterr().err
 
 
 def test_a_shard_no_run_falls_to_passes_with_an_empty_report(tmp_path: Path) -> None:

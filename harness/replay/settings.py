@@ -25,7 +25,7 @@ from kafka_replay.plugins import load_plugins
 
 from .model import GROUP_PROTOCOLS, PROFILES
 from .overrides import client_settings, parse_settings
-from .shards import parse_shard, read_times
+from .shards import parse_shard
 
 if TYPE_CHECKING:
     import pytest
@@ -160,10 +160,6 @@ def _directory(flag: str) -> Callable[[Path], None]:
     return check
 
 
-def _shard_times(path: Path) -> None:
-    read_times(path)  # a ValueError names the option and the file
-
-
 def _broker_settings(items: Sequence[str]) -> None:
     from kafka_replay.cluster.broker_config import validate_overrides
 
@@ -263,7 +259,7 @@ for _option in (
            type=parse_shard, metavar="K/N", child=False),
     Option("shard_times", "balance --shard by the run times of an earlier report.json (a "
            "file, or the report directory holding it) instead of the catalog's durations.json",
-           type=Path, metavar="REPORT", child=False, check=_shard_times),
+           type=Path, metavar="REPORT", child=False),
     Option("setup", "replay every incident item on this setup too, e.g. 'kafka=3.9.2' or "
            "'protocol=consumer,client.max.poll.records=500' (keys as for kafka-replay compare, "
            "but bootstrap); repeatable: one item per setup, its id naming it",

@@ -66,23 +66,23 @@ def times_file(path: Path) -> Path:
     return path / "report.json" if path.is_dir() else path
 
 
-def read_times(path: Path) -> dict[str, float]:
-    """``--shard-times``' run times; a ValueError naming the option for a file that has none."""
+def read_times(path: Path, flag: str = "--shard-times") -> dict[str, float]:
+    """The run times of an earlier report; a ValueError naming ``flag`` for a file with none.
+    Read when the split is made, before any broker starts."""
     try:
         return report_durations(json.loads(times_file(path).read_text()))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(
-            f"--shard-times {path}: not a report.json of kafka-replay run ({exc})"
-        ) from None
+        raise ValueError(f"{flag} {path}: not a report.json of kafka-replay run ({exc})") from None
 
 
-def known_durations(times: Path | None = None) -> dict[str, float]:
-    """The catalog's run times, with those of ``times`` (an earlier report) over them."""
+def known_durations(times: Path | None = None, flag: str = "--shard-times") -> dict[str, float]:
+    """The catalog's run times, with those of ``times`` (an earlier report, given as ``flag``)
+    over them."""
     shipped: dict[str, float] = {}
     catalog = catalog_dir()
     if catalog is not None and (catalog / DURATIONS_FILE).is_file():
         shipped = json.loads((catalog / DURATIONS_FILE).read_text())
-    return {**shipped, **(read_times(times) if times else {})}
+    return {**shipped, **(read_times(times, flag) if times else {})}
 
 
 def weights(units: Mapping[str, Sequence[str]], known: Mapping[str, float]) -> dict[str, float]:

@@ -328,14 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kafka_replay.replay.definition import load_incident
     from kafka_replay.replay.parallel import remember_durations
     from kafka_replay.replay.shards import run_key
-    from kafka_replay.report.catalog import (
-        comparisons,
-        summary_lines,
-        summary_rich_table,
-        symptom_lines,
-        write_report,
-        write_step_summary,
-    )
+    from kafka_replay.report.catalog import write_report, write_step_summary
     from kafka_replay.report.gate import exit_code
     from kafka_replay.report.junit import write_junit
     from kafka_replay.servers.reaper import leased_temp_dir
@@ -372,18 +365,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             outcomes = _run_in_turn(settings, runs, work_dir, args.runs_dir)
         remember_durations(outcomes)
         wall_s = time.monotonic() - started
-        out = make_console(highlight=False, soft_wrap=True)  # a log's table: as wide as its cells
-        out.print(summary_rich_table(outcomes, "Incident replay"), soft_wrap=False)
-        out.print(
-            f"{len(outcomes)} runs in {wall_s:.0f} s wall time; the runs took "
-            f"{sum(o.duration_s for o in outcomes):.0f} s in all (--jobs {settings.jobs}): "
-            + _stage_times([o.stage_s for o in outcomes])
-        )
-        for line in summary_lines(outcomes) + symptom_lines(outcomes):
-            out.print(line, markup=False)
-        for incident, ratios in comparisons(outcomes).items():
-            shown = ", ".join(f"{name} {ratio:g}x" for name, ratio in ratios.items())
-            out.print(f"{incident}, remediated over vulnerable: {shown}", markup=False)
+        if outcomes:  # an empty shard said so already
+            _print_summary(outcomes, wall_s, settings.jobs)
         if settings.report:
             context = {
                 "kafka_version": choose_version(settings.kafka_version),
@@ -408,6 +391,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_step_summary(outcomes)
     # a shard with no run that applies may be one part of a run where others do: the merge says
     return exit_code(outcomes, settings.allow_not_applicable or bool(settings.shard))
+
+
+def _print_summary(outcomes: Sequence[Outcome], wall_s: float, jobs: int) -> None:
+    """The table, where the time went, why each failed run failed and what each run measured."""
+    from kafka_replay.report.catalog import (
+        comparisons,
+        summary_lines,
+        summary_rich_table,
+        symptom_lines,
+    )
+
+    out = make_console(highlight=False, soft_wrap=True)  # a log's table: as wide as its cells
+    out.print(summary_rich_table(outcomes, "Incident replay"), soft_wrap=False)
+    out.print(
+        f"{len(outcomes)} runs in {wall_s:.0f} s wall time; the runs took "
+        f"{sum(o.duration_s for o in outcomes):.0f} s in all (--jobs {jobs}): "
+        + _stage_times([o.stage_s for o in outcomes])
+    )
+    for line in summary_lines(outcomes) + symptom_lines(outcomes):
+        out.print(line, markup=False)
+    for incident, ratios in comparisons(outcomes).items():
+        shown = ", ".join(f"{name} {ratio:g}x" for name, ratio in ratios.items())
+        out.print(f"{incident}, remediated over vulnerable: {shown}", markup=False)
 
 
 def _shard(settings: RunSettings, runs: list[tuple[Incident, str]]) -> list[tuple[Incident, str]]:

@@ -28,7 +28,9 @@ kafka_replay_incidents``, ``pytest ops/incidents``, a ``testpaths`` entry). ``--
 ``--replay-output-id``, ``--replay-guarantee``, ... put the project's own app under the
 incidents' conditions; ``--replay-setup SETUP`` (repeatable; the syntax of ``kafka-replay
 compare``) multiplies every incident item by setup, its id naming it:
-``incident[<name>-<profile>-kafka=3.9.2]``. ``replay_incident(name, profile)`` replays one
+``incident[<name>-<profile>-kafka=3.9.2]``. ``--replay-shard K/N`` keeps shard K's incident
+items and deselects the rest (:mod:`kafka_replay.replay.shards`), so that N machines replay
+them between them. ``replay_incident(name, profile)`` replays one
 incident for a test of your own; ``replay_spark`` is one Spark session per test process.
 
 The plugin imports nothing heavy when it loads: Kafka clients, Spark and the replay engine are

@@ -2,8 +2,8 @@
 
 CI keeps one real run of each capability (docs/benchmarks.md names which); the matrices run
 here: the catalog against apps in other languages, every payload under every incident and
-profile, real Tansu and the catalog on it, image apps on both backends, each service shape,
-compare over more setups. Each test asserts its verdicts, so a wrong one fails this benchmark;
+profile, real Tansu and the catalog on it, image apps on both backends, each service shape, the
+JVM billing service under every database incident, more kill moments under open transactions. Each test asserts its verdicts, so a wrong one fails this benchmark;
 it prints every test's result and time, and the worker-seconds each group took.
 
     ./dev bench matrix                  # every group (builds Tansu first, once)
@@ -28,6 +28,8 @@ GROUPS = {
     "images": "tests/test_image_apps.py",
     "shapes": "tests/test_service_shapes.py",
     "compare": "tests/test_compare_cli.py",
+    "transactions": "tests/test_open_transactions.py",
+    "database": "tests/test_database_sink.py",
 }
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,8 +3,9 @@
 CI keeps one real run of each capability (docs/benchmarks.md names which); the matrices run
 here: the catalog against apps in other languages, every payload under every incident and
 profile, real Tansu and the catalog on it, image apps on both backends, each service shape, the
-JVM billing service under every database incident, more kill moments under open transactions. Each test asserts its verdicts, so a wrong one fails this benchmark;
-it prints every test's result and time, and the worker-seconds each group took.
+JVM billing service under every database incident, more kill moments under open transactions.
+Each test asserts its verdicts, so a wrong one fails this benchmark; it prints every test's
+result and time, and the worker-seconds each group took.
 
     ./dev bench matrix                  # every group (builds Tansu first, once)
     ./dev bench matrix any-app tansu    # some groups

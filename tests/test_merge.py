@@ -73,30 +73,29 @@ def shards(tmp_path: Path, gates: dict[str, str], history: bool = False) -> list
             for k, part in enumerate(parts, start=1)]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("gates", "code"),
-    [({}, 0), ({"deal-flood remediated": "FAIL"}, 1),
-     ({"deal-flood remediated": "FAIL", "poison-pill vulnerable": "error"}, 2)],
-)  # fmt: skip
-def test_the_merged_report_is_the_unsharded_ones(
-    tmp_path: Path, gates: dict[str, str], code: int
-) -> None:
-    out = tmp_path / "merged"
-    merging = [str(shard) for shard in shards(tmp_path, gates, history=code == 0)]
-    assert main(["report", str(out), "--merge", *merging]) == code
-    unsharded = [outcome(key, gates.get(key, "pass")) for key in EVERY_RUN]
-    merged = json.loads((out / "report.json").read_text())
-    for run, written in zip(unsharded, merged["runs"], strict=True):
-        run.run_dir = written["run_dir"]  # where its shard wrote it when it has no history
-        if code == 0:  # every history copied under the merged directory
-            assert Path(run.run_dir) == out / "runs" / f"{run.incident}-{run.profile}"
-            assert (Path(run.run_dir) / "run.json").is_file()
-    assert merged["runs"] == [o.to_json() for o in unsharded]
-    assert merged["passed"] == (code == 0) and merged["settings"]["shard"] is None
-    assert [shard["shard"] for shard in merged["merged"]] == ["1/2", "2/2"]
-    written = (out / "junit.xml").read_text()
-    assert written.split("<testsuites", 1)[1] == _junit(unsharded).split("<testsuites", 1)[1]
-    assert (out / "report.md").is_file() and (out / "report.html").is_file()
+#: The verdicts of a run, and the exit code of its merged report (that of ``run``).
+GATES = [({}, 0), ({"deal-flood remediated": "FAIL"}, 1),
+         ({"deal-flood remediated": "FAIL", "poison-pill vulnerable": "error"}, 2)]  # fmt: skip
+
+
+def test_the_merged_report_is_the_unsharded_ones(tmp_path: Path) -> None:
+    for at, (gates, code) in enumerate(GATES):
+        out = tmp_path / f"merged-{at}"
+        merging = [str(s) for s in shards(tmp_path / str(at), gates, history=code == 0)]
+        assert main(["report", str(out), "--merge", *merging]) == code
+        unsharded = [outcome(key, gates.get(key, "pass")) for key in EVERY_RUN]
+        merged = json.loads((out / "report.json").read_text())
+        for run, written in zip(unsharded, merged["runs"], strict=True):
+            run.run_dir = written["run_dir"]  # where its shard wrote it when it has no history
+            if code == 0:  # every history copied under the merged directory
+                assert Path(run.run_dir) == out / "runs" / f"{run.incident}-{run.profile}"
+                assert (Path(run.run_dir) / "run.json").is_file()
+        assert merged["runs"] == [o.to_json() for o in unsharded]
+        assert merged["passed"] == (code == 0) and merged["settings"]["shard"] is None
+        assert [shard["shard"] for shard in merged["merged"]] == ["1/2", "2/2"]
+        junit = (out / "junit.xml").read_text().split("<testsuites", 1)[1]
+        assert junit == _junit(unsharded).split("<testsuites", 1)[1]
+        assert (out / "report.md").is_file() and (out / "report.html").is_file()
 
 
 def _junit(outcomes: list[Outcome]) -> str:
@@ -145,12 +144,13 @@ REFUSALS = {
 }
 
 
-@pytest.mark.parametrize(("case", "said"), REFUSALS.items(), ids=list(REFUSALS))
 def test_shards_that_do_not_add_up_are_refused(
-    tmp_path: Path, case: str, said: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    a, b = refusal(tmp_path, case)
-    assert main(["report", str(tmp_path / "merged"), "--merge", str(a), str(b)]) == 2
-    error = " ".join(capsys.readouterr().err.split())  # one line, however wide the terminal
-    assert f"error: {said.format(a=a, b=b)}" in error
-    assert not (tmp_path / "merged" / "report.json").exists()
+    for case, said in REFUSALS.items():
+        a, b = refusal(tmp_path / case, case)
+        out = tmp_path / case / "merged"
+        assert main(["report", str(out), "--merge", str(a), str(b)]) == 2, case
+        error = " ".join(capsys.readouterr().err.split())  # one line, however wide the terminal
+        assert f"error: {said.format(a=a, b=b)}" in error, error
+        assert not (out / "report.json").exists()

@@ -27,6 +27,12 @@ from kafka_replay.servers.paths import REGISTRY_ENV
 from kafka_replay.servers.reaper import LEASE_ENV, reap_orphans
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
+#: Every backend; Tansu's (built from source, minutes) in the matrix tier.
+BACKENDS = [
+    pytest.param(name, marks=pytest.mark.matrix) if name == "tansu" else name
+    for name in backend_names()
+]
+
 
 def _wait_for_file(path: Path, process: subprocess.Popen[str], timeout: float = 180) -> dict:
     deadline = time.monotonic() + timeout
@@ -107,7 +113,7 @@ def _leftovers(token: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("kafka_backend", backend_names())
+@pytest.mark.parametrize("kafka_backend", BACKENDS)
 def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -127,7 +133,7 @@ def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(
     assert not Path(state["data_dir"]).exists()
 
 
-@pytest.mark.parametrize("kafka_backend", backend_names())
+@pytest.mark.parametrize("kafka_backend", BACKENDS)
 def test_a_finished_pytest_session_leaves_nothing(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -157,7 +163,7 @@ def test_a_finished_pytest_session_leaves_nothing(
     assert not Path(state["data_dir"]).exists()
 
 
-@pytest.mark.parametrize("kafka_backend", backend_names())
+@pytest.mark.parametrize("kafka_backend", BACKENDS)
 def test_ctrl_c_in_a_pytest_run_tears_the_broker_down(
     tmp_path: Path, kafka_backend: str, request: pytest.FixtureRequest
 ) -> None:

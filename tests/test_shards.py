@@ -110,7 +110,7 @@ def collected(*argv: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_pytest_deselects_the_incident_items_of_other_shards(tmp_path: Path) -> None:
+def test_pytest_deselects_the_catalog_items_of_other_shards(tmp_path: Path) -> None:
     heavy = "incident[zombie-commit-remediated]"  # alone in a shard: it outweighs all the rest
     names = [path.stem for path in (ROOT / "incidents").glob("*.toml")]
     light = {run_key(name, p): 1.0 for name in names for p in ("vulnerable", "remediated")}

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.__main__ import BENCHMARKS
+from benchmarks.matrix import GROUPS as MATRIX_GROUPS
 from kafka_replay.apps import AppSpec
 from kafka_replay.cli import build_parser
 from kafka_replay.replay.app_option import named_app
@@ -107,6 +108,8 @@ def check_dev(argv: list[str]) -> None:
         names = [w for w in argv[1:] if not w.startswith("-") and not w.isdigit()]
         for name in names[:1]:
             assert name in BENCHMARKS, f"no benchmark {name}"
+        if names[:1] == ["matrix"]:
+            assert set(names[1:]) <= set(MATRIX_GROUPS), f"no matrix group in {names[1:]}"
 
 
 @pytest.mark.parametrize(

@@ -149,3 +149,17 @@ def test_a_shard_no_run_falls_to_passes_with_an_empty_report(tmp_path: Path) -> 
     assert written["runs"] == [] and written["sharded_from"] == ["zombie-commit remediated"]
     assert written["settings"]["shard"] == "2/2"
     assert 'tests="0"' in (out / "junit.xml").read_text()
+
+
+def test_a_compare_shard_nothing_falls_to_writes_an_empty_comparison(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    count = len(list((ROOT / "incidents").glob("*.toml"))) + 1  # more shards than incidents
+    argv = ["compare", "--all", "--baseline", "kafka=4.0.2", "--candidate", "kafka=4.4.0",
+            "--shard", f"{count}/{count}", "--report", str(tmp_path), "--junit",
+            str(tmp_path / "junit.xml")]  # fmt: skip
+    assert main(argv) == 0
+    assert f"shard {count}/{count}: 0 of the {count - 1} incidents" in capsys.readouterr().err
+    written = json.loads((tmp_path / "report.json").read_text())
+    assert written["regressions"] == 0 and written["candidates"][0]["items"] == []
+    assert not (tmp_path / "baseline").exists()  # nothing replayed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 from kafka_replay.replay.catalog import catalog_dir, load_incidents
@@ -13,14 +14,16 @@ from tests.suite_budget import BUDGET_S, NEW_ITEM_S, recorded_durations, suite_c
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def collected(*argv: str) -> set[str]:
-    """The ids ``pytest --collect-only`` lists with ``argv``, run from the repository."""
+@cache
+def collected(*argv: str) -> frozenset[str]:
+    """The ids ``pytest --collect-only`` lists with ``argv``, run from the repository (once per
+    ``argv`` in a process: the whole suite's collection serves two tests)."""
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", *argv],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    return {line for line in result.stdout.splitlines() if "::" in line}
+    return frozenset(line for line in result.stdout.splitlines() if "::" in line)
 
 
 def test_the_keyword_selects_the_catalog_and_the_suite_runs_all_of_it() -> None:

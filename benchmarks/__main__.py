@@ -26,6 +26,7 @@ from benchmarks import (
     producer_findings,
     producer_throughput,
     scale,
+    shards,
     stability,
 )
 
@@ -45,6 +46,7 @@ BENCHMARKS = {
     "producer-findings": producer_findings.run,
     "installers": installers.run,
     "matrix": matrix.run,
+    "shards": shards.run,
 }
 # long: only when named
 ON_REQUEST = (
@@ -57,6 +59,7 @@ ON_REQUEST = (
     "producer-findings",
     "installers",
     "matrix",
+    "shards",
 )
 
 
@@ -83,7 +86,10 @@ def main(argv: list[str]) -> int:
         "--jobs",
         type=int,
         default=3,
-        help="stability, compare-matrix, lanes, matrix: runs side by side",
+        help="stability, compare-matrix, lanes, matrix, shards: runs side by side",
+    )
+    parser.add_argument(
+        "--shards", type=int, default=3, help="shards: how many parts the catalog is split into"
     )
     args = parser.parse_intermixed_args(argv)  # stability's incidents may follow its options
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")

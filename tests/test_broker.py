@@ -10,30 +10,11 @@ import time
 import pytest
 from confluent_kafka import Producer, TopicPartition
 
-from kafka_replay.cluster import TESTED_KAFKA_VERSIONS, BrokerDiedError, BrokerStartError, Cluster
+from kafka_replay.cluster import BrokerDiedError, BrokerStartError, Cluster
 from kafka_replay.cluster.backends import kafka_backends
 from tests.kafka_helpers import commit_taken, consume_until, new_consumer, produce_acked
 
 pytestmark = pytest.mark.parametrize("kafka_backend", kafka_backends())
-
-
-@pytest.mark.parametrize("kafka_version", TESTED_KAFKA_VERSIONS)
-def test_round_trip(kafka_cluster: Cluster, kafka_topic, kafka_version: str) -> None:
-    topic = kafka_topic("round-trip", partitions=3)
-    sent = {f"key-{i}": f"value-{i}" for i in range(200)}
-    acked = produce_acked(kafka_cluster, topic, sent.items(), acks="all")
-    assert len(acked) == 200
-
-    consumer = new_consumer(kafka_cluster)
-    consumer.subscribe([topic])
-    try:
-        got = consume_until(consumer, lambda seen: len(seen) >= 200)
-    finally:
-        consumer.close()
-    assert {m.key().decode(): m.value().decode() for m in got} == sent
-    assert len(got) == 200
-    where = {(m.partition(), m.offset()) for m in got}
-    assert where == {(m.partition(), m.offset()) for m in acked}
 
 
 def test_group_of_two_rebalances_and_both_get_partitions(

@@ -58,3 +58,14 @@ def test_a_tests_cost_is_its_recorded_duration_or_an_items_allowance() -> None:
     ids = ["tests/test_a.py::test_one", "incidents/a.toml::incident[a-vulnerable]", "new"]
     assert suite_cost(ids, durations) == (42.0 + NEW_ITEM_S, ["new"])
     assert suite_cost([], durations) == (0.0, [])
+
+
+def test_every_matrix_test_belongs_to_a_group_of_the_benchmark() -> None:
+    """A test moved to the matrix tier still runs somewhere: ``./dev bench matrix`` runs its
+    groups' files with ``-m matrix``, so a marked test in no group's file would run nowhere."""
+    from benchmarks.matrix import GROUPS
+
+    files = {path for paths in GROUPS.values() for path in paths}
+    matrix = collected("--matrix", "-m", "matrix")
+    assert matrix, "no test is marked matrix"
+    assert {test.split("::")[0] for test in matrix} <= files

@@ -27,7 +27,7 @@ Replay = Callable[..., Outcome]
     ("incident", "profile", "result"),
     [
         ("zombie-commit", "vulnerable", "reproduced"),
-        ("zombie-commit", "remediated", "cured"),
+        pytest.param("zombie-commit", "remediated", "cured", marks=pytest.mark.matrix),
         ("crash-restart-eos", "remediated", "cured"),
     ],
 )

@@ -14,7 +14,13 @@ JVM_CLIENT = "kafka-clients==4.4.0"
 INCIDENT = "partition-expansion-latest"
 
 
-@pytest.mark.parametrize("profile", ["vulnerable", "remediated"], ids=lambda p: f"{INCIDENT}-{p}")
+@pytest.mark.parametrize(
+    "profile",
+    [
+        pytest.param("vulnerable", id=f"{INCIDENT}-vulnerable"),
+        pytest.param("remediated", id=f"{INCIDENT}-remediated", marks=pytest.mark.matrix),
+    ],
+)
 def test_the_jvm_consumer_with_latest_skips_what_came_before_it_learned_of_new_partitions(
     replay_incident: Callable[..., Outcome], profile: str
 ) -> None:

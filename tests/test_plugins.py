@@ -91,6 +91,7 @@ def test_a_lane_runs_on_the_plugins_backend_with_its_setting(
         assert each["kafka_backend"] == "embedded-lite"
 
 
+@pytest.mark.matrix  # CI: the lane test above, and compare's setups (test_compare_cli.py)
 def test_a_compare_side_gets_the_setting_and_its_setup(
     plugin_env: dict[str, str], tmp_path: Path
 ) -> None:

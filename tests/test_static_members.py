@@ -14,7 +14,9 @@ from kafka_replay.report.outcome import Outcome
 JVM_CLIENT = "kafka-clients==4.4.0"
 
 
-@pytest.mark.parametrize("profile", ["vulnerable", "remediated"])
+@pytest.mark.parametrize(
+    "profile", ["vulnerable", pytest.param("remediated", marks=pytest.mark.matrix)]
+)
 def test_the_jvm_consumer_sharing_one_static_id_is_fenced_in_turn(
     replay_incident: Callable[..., Outcome], profile: str
 ) -> None:

@@ -131,6 +131,7 @@ def test_a_service_with_two_results_per_input_killed_mid_batch_repeats_each_kind
     assert any(each["anomalies"]["duplicate"] for each in outcome.outputs.values())
 
 
+@pytest.mark.matrix  # CI: fan-out kinds above (repeats per kind), exactly-once in the catalog
 def test_a_transactional_service_with_two_results_per_input_is_exactly_once(
     replay: Replay,
 ) -> None:

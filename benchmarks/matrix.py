@@ -4,7 +4,8 @@ CI keeps one real run of each capability (docs/benchmarks.md names which); the m
 here: the catalog against apps in other languages, every payload under every incident and
 profile, real Tansu and the catalog on it, image apps on both backends, each service shape, the
 JVM billing service under every database incident, more kill moments under open transactions,
-the JVM reference apps' other profiles, the older Kafka releases in containers.
+the JVM reference apps' other profiles, the older Kafka releases, a team's JVM app from the
+installed wheel and its definitions from the command line, pytest's workers on one Spark server.
 Each test asserts its verdicts, so a wrong one fails this benchmark; it prints every test's
 result and time, and the worker-seconds each group took.
 
@@ -36,8 +37,11 @@ GROUPS = {
         "tests/test_jvm_apps.py",
         "tests/test_static_members.py",
         "tests/test_partition_expansion.py",
+        "tests/test_protocol_migration.py",
     ),
     "brokers": ("tests/test_broker_releases.py",),
+    "teams": ("tests/test_team_install.py", "tests/test_team_directories.py"),
+    "spark": ("tests/test_connect_server.py",),
 }
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,10 +17,11 @@ from pathlib import Path
 #: Where the durations of the last whole run are kept (test id -> seconds, set-up and teardown
 #: included).
 DURATIONS = Path(__file__).with_name("durations.json")
-#: CI's set of tests, summed over the workers, as recorded: 8,354 s on 2026-11-28 (a whole run,
-#: 45 minutes of pytest on three workers), and room for three new incidents at 90 s each. To go
-#: higher is a decision with a measured reason, not a number to bump.
-BUDGET_S = 8700.0
+#: CI's set of tests, summed over the workers, as recorded: 6,667 s (of the 7,047 s the whole
+#: run of 2026-11-28 on a new machine recorded, 39.5 minutes of pytest on three workers, before
+#: more moved to the matrix tier), and room for three new incidents at 90 s each. To go higher is
+#: a decision with a measured reason, not a number to bump.
+BUDGET_S = 6950.0
 #: What a test costs until a run records it: half of a new incident's 90 worker-seconds.
 NEW_ITEM_S = 45.0
 

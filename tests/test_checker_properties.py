@@ -152,7 +152,7 @@ def _backwards(records: Iterable[tuple[int, int, str, int]]) -> int:
     return backwards
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories())
 def test_the_checker_reports_exactly_what_the_reference_model_finds(
     spark, history: History

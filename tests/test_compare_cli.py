@@ -106,6 +106,7 @@ def test_setups_multiply_the_catalog_items_and_name_them(tmp_path: Path) -> None
     assert f"{len(ids)}/{2 * len(ids)} tests collected" in result.stdout
 
 
+@pytest.mark.matrix  # CI: setups name the items (above); a setup reaches compare's runs
 def test_a_setup_reaches_the_run_of_an_item(tmp_path: Path) -> None:
     result = pytest_in(
         tmp_path, "-v", "--replay-setup", "client.max.poll.records=500",

@@ -139,6 +139,7 @@ def test_a_server_that_cannot_start_says_why_with_its_log(lease: Lease, tmp_path
     assert server.pid is None  # stopped
 
 
+@pytest.mark.matrix  # CI: a check on the server finds what a driver finds; compare's sides
 def test_pytest_workers_check_on_the_one_server_the_session_started(tmp_path: Path) -> None:
     (tmp_path / "test_on_shared_spark.py").write_text(WORKERS_TEST)
     ran = subprocess.run(

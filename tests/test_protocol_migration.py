@@ -49,6 +49,7 @@ def test_the_jvm_app_keeping_classic_settings_never_joins_as_a_consumer_member(
     assert "group.protocol=consumer" in properties and "session.timeout.ms=6000" in properties
 
 
+@pytest.mark.matrix  # CI: the JVM app keeping classic settings; the catalog's two items
 def test_the_jvm_app_without_them_migrates_and_loses_nothing(replay_incident: Replay) -> None:
     outcome = replay_incident("protocol-migration", "remediated", client_library=CLIENT)
     assert outcome.result == "cured", outcome.explain()

@@ -85,6 +85,7 @@ def write_incident(directory: Path, name: str) -> Path:
     return path
 
 
+@pytest.mark.matrix  # CI: the same with pytest; --incidents DIR runs in test_sink_cli.py
 def test_a_teams_definition_runs_with_the_cli(tmp_path: Path) -> None:
     write_incident(tmp_path / "ops" / "incidents", "double-kill")
     work = tmp_path / "elsewhere"

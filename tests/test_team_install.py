@@ -100,13 +100,18 @@ def test_the_teams_plain_pytest_runs_its_own_tests_only(
     assert "1 passed" in result.stdout and "incident[" not in result.stdout
 
 
-def test_the_catalog_is_listed_and_a_jvm_app_replays_it(
-    team: tuple[Path, dict[str, str]], tmp_path: Path
-) -> None:
+def test_the_catalog_is_listed(team: tuple[Path, dict[str, str]]) -> None:
     repo, env = team
     listed = run(repo, env, "kafka-replay", "list")
     assert listed.returncode == 0, listed.stderr
     assert "zombie-commit" in listed.stdout
+
+
+@pytest.mark.matrix  # CI: the JVM apps in tests/test_jvm_apps.py, the sources in the wheel
+def test_a_jvm_app_replays_from_the_installed_wheel(
+    team: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    repo, env = team
     replayed = run(
         repo, env, "kafka-replay", "run", "zombie-commit", "--profile", "remediated",
         "--client-library", "kafka-clients==3.9.1", "--report", str(tmp_path / "out"),

@@ -75,7 +75,6 @@ def test_the_order_service_rejects_the_built_in_json(name: str) -> None:
 #: every other combination is the matrix tier (``./dev bench matrix payloads``).
 IN_CI = {
     ("vulnerable", "poll-timeout-rebalance", "avro-registry"),
-    ("remediated", "poll-timeout-rebalance", "team-generator"),
     ("remediated", "zombie-commit", "json-schema"),
     ("vulnerable", "zombie-commit", "team-generator"),
 }

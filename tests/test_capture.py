@@ -255,10 +255,15 @@ def test_a_replay_at_twice_the_speed_keeps_the_bursts_and_the_gaps(
     assert abs(p50_got - p50_want) <= max(0.1 * p50_want, 5.0) + late, (p50_got, p50_want, late)
     assert abs(p95_got - p95_want) <= 0.1 * p95_want + late, (p95_got, p95_want, late)
     bucket_ms = 1000 / SPEED
-    want = Counter(int((t - original_ms[0]) / SPEED // bucket_ms) for t in original_ms)
+    due = [(t - original_ms[0]) / SPEED for t in original_ms]  # each send's time in the replay
+    want = Counter(int(at // bucket_ms) for at in due)
     got = Counter(int((t - replay_ms[0]) // bucket_ms) for t in replay_ms)
     off = sum(abs(want[b] - got[b]) for b in want.keys() | got.keys()) / RECORDS
-    assert off <= 0.10, (off, sorted(want.items()), sorted(got.items()))
+    # a send run late crosses into the next bucket only if it was due within that lateness of
+    # the bucket's end: each such record may count twice (one bucket short, the next over)
+    movable = sum(1 for at in due if bucket_ms - at % bucket_ms <= lateness["late_ms_max"])
+    allowed = 0.10 + 2 * movable / RECORDS
+    assert off <= allowed, (off, allowed, sorted(want.items()), sorted(got.items()), lateness)
     print(
         f"replay x{SPEED:g}: gap p50 {p50_got} ms (want {p50_want}), p95 {p95_got} ms "
         f"(want {p95_want}), per-bucket error {off:.1%}, lateness {lateness}"

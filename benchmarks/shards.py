@@ -32,6 +32,8 @@ def _kafka_replay(*arguments: str) -> float:
 
 
 def _verdicts(report: Path) -> dict[str, tuple[str, bool]]:
+    if not (report / "report.json").is_file():
+        raise SystemExit(f"shards: kafka-replay wrote no report in {report}")
     runs = json.loads((report / "report.json").read_text())["runs"]
     return {f"{r['incident']} [{r['profile']}]": (r["verdict"], r["passed"]) for r in runs}
 

@@ -9,6 +9,10 @@ the first check of each run and the median of the others, and asserts that every
 run found the same anomalies as its first. Each way is a process of its own (PySpark takes a
 whole process to Spark Connect), the two taking turns for ``--times`` rounds; the server is
 started once, before the first round, as ``kafka-replay compare`` starts it before its sides.
+
+On a driver of its own each warm check also says what it cost Spark (:func:`probed`): the
+stages its jobs ran (from Spark's status store), the calls it made into the JVM, and its time
+outside any job (planning the queries, reading the history's small files on the driver).
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 RUNS = ("zombie-commit:remediated", "producer-retry-duplicates:vulnerable")
 WAYS = ("own driver", "shared server")
@@ -51,8 +58,8 @@ def run(args: argparse.Namespace) -> None:
                         found[way].setdefault(name, []).append(times)
                         print(
                             f"  round {round_}, {way}: {name}: start {times['start']:.1f} s, "
-                            f"first {times['first']:.2f} s, then median {times['warm']:.2f} s "
-                            f"(load {load:.1f})"
+                            f"first {times['first']:.2f} s, then median {times['warm']:.2f} s"
+                            f"{_cost(times)} (load {load:.1f})"
                         )
             _summarise(found)
     finally:
@@ -72,7 +79,25 @@ def _summarise(found: dict[str, dict[str, list[dict[str, float]]]]) -> None:
             for key, (mine, theirs) in medians.items()
         )
         print(f"  {name}, own driver against shared server: {said}")
+        costs = {
+            key: statistics.median(t[key] for t in own[name])
+            for key in COSTS
+            if key in own[name][0]
+        }
+        if costs:
+            print(f"  {name}, a warm check on its own driver{_cost(costs)}")
     assert set(own) == set(shared)
+
+
+#: What :func:`probed` measures of a warm check, as printed.
+COSTS = {"planning": "{:.2f} s planning", "jvm_calls": "{:.0f} calls into the JVM",
+         "jobs": "{:.0f} jobs", "stages": "{:.0f} stages"}  # fmt: skip
+
+
+def _cost(measured: dict[str, float]) -> str:
+    """A warm check's cost to Spark, where it was measured (a driver of its own)."""
+    said = [form.format(measured[key]) for key, form in COSTS.items() if key in measured]
+    return f": {', '.join(said)}" if said else ""
 
 
 def _measure(env: dict[str, str], runs: list[str], checks: int) -> dict[str, dict[str, float]]:
@@ -82,6 +107,53 @@ def _measure(env: dict[str, str], runs: list[str], checks: int) -> dict[str, dic
     if done.returncode != 0:
         raise RuntimeError(f"the measuring process exited {done.returncode}: {done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@contextmanager
+def probed(spark: Any) -> Iterator[dict[str, float]]:
+    """What the check run in the block cost Spark, filled in as the block ends: ``stages`` its
+    jobs ran (skipped ones not counted), ``jvm_calls`` made from Python and ``planning``, its
+    seconds outside every job. Left empty on Spark Connect, whose client has no JVM."""
+    cost: dict[str, float] = {}
+    if not hasattr(spark, "_jsc"):
+        yield cost
+        return
+    from py4j.java_gateway import GatewayClient
+
+    store = spark.sparkContext._jsc.sc().statusStore()
+    before = {job.jobId() for job in _scala(store.jobsList(None))}
+    send, calls = GatewayClient.send_command, [0]
+
+    def counted(client: GatewayClient, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return send(client, *args, **kwargs)
+
+    GatewayClient.send_command = counted
+    began = time.time()
+    try:
+        yield cost
+    finally:
+        GatewayClient.send_command = send
+    wall = time.time() - began
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()  # the jobs' ends recorded
+    jobs = [job for job in _scala(store.jobsList(None)) if job.jobId() not in before]
+    stages = {sid for job in jobs for sid in _scala(job.stageIds())}
+    ran = [sid for sid in stages if str(store.lastStageAttempt(sid).status()) != "SKIPPED"]
+    spans = sorted(
+        (job.submissionTime().get().getTime() / 1000, job.completionTime().get().getTime() / 1000)
+        for job in jobs
+    )
+    in_jobs, reached = 0.0, began
+    for start, end in spans:  # the union of the jobs' spans, within the block
+        start, end = max(start, reached), min(end, began + wall)
+        if end > start:
+            in_jobs, reached = in_jobs + end - start, end
+    cost.update(stages=len(ran), jobs=len(jobs), jvm_calls=calls[0], planning=wall - in_jobs)
+
+
+def _scala(seq: Any) -> list[Any]:
+    """A Scala ``Seq`` from the JVM as a list."""
+    return [seq.apply(i) for i in range(seq.size())]
 
 
 def _session_checks(checks: int, runs: list[str]) -> dict[str, dict[str, float]]:
@@ -106,17 +178,20 @@ def _session_checks(checks: int, runs: list[str]) -> dict[str, dict[str, float]]
                 if played.stopped:
                     raise RuntimeError(f"{name} [{profile}]: {played.outcome.error}")
                 played.settle()
-                times, found = [], None
+                times, costs, found = [], [], None
                 for _ in range(checks + 1):
-                    began = time.perf_counter()
-                    played.check(lambda: session.spark)
-                    times.append(time.perf_counter() - began)
+                    with probed(session.spark) as cost:
+                        began = time.perf_counter()
+                        played.check(lambda: session.spark)
+                        times.append(time.perf_counter() - began)
+                    costs.append(cost)
                     found = found or played.outcome.anomalies
                     assert played.outcome.anomalies == found, (found, played.outcome.anomalies)
                 measured[f"{name} [{profile}]"] = {
                     "start": start,
                     "first": times[0],
                     "warm": statistics.median(times[1:]),
+                    **{key: statistics.median(c[key] for c in costs[1:]) for key in costs[-1]},
                 }
             finally:
                 played.finish()

@@ -60,7 +60,9 @@ COMMANDS = documented_commands()
 
 
 def tool(words: list[str]) -> tuple[str, list[str]]:
-    """Which tool a command runs, and its arguments."""
+    """Which tool a command runs, and its arguments (past the variables it sets first)."""
+    while re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        words = words[1:]
     first = Path(words[0]).name
     if first in ("python", "python3") and words[1:3] == ["-m", "pytest"]:
         return "pytest", words[3:]

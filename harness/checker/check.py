@@ -18,6 +18,7 @@ from kafka_replay.history.store import read_stream
 from . import sources
 from .analysis import ANOMALIES, PLACES, Analysis, CheckInputs, Finding
 from .log_end import log_starts
+from .recorded import recorder
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
 from .verdict import judge, verdict
 
@@ -270,6 +271,9 @@ def check_run(
         _expect(inputs, expected)
     if isinstance(output, KafkaOutput):  # read before the output: a read stops at these
         inputs.held = held_partitions(output.bootstrap_servers, output.topic)
+    kept = recorder(run_dir)  # None unless checks are recorded
+    if kept is not None:
+        inputs.log_starts = kept.remembering(inputs.log_starts)
     analysis = Analysis(
         inputs,
         examples,
@@ -283,6 +287,8 @@ def check_run(
         if isinstance(output, KafkaOutput) and expected and expected.kind_of:
             sources.raise_for_failed_ids(inputs.committed, output.topic, expected.kind_of, "kind")
         findings = analysis.findings()
+        if kept is not None:
+            kept.write(analysis, produced, findings)
         if isinstance(output, JdbcOutput) and output.effect_column is not None:
             findings["effect_repeated"] = effects_repeated(rows, inputs.acks, output, examples)
         totals = analysis.totals()

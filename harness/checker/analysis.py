@@ -1,14 +1,16 @@
 """What happened to every record: each anomaly as a Spark query over the run's data.
 
 Each anomaly is one function registered with ``@anomaly`` (its name, how its examples are
-ordered, and a docstring whose first line describes it); :func:`analyse` runs them all, and
-reports list them in :data:`ANOMALIES` order. ``docs/checker.md`` describes each one, and a
-test keeps the two in step.
+ordered, and a docstring whose first line describes it) that returns its query, most as one
+SQL text over the check's views (:meth:`Analysis.sql`): a text is analysed by Spark in one
+call, where a chain of DataFrame steps costs a call into the JVM per step, and the same text
+is both counted (every anomaly in one job) and, where it found something, read for examples.
+:func:`analyse` runs them all, and reports list them in :data:`ANOMALIES` order.
+``docs/checker.md`` describes each one, and a test keeps the two in step.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -54,7 +56,7 @@ class Detailed:
     with the others (:meth:`Analysis.findings`), and only when it has some does ``detail``
     make its finding from them and their count."""
 
-    frame: DataFrame
+    frame: DataFrame | str  # a SQL text over the analysis' views (:meth:`Analysis.sql`)
     detail: Callable[[DataFrame, int], Finding]
     none: Finding  # what it says when it found nothing
 
@@ -63,13 +65,11 @@ def _rows(frame: DataFrame, limit: int) -> list[dict[str, Any]]:
     return [row.asDict(recursive=True) for row in frame.limit(limit).collect()]
 
 
-def _counts(frames: Mapping[str, DataFrame]) -> dict[str, int]:
-    """The rows of every frame, in one job: a union of their names, grouped."""
-    if not frames:
-        return {}
-    named = [frame.select(F.lit(name).alias("name")) for name, frame in frames.items()]
-    union = functools.reduce(DataFrame.unionAll, named)
-    return {row["name"]: row["count"] for row in union.groupBy("name").count().collect()}
+def _union_counts(queries: Mapping[str, str]) -> str:
+    """One SQL text that counts the rows of every query, by name: a union of their names,
+    grouped, so every anomaly is counted by one Spark job."""
+    named = (f"SELECT '{name}' AS name FROM ({query})" for name, query in queries.items())
+    return "SELECT name, count(*) AS count FROM (" + " UNION ALL ".join(named) + ") GROUP BY name"
 
 
 #: What :func:`_passed` adds to an input: the movement of the log start that passed it.
@@ -195,11 +195,6 @@ def _unlogged() -> Column:
     return F.col("copies") == 0
 
 
-def _fair_deliveries() -> Column:
-    """Deliveries the app owes an input: one per copy in the input log, at least one."""
-    return F.greatest(F.col("copies"), F.lit(1))  # greatest skips a null: one, unread
-
-
 class Analysis:
     """What the anomaly queries share, each part computed once per check.
 
@@ -316,10 +311,40 @@ class Analysis:
         )
 
     @cached_property
-    def missing(self) -> tuple[DataFrame, DataFrame]:
-        """(lost, unseen at deadline): never delivered, although the input log holds them, and
-        not behind an open transaction."""
-        return _missing(self.undelivered[0], self.commits)
+    def views(self) -> dict[str, DataFrame | str]:
+        """What the anomalies' SQL texts read, by name (:meth:`sql`): the inputs' frames, and
+        views of them as SQL texts. Where a log start moved or an open transaction holds the
+        output (rare), ``retention`` and ``undelivered`` are the frames that say so."""
+        inputs = self.inputs
+        frames = {
+            "matched": self.matched, "offsets": inputs.offsets, "lag": inputs.lag,
+            "reports": inputs.reports, "committed": inputs.committed,
+            "uncommitted": inputs.uncommitted, "misrouted": inputs.misrouted,
+        }  # fmt: skip
+        views: dict[str, DataFrame | str] = {n: f for n, f in frames.items() if f is not None}
+        views |= _VIEWS
+        if self.log_start_moves is not None:
+            views["retention"] = self.retention
+        if self.log_start_moves is not None or self.held:
+            views["undelivered"] = self.undelivered[0]
+        return views
+
+    @property
+    def held(self) -> bool:
+        """Whether an open transaction held an output partition when the output was read."""
+        return bool(self.inputs.held) and self.inputs.uncommitted is not None
+
+    def sql(self, text: str, **more: DataFrame) -> DataFrame:
+        """A SQL text over :attr:`views` (and ``more``): ``{name}`` is the view of that name."""
+        frames = {n: v for n, v in self.views.items() if isinstance(v, DataFrame)} | more
+        texts = {n: f"({v})" for n, v in self.views.items() if isinstance(v, str)}
+        kept = {name: "{" + name + "}" for name in frames}
+        while any("{" + name + "}" in text for name in texts):  # views of views
+            text = text.format(**texts, **kept)
+        return self.matched.sparkSession.sql(text, **frames)
+
+    def frame(self, query: DataFrame | str) -> DataFrame:
+        return self.sql(query) if isinstance(query, str) else query
 
     def findings(self) -> dict[str, Finding]:
         """Every registered anomaly.
@@ -334,17 +359,27 @@ class Analysis:
             for name, result in results.items()
             if not isinstance(result, Finding)
         }
-        counts = _counts(queries)
+        # a query made as a frame is counted beside the SQL texts, as a view of its own
+        frames = {f"q_{name}": q for name, q in queries.items() if isinstance(q, DataFrame)}
+        texts = {
+            name: f"SELECT * FROM {{q_{name}}}" if isinstance(query, DataFrame) else query
+            for name, query in queries.items()
+        }
+        counted = self.sql(_union_counts(texts), **frames).collect() if texts else []
+        counts = {row["name"]: row["count"] for row in counted}
         findings = {}
         for name, result in results.items():
             found, kind = counts.get(name, 0), REGISTRY[name]
             if isinstance(result, Finding):
                 findings[name] = result
             elif isinstance(result, Detailed):
-                findings[name] = result.detail(result.frame, found) if found else result.none
+                if found:
+                    findings[name] = result.detail(self.frame(result.frame), found)
+                else:
+                    findings[name] = result.none
             else:
                 limit = found if kind.every else self.examples
-                rows = _rows(result.orderBy(*kind.order), limit) if found else []
+                rows = _rows(self.frame(result).orderBy(*kind.order), limit) if found else []
                 every = {"every": [dict(row) for row in rows]} if kind.every else None
                 findings[name] = Finding(found, rows[: self.examples], every)
         return findings
@@ -379,7 +414,8 @@ class Analysis:
             self.matched.unpersist()  # a checkpoint's rows go with it once unreferenced
 
 
-Query = Callable[[Analysis], "DataFrame | Detailed | Finding"]
+#: An anomaly's query: a SQL text over :attr:`Analysis.views`, a frame, or its finding at once.
+Query = Callable[[Analysis], "str | DataFrame | Detailed | Finding"]
 
 
 @dataclass(frozen=True)
@@ -422,33 +458,60 @@ def analyse(inputs: CheckInputs, examples: int = 5) -> dict[str, Finding]:
         analysis.close()
 
 
+#: Views every check has, as SQL texts (:meth:`Analysis.sql`); ``retention`` and
+#: ``undelivered`` are these only where no log start moved and no transaction held the output.
+_VIEWS = {
+    "commits": "SELECT * FROM {offsets} WHERE kind = 'commit'",
+    # every acknowledged input (a never delivered one, or an input's first delivery), with the
+    # movement of its partition's log start that passed it (none moved: null)
+    "retention": """
+        SELECT *, CAST(NULL AS BIGINT) AS deleted_ts_ms, CAST(NULL AS BIGINT) AS seen_ts_ms,
+            CAST(NULL AS BIGINT) AS log_start_from, CAST(NULL AS BIGINT) AS log_start_to
+        FROM {matched} WHERE side = 0 OR (side = 1 AND acked AND first)""",
+    # never delivered, although the input log holds it (null: not read)
+    "undelivered": "SELECT * FROM {retention} WHERE side = 0 AND NOT coalesce(copies = 0, false)",
+    # each input partition's highest commit
+    "progress": """
+        SELECT topic AS in_topic, partition AS in_partition, max(offset) AS max_committed
+        FROM {commits} GROUP BY topic, partition""",
+    # what is undelivered, and whether a commit passed it
+    "missing": """
+        SELECT u.event_id, u.key, u.seq, u.in_partition, u.in_offset, p.max_committed, u.ack_ts,
+            p.max_committed IS NOT NULL AND u.in_offset < p.max_committed AS passed
+        FROM {undelivered} u LEFT JOIN {progress} p
+            ON u.in_topic = p.in_topic AND u.in_partition = p.in_partition""",
+}
+
+_MISSING_COLUMNS = "event_id, key, seq, in_partition, in_offset, max_committed, ack_ts"
+
+
 @anomaly("in_partition", "in_offset")
-def lost(analysis: Analysis) -> DataFrame:
+def lost(analysis: Analysis) -> str:
     """Acknowledged, never in the output, although the group committed past it."""
-    return analysis.missing[0]
+    return f"SELECT {_MISSING_COLUMNS} FROM {{missing}} WHERE passed"
 
 
 @anomaly("out_partition", "out_offset")
-def misrouted(analysis: Analysis) -> DataFrame | Finding:
+def misrouted(analysis: Analysis) -> str | Finding:
     """An input in an output where a correct service does not put it (``[expect]``)."""
-    found = analysis.inputs.misrouted
-    if found is None:
+    if analysis.inputs.misrouted is None:
         return Finding(0, [])
-    return found.select(
-        "event_id", "key", "seq", "belongs_in", "in_partition", "in_offset",
-        "out_partition", "out_offset",
-    )  # fmt: skip
+    return """
+        SELECT event_id, key, seq, belongs_in, in_partition, in_offset, out_partition, out_offset
+        FROM {misrouted}"""
 
 
 @anomaly("in_partition", "in_offset")
-def unseen_at_deadline(analysis: Analysis) -> DataFrame:
+def unseen_at_deadline(analysis: Analysis) -> str:
     """Acknowledged, not in the output, and no commit passed it: unknown, not lost."""
-    return analysis.missing[1]
+    return f"SELECT {_MISSING_COLUMNS} FROM {{missing}} WHERE NOT passed"
 
 
 @anomaly("in_partition", "in_offset")
-def behind_open_transaction(analysis: Analysis) -> DataFrame:
+def behind_open_transaction(analysis: Analysis) -> DataFrame | Finding:
     """Acknowledged, its output only behind a transaction still open: neither delivered nor lost."""
+    if not analysis.held:
+        return Finding(0, [])
     return analysis.undelivered[1].select(
         "event_id", "key", "seq", "in_partition", "in_offset", "ack_ts"
     )
@@ -457,33 +520,59 @@ def behind_open_transaction(analysis: Analysis) -> DataFrame:
 @anomaly()
 def duplicate(analysis: Analysis) -> Detailed:
     """An input delivered more than once, and more often than the input log holds it if read."""
-    return _duplicates(analysis.delivered, analysis.examples, analysis.source_read)
+    copies = ", copies" if analysis.source_read else ""
+    repeated = f"""
+        SELECT event_id, key, seq, in_partition, in_offset, deliveries{copies} FROM {{matched}}
+        WHERE side = 1 AND acked AND first AND deliveries > greatest(copies, 1)"""
+    order = (F.desc("deliveries"), "in_partition", "in_offset")
+    return Detailed(
+        repeated,
+        lambda frame, count: _counted(frame, count, "deliveries", order, analysis.examples),
+        _not_repeated(),
+    )
 
 
 @anomaly("out_partition", "out_offset")
-def aborted_read(analysis: Analysis) -> DataFrame:
+def aborted_read(analysis: Analysis) -> str | Finding:
     """An output record visible only without read_committed."""
-    return _aborted(analysis.inputs.committed, analysis.inputs.uncommitted)
+    if analysis.inputs.uncommitted is None:
+        return Finding(0, [])
+    return (
+        "SELECT * FROM {uncommitted} LEFT ANTI JOIN {committed} USING (out_partition, out_offset)"
+    )
 
 
 @anomaly("out_partition", "out_offset")
-def reordered(analysis: Analysis) -> DataFrame | Finding:
+def reordered(analysis: Analysis) -> str | Finding:
     """For one key in one output partition, a first delivery with a lower seq than the last."""
     if not analysis.ordered:
         return Finding(0, [])
-    return _seq_backwards(analysis.delivered.filter(F.col("first")), "out_partition", "out_offset")
+    return _seq_backwards("side = 1 AND acked AND first", "out_partition", "out_offset")
 
 
 @anomaly("out_partition", "out_offset")
-def unexpected(analysis: Analysis) -> DataFrame:
+def unexpected(analysis: Analysis) -> str:
     """Output that matches no input, or in which no event_id was found."""
-    return _unexpected(analysis.outputs)
+    # a record at the position of a known one is not unexpected; one with no position is
+    return """
+        SELECT event_id, out_partition, out_offset FROM (
+            SELECT *, max(CAST(known AS INT)) OVER (PARTITION BY out_partition, out_offset)
+                AS known_there
+            FROM {matched} WHERE side = 1)
+        WHERE (NOT known OR out_partition IS NULL OR out_offset IS NULL)
+            AND NOT coalesce(out_partition IS NOT NULL AND out_offset IS NOT NULL
+                AND known_there = 1, false)"""
 
 
 @anomaly("log_offset", every=True)
-def committed_offset_regression(analysis: Analysis) -> DataFrame:
+def committed_offset_regression(analysis: Analysis) -> str:
     """An accepted commit lower than the partition's previous one (a tombstone resets)."""
-    return _regressions(analysis.inputs.offsets)
+    return """
+        SELECT `group`, topic, partition, previous_offset, offset, log_offset, commit_ts_ms FROM (
+            SELECT *, lag(offset) OVER (PARTITION BY `group`, topic, partition
+                ORDER BY log_offset) AS previous_offset
+            FROM {offsets})
+        WHERE offset < previous_offset"""
 
 
 @anomaly("ts")
@@ -493,18 +582,40 @@ def commit_by_non_owner(analysis: Analysis) -> DataFrame:
 
 
 @anomaly("in_partition", "in_offset")
-def reprocessing_after_reset(analysis: Analysis) -> DataFrame:
+def reprocessing_after_reset(analysis: Analysis) -> str:
     """A repeated delivery of an input whose offset had been committed as done before it."""
-    # the others have no repeat: a delivery per copy in the input log is none
-    repeated = analysis.delivered.filter(F.col("deliveries") > _fair_deliveries())
-    return _reprocessed(repeated, analysis.commits)
+    # deliveries past an input's fair ones (one per copy in the input log) after a commit
+    # passed it; the first such delivery of each input
+    return """
+        SELECT event_id, key, seq, in_partition, in_offset, delivery, committed_before FROM (
+            SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY delivery) AS nth FROM (
+                SELECT r.event_id, r.key, r.seq, r.in_partition, r.in_offset, r.delivery,
+                    max(c.offset) AS committed_before
+                FROM (
+                    SELECT * FROM (
+                        SELECT *, row_number() OVER (PARTITION BY event_id
+                            ORDER BY out_ts_ms, out_offset) AS delivery
+                        FROM {matched}
+                        WHERE side = 1 AND acked AND deliveries > greatest(copies, 1))
+                    WHERE delivery > greatest(copies, 1)) r
+                JOIN {commits} c ON c.topic = r.in_topic AND c.partition = r.in_partition
+                    AND c.log_ts_ms <= r.out_ts_ms
+                GROUP BY r.event_id, r.key, r.seq, r.in_partition, r.in_offset, r.delivery)
+            WHERE in_offset < committed_before)
+        WHERE nth = 1"""
 
 
 @anomaly("partition")
-def stuck_lag(analysis: Analysis) -> DataFrame:
+def stuck_lag(analysis: Analysis) -> str:
     """A partition with nothing missing whose group lag stayed above zero at the end."""
-    lost, unseen = analysis.missing
-    return _stuck_lag(analysis.inputs.lag, lost.unionByName(unseen))
+    return """
+        SELECT `group`, topic, partition, committed, `end`, lag FROM (
+            SELECT *, row_number() OVER (PARTITION BY `group`, topic, partition ORDER BY ts DESC)
+                AS rank
+            FROM {lag}) final
+        LEFT ANTI JOIN (SELECT in_partition FROM {missing} WHERE passed IS NOT NULL) m
+            ON final.partition = m.in_partition
+        WHERE rank = 1 AND lag > 0"""
 
 
 @anomaly()
@@ -513,8 +624,9 @@ def lost_write(analysis: Analysis) -> Detailed | Finding:
     if not analysis.source_read:
         return Finding(0, [])
     # an input the log start passed was deleted from the log's start, not lost by a broker
-    lost = analysis.retention.filter(_unlogged() & F.col("log_start_to").isNull())
-    columns = ("event_id", "key", "seq", "in_partition", "in_offset", "ack_ts")
+    lost = """
+        SELECT event_id, key, seq, in_partition, in_offset, ack_ts FROM {retention}
+        WHERE copies = 0 AND log_start_to IS NULL"""
 
     def detail(frame: DataFrame, count: int) -> Finding:
         """Examples, each with what the input log holds at its position now."""
@@ -524,12 +636,14 @@ def lost_write(analysis: Analysis) -> Detailed | Finding:
             example["log_event_id"] = now.get((example["in_partition"], example["in_offset"]))
         return Finding(count, examples)
 
-    return Detailed(lost.select(*columns), detail, Finding(0, []))
+    return Detailed(lost, detail, Finding(0, []))
 
 
 @anomaly("in_partition", "in_offset")
-def deleted_by_retention(analysis: Analysis) -> DataFrame:
+def deleted_by_retention(analysis: Analysis) -> DataFrame | Finding:
     """Acknowledged, never delivered, and the log start passed it before any commit did."""
+    if analysis.log_start_moves is None:
+        return Finding(0, [])
     return analysis.deleted
 
 
@@ -538,14 +652,9 @@ def log_duplicate(analysis: Analysis) -> Detailed | Finding:
     """An input written to the input log more than once (with the distribution of copies)."""
     if not analysis.source_read:
         return Finding(0, [])
-    copied = analysis.log.filter(F.col("first") & (F.col("copies") > 1)).select(
-        "event_id",
-        "key",
-        "seq",
-        F.col("in_partition").alias("partition"),
-        F.col("in_offset").alias("first_offset"),
-        "copies",
-    )
+    copied = """
+        SELECT event_id, key, seq, in_partition AS partition, in_offset AS first_offset, copies
+        FROM {matched} WHERE side = 2 AND first AND copies > 1"""
     order = (F.desc("copies"), "partition", "first_offset")
 
     def detail(frame: DataFrame, count: int) -> Finding:
@@ -561,21 +670,22 @@ def log_duplicate(analysis: Analysis) -> Detailed | Finding:
 
 
 @anomaly("in_partition", "in_offset")
-def log_reordered(analysis: Analysis) -> DataFrame | Finding:
+def log_reordered(analysis: Analysis) -> str | Finding:
     """For one key in one input partition, a first copy with a lower seq than the one before."""
     if not analysis.source_read:
         return Finding(0, [])
-    return _seq_backwards(analysis.log.filter(F.col("first")), "in_partition", "in_offset")
+    return _seq_backwards("side = 2 AND first", "in_partition", "in_offset")
 
 
-def _missing(undelivered: DataFrame, commits: DataFrame) -> tuple[DataFrame, DataFrame]:
-    progress = commits.groupBy(
-        F.col("topic").alias("in_topic"), F.col("partition").alias("in_partition")
-    ).agg(F.max("offset").alias("max_committed"))
-    judged = undelivered.join(progress, ["in_topic", "in_partition"], "left")
-    passed = F.col("max_committed").isNotNull() & (F.col("in_offset") < F.col("max_committed"))
-    columns = ["event_id", "key", "seq", "in_partition", "in_offset", "max_committed", "ack_ts"]
-    return judged.filter(passed).select(*columns), judged.filter(~passed).select(*columns)
+def _seq_backwards(rows: str, partition: str, offset: str) -> str:
+    """For one key of one input topic in one partition, by offset, a record with a lower seq
+    than the one before (each input topic's workload numbers its keys' records apart)."""
+    return f"""
+        SELECT event_id, key, seq, previous_seq, {partition}, {offset} FROM (
+            SELECT *, lag(seq) OVER (PARTITION BY key, in_topic, {partition} ORDER BY {offset})
+                AS previous_seq
+            FROM {{matched}} WHERE {rows})
+        WHERE seq < previous_seq"""
 
 
 def _log_starts(lag: DataFrame, log: DataFrame, now: DataFrame | None = None) -> DataFrame:
@@ -661,20 +771,6 @@ def _deleted_first(candidates: DataFrame, commits: DataFrame) -> DataFrame:
     return judged.filter(first).select(*columns, *_MOVED, "committed_past_ts_ms")
 
 
-def _duplicates(delivered: DataFrame, examples: int, source_read: bool) -> Detailed:
-    """Inputs delivered more than once, or, beside the input log, more than their copies."""
-    columns = ["event_id", "key", "seq", "in_partition", "in_offset", "deliveries"]
-    if source_read:
-        columns.append("copies")
-    repeated = delivered.filter(F.col("first") & (F.col("deliveries") > _fair_deliveries()))
-    order = (F.desc("deliveries"), "in_partition", "in_offset")
-    return Detailed(
-        repeated.select(*columns),
-        lambda frame, count: _counted(frame, count, "deliveries", order, examples),
-        _not_repeated(),
-    )
-
-
 def _not_repeated() -> Finding:
     """What a repeat's finding says when nothing came twice."""
     return Finding(0, [], {"distribution": {}})
@@ -734,53 +830,6 @@ def _behind_open_transaction(
     return uncommitted.filter(behind & F.col("event_id").isNotNull()).select("event_id").distinct()
 
 
-def _aborted(committed: DataFrame, uncommitted: DataFrame | None) -> DataFrame:
-    if uncommitted is None:
-        return committed.limit(0)
-    return uncommitted.join(committed, ["out_partition", "out_offset"], "left_anti")
-
-
-def _seq_backwards(first: DataFrame, partition: str, offset: str) -> DataFrame:
-    """For one key of one input topic in one partition, by offset, a record with a lower seq
-    than the one before (each input topic's workload numbers its keys' records apart)."""
-    # key first: the sort's prefix is then the key, not one of a few partitions
-    in_order = Window.partitionBy("key", "in_topic", partition).orderBy(offset)
-    return (
-        first.withColumn("previous_seq", F.lag("seq").over(in_order))
-        .filter(F.col("seq") < F.col("previous_seq"))
-        .select("event_id", "key", "seq", "previous_seq", partition, offset)
-    )
-
-
-def _unexpected(outputs: DataFrame) -> DataFrame:
-    """Output records matched to no input, by position: a null ``event_id`` matches nothing.
-
-    A record at the position of a known one is not unexpected, and a record with a null
-    position is, as an anti join by position would have it. Only the (few) candidates'
-    positions are looked up among the known records.
-    """
-    position = ["out_partition", "out_offset"]
-    no_position = F.col("out_partition").isNull() | F.col("out_offset").isNull()
-    candidates = outputs.filter(~F.col("known") | no_position)
-    taken = (
-        outputs.filter(F.col("known"))
-        .select(*position)
-        .join(candidates.select(*position).distinct(), position, "left_semi")
-    )
-    return candidates.join(taken, position, "left_anti").select("event_id", *position)
-
-
-def _regressions(offsets: DataFrame) -> DataFrame:
-    ordered = Window.partitionBy("group", "topic", "partition").orderBy("log_offset")
-    return (
-        offsets.withColumn("previous_offset", F.lag("offset").over(ordered))
-        .filter(F.col("offset") < F.col("previous_offset"))
-        .select(
-            "group", "topic", "partition", "previous_offset", "offset", "log_offset", "commit_ts_ms"
-        )
-    )
-
-
 def _non_owner_commits(reports: DataFrame) -> DataFrame:
     commits = reports.filter(F.col("kind") == "commit").select(
         "ts", "instance", "member", "assignment", F.explode("offsets").alias("committed")
@@ -828,41 +877,6 @@ def _non_owner_commits(reports: DataFrame) -> DataFrame:
         "partition",
         "offset",
         F.col("owner").alias("last_assigned_to"),
-    )
-
-
-def _reprocessed(delivered: DataFrame, commits: DataFrame) -> DataFrame:
-    """Deliveries past an input's fair ones (one per copy in the input log) that came after a
-    commit passed the input."""
-    repeats = delivered.withColumn(
-        "delivery",
-        F.row_number().over(Window.partitionBy("event_id").orderBy("out_ts_ms", "out_offset")),
-    ).filter(F.col("delivery") > _fair_deliveries())
-    done = commits.select(
-        F.col("topic").alias("in_topic"),
-        F.col("partition").alias("in_partition"),
-        F.col("offset").alias("done_offset"),
-        F.col("log_ts_ms"),
-    )
-    joined = repeats.join(done, ["in_topic", "in_partition"]).filter(
-        F.col("log_ts_ms") <= F.col("out_ts_ms")
-    )
-    return (
-        joined.groupBy("event_id", "key", "seq", "in_partition", "in_offset", "delivery")
-        .agg(F.max("done_offset").alias("committed_before"))
-        .filter(F.col("in_offset") < F.col("committed_before"))
-        .dropDuplicates(["event_id"])
-    )
-
-
-def _stuck_lag(lag: DataFrame, missing: DataFrame) -> DataFrame:
-    last = Window.partitionBy("group", "topic", "partition").orderBy(F.desc("ts"))
-    final = lag.withColumn("rank", F.row_number().over(last)).filter(F.col("rank") == 1)
-    incomplete = missing.select(F.col("in_partition").alias("partition")).distinct()
-    return (
-        final.filter(F.col("lag") > 0)
-        .join(incomplete, "partition", "left_anti")
-        .select("group", "topic", "partition", "committed", "end", "lag")
     )
 
 

@@ -11,6 +11,7 @@ is both counted (every anomaly in one job) and, where it found something, read f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -65,15 +66,17 @@ def _rows(frame: DataFrame, limit: int) -> list[dict[str, Any]]:
     return [row.asDict(recursive=True) for row in frame.limit(limit).collect()]
 
 
-def _sql(spark: SparkSession, views: Mapping[str, DataFrame | str], text: str) -> DataFrame:
+def _sql(spark: SparkSession, views: dict[str, DataFrame | str], text: str) -> DataFrame:
     """``text`` with each ``{name}`` the view of that name: a frame, or a SQL text (which may
-    name views in turn)."""
-    frames = {name: view for name, view in views.items() if isinstance(view, DataFrame)}
-    texts = {name: f"({view})" for name, view in views.items() if isinstance(view, str)}
-    kept = {name: "{" + name + "}" for name in frames}
-    while any("{" + name + "}" in text for name in texts):
-        text = text.format(**texts, **kept)
-    return spark.sql(text, **frames)
+    name views in turn). A text view is analysed once, into a frame that replaces it in
+    ``views``: a view several texts read is then not analysed again in each."""
+    named = {}
+    for name in set(re.findall(r"\{(\w+)\}", text)):
+        view = views[name]
+        if isinstance(view, str):
+            view = views[name] = _sql(spark, views, view)
+        named[name] = view
+    return spark.sql(text, **named)
 
 
 #: The columns of the log start's movements (the ``moves`` view).
@@ -302,7 +305,7 @@ class Analysis:
         views["held"] = _values(held, "partition INT, lso BIGINT")
         if inputs.uncommitted is None:  # no output behind an open transaction
             views["pending"] = "SELECT event_id FROM {matched} WHERE false"
-        moves = _sql(self.matched.sparkSession, views, "SELECT * FROM {moves}").collect()
+        moves = _sql(self.matched.sparkSession, dict(views), "SELECT * FROM {moves}").collect()
         views["moves"] = _values([tuple(row) for row in moves], _MOVES)
         return views
 

@@ -11,13 +11,12 @@ is both counted (every anomaly in one job) and, where it found something, read f
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 #: The places a correct service puts an input in (the mark on its ack): once on the output,
@@ -57,7 +56,7 @@ class Detailed:
     with the others (:meth:`Analysis.findings`), and only when it has some does ``detail``
     make its finding from them and their count."""
 
-    frame: str  # a SQL text over the analysis' views (:meth:`Analysis.sql`)
+    frame: DataFrame | str  # a SQL text over the analysis' views (:meth:`Analysis.sql`)
     detail: Callable[[DataFrame, int], Finding]
     none: Finding  # what it says when it found nothing
 
@@ -66,60 +65,20 @@ def _rows(frame: DataFrame, limit: int) -> list[dict[str, Any]]:
     return [row.asDict(recursive=True) for row in frame.limit(limit).collect()]
 
 
-def _sql(spark: SparkSession, views: dict[str, DataFrame | str], text: str) -> DataFrame:
-    """``text`` with each ``{name}`` the view of that name: a frame, or a SQL text (which may
-    name views in turn). A text view is analysed once, into a frame that replaces it in
-    ``views``: a view several texts read is then not analysed again in each."""
-    named = {}
-    for name in set(re.findall(r"\{(\w+)\}", text)):
-        view = views[name]
-        if isinstance(view, str):
-            view = views[name] = _sql(spark, views, view)
-        named[name] = view
-    return spark.sql(text, **named)
-
-
-#: The columns of the log start's movements (the ``moves`` view).
-_MOVES = (
-    "topic STRING, partition INT, log_start_from BIGINT, log_start_to BIGINT, "
-    "deleted_ts_ms BIGINT, seen_ts_ms BIGINT"
-)
-
-
-def _values(rows: Sequence[Sequence[Any]], columns: str) -> str:
-    """A few rows as a SQL text of their own; none: an empty relation, which Spark's optimizer
-    drops with every join and filter that reads it."""
-    named = [column.split() for column in columns.split(",")]
-    if not rows:
-        return "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in named) + " WHERE false"
-    casts = ", ".join(f"CAST(col{i} AS {t}) AS {n}" for i, (n, t) in enumerate(named, 1))
-    values = ", ".join("(" + ", ".join(map(_literal, row)) + ")" for row in rows)
-    return f"SELECT {casts} FROM VALUES {values}"
-
-
-def _literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return str(int(value))
-
-
-#: A run's totals, counted with the anomalies (:meth:`Analysis.totals`).
-_TOTALS = {
-    "acknowledged": "SELECT 1 FROM {matched} WHERE side = 0 OR (side = 1 AND acked AND first)",
-    "output_records": "SELECT 1 FROM {matched} WHERE side = 1",
-    "delivered": "SELECT 1 FROM {matched} WHERE side = 1 AND acked AND first",
-    "log_records": "SELECT 1 FROM {matched} WHERE side = 2",
-}
-
-
 def _union_counts(queries: Mapping[str, str]) -> str:
     """One SQL text that counts the rows of every query, by name: a union of their names,
     grouped, so every anomaly is counted by one Spark job."""
     named = (f"SELECT '{name}' AS name FROM ({query})" for name, query in queries.items())
     return "SELECT name, count(*) AS count FROM (" + " UNION ALL ".join(named) + ") GROUP BY name"
 
+
+#: What :func:`_passed` adds to an input: the movement of the log start that passed it.
+_MOVED = ("deleted_ts_ms", "seen_ts_ms", "log_start_from", "log_start_to")
+#: :func:`_log_starts`' rows.
+_MOVES = (
+    "topic string, partition int, log_start_from long, log_start_to long, "
+    "deleted_ts_ms long, seen_ts_ms long"
+)
 
 # Which stream a row of the matching came from.
 _ACK, _OUT, _LOG = 0, 1, 2
@@ -231,6 +190,11 @@ def match(inputs: CheckInputs) -> DataFrame:
     )
 
 
+def _unlogged() -> Column:
+    """An input the input log holds no copy of: a write the brokers lost (null: not read)."""
+    return F.col("copies") == 0
+
+
 class Analysis:
     """What the anomaly queries share, each part computed once per check.
 
@@ -260,6 +224,10 @@ class Analysis:
         return matched.localCheckpoint() if self.small else matched.cache()
 
     @cached_property
+    def commits(self) -> DataFrame:
+        return self.inputs.offsets.filter(F.col("kind") == "commit")
+
+    @cached_property
     def outputs(self) -> DataFrame:
         """Every output record (``known`` and ``acked`` say what it matched)."""
         return self.matched.filter(F.col("side") == _OUT)
@@ -274,24 +242,79 @@ class Analysis:
         """Every record of the input log (``in_partition``, ``in_offset``: its position)."""
         return self.matched.filter(F.col("side") == _LOG)
 
-    def _starts_now(self) -> str:
+    @cached_property
+    def log_start_moves(self) -> DataFrame | None:
+        """Each movement of an input partition's log start (:func:`_log_starts`), computed once
+        into a few rows; None when the log start never moved (most runs): what depends on it is
+        then planned without it (a hand-made history's check: 9.2 s instead of 15.2 s)."""
+        moves = _log_starts(self.inputs.lag, self.log, self._starts_now()).collect()
+        if not moves:
+            return None
+        return self.matched.sparkSession.createDataFrame(moves, _MOVES)
+
+    @cached_property
+    def retention(self) -> DataFrame:
+        """Every acknowledged input (a never delivered one, or an input's first delivery), with
+        the movement of its partition's log start that passed it, if one did (:func:`_passed`):
+        ``deleted_ts_ms``, ``seen_ts_ms``, ``log_start_from``, ``log_start_to``."""
+        side = F.col("side")
+        acked_input = (side == _ACK) | ((side == _OUT) & F.col("acked") & F.col("first"))
+        acked = self.matched.filter(acked_input)
+        if self.log_start_moves is None:
+            return acked.select("*", *(F.lit(None).cast("long").alias(c) for c in _MOVED))
+        return _passed(acked, self.log_start_moves)
+
+    def _starts_now(self) -> DataFrame | None:
         """Where the input log starts now, asked once it was read (a record the read missed
         below it was deleted from the log's start, not lost by a broker)."""
-        rows = []
-        if self.inputs.log_starts is not None:
-            if not self.small:
-                self.matched.count()  # the read happens here (on a small run: at its checkpoint)
-            rows = self.inputs.log_starts()
-        return _values(rows, "topic STRING, partition INT, start BIGINT")
+        if self.inputs.log_starts is None:
+            return None
+        if not self.small:
+            self.matched.count()  # the read happens here (on a small run: at its checkpoint)
+        rows = self.inputs.log_starts()
+        return self.matched.sparkSession.createDataFrame(
+            rows, "topic string, partition int, start long"
+        )
+
+    @cached_property
+    def deleted(self) -> DataFrame:
+        """Inputs never delivered that the log start passed (retention deleted them) before any
+        commit passed them, with when and how far the log start moved (``deleted_by_retention``).
+        """
+        candidates = self.retention.filter(
+            (F.col("side") == _ACK) & F.col("log_start_to").isNotNull()
+        )
+        deleted = _deleted_first(candidates, self.commits)
+        return deleted if self.log_start_moves is not None else deleted.limit(0)
+
+    @cached_property
+    def undelivered(self) -> tuple[DataFrame, DataFrame]:
+        """(undelivered, behind an open transaction): inputs the input log holds (or held when a
+        commit passed them) that no output read with read_committed delivers, and those of them
+        whose output sits behind an open transaction (a read_committed read cannot reach it yet).
+
+        A write the brokers lost is neither: the app could never read it (``lost_write``); nor is
+        an input retention deleted before the group passed it (``deleted_by_retention``).
+        """
+        unlogged = F.coalesce(_unlogged(), F.lit(False)) & F.col("log_start_to").isNull()
+        undelivered = self.retention.filter((F.col("side") == _ACK) & ~unlogged)
+        if self.log_start_moves is not None:
+            deleted = F.broadcast(self.deleted.select("event_id"))
+            undelivered = undelivered.join(deleted, "event_id", "left_anti")
+        undelivered = undelivered.select(*self.matched.columns)
+        pending = _behind_open_transaction(self.inputs.uncommitted, self.inputs.held)
+        if pending is None:
+            return undelivered, undelivered.limit(0)
+        return (
+            undelivered.join(pending, "event_id", "left_anti"),
+            undelivered.join(pending, "event_id", "left_semi"),
+        )
 
     @cached_property
     def views(self) -> dict[str, DataFrame | str]:
         """What the anomalies' SQL texts read, by name (:meth:`sql`): the inputs' frames, and
-        views of them as SQL texts (:data:`_VIEWS`).
-
-        The log start's movements are computed first, into a few rows: where it never moved
-        (most runs) they are none, and Spark's optimizer then drops every join with them and
-        what only they make (an empty relation), instead of planning and running them."""
+        views of them as SQL texts. Where a log start moved or an open transaction holds the
+        output (rare), ``retention`` and ``undelivered`` are the frames that say so."""
         inputs = self.inputs
         frames = {
             "matched": self.matched, "offsets": inputs.offsets, "lag": inputs.lag,
@@ -300,13 +323,10 @@ class Analysis:
         }  # fmt: skip
         views: dict[str, DataFrame | str] = {n: f for n, f in frames.items() if f is not None}
         views |= _VIEWS
-        views["starts_now"] = self._starts_now()
-        held = list((inputs.held or {}).items()) if inputs.uncommitted is not None else []
-        views["held"] = _values(held, "partition INT, lso BIGINT")
-        if inputs.uncommitted is None:  # no output behind an open transaction
-            views["pending"] = "SELECT event_id FROM {matched} WHERE false"
-        moves = _sql(self.matched.sparkSession, dict(views), "SELECT * FROM {moves}").collect()
-        views["moves"] = _values([tuple(row) for row in moves], _MOVES)
+        if self.log_start_moves is not None:
+            views["retention"] = self.retention
+        if self.log_start_moves is not None or self.held:
+            views["undelivered"] = self.undelivered[0]
         return views
 
     @property
@@ -314,9 +334,17 @@ class Analysis:
         """Whether an open transaction held an output partition when the output was read."""
         return bool(self.inputs.held) and self.inputs.uncommitted is not None
 
-    def sql(self, text: str) -> DataFrame:
-        """A SQL text over :attr:`views`: ``{name}`` is the view of that name."""
-        return _sql(self.matched.sparkSession, self.views, text)
+    def sql(self, text: str, **more: DataFrame) -> DataFrame:
+        """A SQL text over :attr:`views` (and ``more``): ``{name}`` is the view of that name."""
+        frames = {n: v for n, v in self.views.items() if isinstance(v, DataFrame)} | more
+        texts = {n: f"({v})" for n, v in self.views.items() if isinstance(v, str)}
+        kept = {name: "{" + name + "}" for name in frames}
+        while any("{" + name + "}" in text for name in texts):  # views of views
+            text = text.format(**texts, **kept)
+        return self.matched.sparkSession.sql(text, **frames)
+
+    def frame(self, query: DataFrame | str) -> DataFrame:
+        return self.sql(query) if isinstance(query, str) else query
 
     def findings(self) -> dict[str, Finding]:
         """Every registered anomaly.
@@ -331,36 +359,48 @@ class Analysis:
             for name, result in results.items()
             if not isinstance(result, Finding)
         }
-        totals = {f"total {name}": query for name, query in _TOTALS.items()}
-        counted = self.sql(_union_counts(queries | totals)).collect()
+        # a query made as a frame is counted beside the SQL texts, as a view of its own
+        frames = {f"q_{name}": q for name, q in queries.items() if isinstance(q, DataFrame)}
+        texts = {
+            name: f"SELECT * FROM {{q_{name}}}" if isinstance(query, DataFrame) else query
+            for name, query in queries.items()
+        }
+        counted = self.sql(_union_counts(texts), **frames).collect() if texts else []
         counts = {row["name"]: row["count"] for row in counted}
-        self._totals = {name: counts.get(f"total {name}", 0) for name in _TOTALS}
         findings = {}
         for name, result in results.items():
             found, kind = counts.get(name, 0), REGISTRY[name]
             if isinstance(result, Finding):
                 findings[name] = result
             elif isinstance(result, Detailed):
-                findings[name] = (
-                    result.detail(self.sql(result.frame), found) if found else result.none
-                )
+                if found:
+                    findings[name] = result.detail(self.frame(result.frame), found)
+                else:
+                    findings[name] = result.none
             else:
                 limit = found if kind.every else self.examples
-                rows = _rows(self.sql(result).orderBy(*kind.order), limit) if found else []
+                rows = _rows(self.frame(result).orderBy(*kind.order), limit) if found else []
                 every = {"every": [dict(row) for row in rows]} if kind.every else None
                 findings[name] = Finding(found, rows[: self.examples], every)
         return findings
 
     def totals(self) -> dict[str, int]:
         """Acknowledged inputs, output records, inputs delivered at least once, and, when the
-        input log was read, its records (``log_records``: its presence says it was read).
-        Counted with the anomalies, in the same job, once :meth:`findings` ran."""
-        if not hasattr(self, "_totals"):
-            counted = self.sql(_union_counts(_TOTALS)).collect()
-            self._totals = {name: 0 for name in _TOTALS} | {r["name"]: r["count"] for r in counted}
-        totals = dict(self._totals)
-        if not self.source_read:
-            del totals["log_records"]
+        input log was read, its records (``log_records``: its presence says it was read)."""
+        side, delivered = F.col("side"), F.col("acked") & F.col("first")
+        row = self.matched.agg(
+            F.count(F.when((side == _ACK) | ((side == _OUT) & delivered), 1)).alias("acks"),
+            F.count(F.when(side == _OUT, 1)).alias("outputs"),
+            F.count(F.when((side == _OUT) & delivered, 1)).alias("delivered"),
+            F.count(F.when(side == _LOG, 1)).alias("logged"),
+        ).collect()[0]
+        totals = {
+            "acknowledged": row["acks"],
+            "output_records": row["outputs"],
+            "delivered": row["delivered"],
+        }
+        if self.source_read:
+            totals["log_records"] = row["logged"]
         return totals
 
     def deliveries(self) -> DataFrame:
@@ -374,8 +414,8 @@ class Analysis:
             self.matched.unpersist()  # a checkpoint's rows go with it once unreferenced
 
 
-#: An anomaly's query: a SQL text over :attr:`Analysis.views`, or its finding at once.
-Query = Callable[[Analysis], "str | Detailed | Finding"]
+#: An anomaly's query: a SQL text over :attr:`Analysis.views`, a frame, or its finding at once.
+Query = Callable[[Analysis], "str | DataFrame | Detailed | Finding"]
 
 
 @dataclass(frozen=True)
@@ -418,75 +458,18 @@ def analyse(inputs: CheckInputs, examples: int = 5) -> dict[str, Finding]:
         analysis.close()
 
 
-#: The views every check reads besides its frames, as SQL texts (:meth:`Analysis.sql`).
+#: Views every check has, as SQL texts (:meth:`Analysis.sql`); ``retention`` and
+#: ``undelivered`` are these only where no log start moved and no transaction held the output.
 _VIEWS = {
     "commits": "SELECT * FROM {offsets} WHERE kind = 'commit'",
-    # Each movement of an input partition's log start: the offsets it moved from (inclusive)
-    # and to (exclusive), deleted_ts_ms (the first lag sample that showed it moved) and
-    # seen_ts_ms (the sample before, the last that showed it where it was; null for none).
-    # The lag samples hold the log start over time; the input log read at check time adds one
-    # last movement, to the higher of its first record and where the log started once read
-    # (starts_now), after the last sample (deleted_ts_ms null: a null time sorts last). The
-    # movements are disjoint: each runs from the highest start seen before it.
-    "log_starts": """
-        SELECT topic, partition, CAST(ts * 1000 AS BIGINT) AS ts_ms, start FROM {lag}
-        WHERE start IS NOT NULL
-        UNION ALL
-        SELECT topic, partition, CAST(NULL AS BIGINT), max(start) FROM (
-            SELECT in_topic AS topic, in_partition AS partition, min(in_offset) AS start
-            FROM {matched} WHERE side = 2 GROUP BY in_topic, in_partition
-            UNION ALL SELECT topic, partition, start FROM {starts_now})
-        GROUP BY topic, partition""",
-    "moves": """
-        SELECT * FROM (
-            SELECT topic, partition,
-                coalesce(max(start) OVER (PARTITION BY topic, partition
-                    ORDER BY ts_ms ASC NULLS LAST
-                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS log_start_from,
-                start AS log_start_to, ts_ms AS deleted_ts_ms,
-                lag(ts_ms) OVER (PARTITION BY topic, partition ORDER BY ts_ms ASC NULLS LAST)
-                    AS seen_ts_ms
-            FROM {log_starts})
-        WHERE log_start_to > log_start_from""",
     # every acknowledged input (a never delivered one, or an input's first delivery), with the
-    # movement of its partition's log start that passed it (null where none did)
+    # movement of its partition's log start that passed it (none moved: null)
     "retention": """
-        SELECT a.*, m.deleted_ts_ms, m.seen_ts_ms, m.log_start_from, m.log_start_to
-        FROM (SELECT * FROM {matched} WHERE side = 0 OR (side = 1 AND acked AND first)) a
-        LEFT JOIN {moves} m ON a.in_topic = m.topic AND a.in_partition = m.partition
-            AND a.in_offset >= m.log_start_from AND a.in_offset < m.log_start_to""",
-    # Inputs never delivered that the log start passed before any commit did: each one's first
-    # commit past it came after the last lag sample that still showed it in the log, or there
-    # is none of either (known to within one lag sample: a commit between the last sample that
-    # showed the input and the first that showed it gone counts as after it).
-    "deleted": """
-        SELECT * FROM (
-            SELECT r.event_id, r.key, r.seq, r.in_partition, r.in_offset, r.ack_ts,
-                r.deleted_ts_ms, r.seen_ts_ms, r.log_start_from, r.log_start_to,
-                min(coalesce(c.commit_ts_ms, c.log_ts_ms)) AS committed_past_ts_ms
-            FROM {retention} r LEFT JOIN {commits} c ON r.in_topic = c.topic
-                AND r.in_partition = c.partition AND c.offset > r.in_offset
-            WHERE r.side = 0 AND r.log_start_to IS NOT NULL
-            GROUP BY r.event_id, r.key, r.seq, r.in_partition, r.in_offset, r.ack_ts,
-                r.deleted_ts_ms, r.seen_ts_ms, r.log_start_from, r.log_start_to)
-        WHERE committed_past_ts_ms IS NULL OR seen_ts_ms IS NULL
-            OR committed_past_ts_ms > seen_ts_ms""",
-    # Inputs the input log holds (or held when a commit passed them; null: not read) that no
-    # output read with read_committed delivers. A write the brokers lost is not one: the app
-    # could never read it (lost_write); nor is an input retention deleted before the group
-    # passed it (deleted_by_retention).
-    "not_delivered": """
-        SELECT * FROM {retention} r LEFT ANTI JOIN {deleted} d ON r.event_id = d.event_id
-        WHERE r.side = 0 AND NOT (coalesce(r.copies = 0, false) AND r.log_start_to IS NULL)""",
-    # the event_id of every output record at or past a held partition's last stable offset
-    "pending": """
-        SELECT DISTINCT u.event_id FROM {uncommitted} u
-        JOIN {held} h ON u.out_partition = h.partition AND u.out_offset >= h.lso
-        WHERE u.event_id IS NOT NULL""",
-    # not delivered, and not behind an open transaction (a read_committed read cannot reach
-    # an output there yet)
-    "undelivered": """
-        SELECT * FROM {not_delivered} n LEFT ANTI JOIN {pending} p ON n.event_id = p.event_id""",
+        SELECT *, CAST(NULL AS BIGINT) AS deleted_ts_ms, CAST(NULL AS BIGINT) AS seen_ts_ms,
+            CAST(NULL AS BIGINT) AS log_start_from, CAST(NULL AS BIGINT) AS log_start_to
+        FROM {matched} WHERE side = 0 OR (side = 1 AND acked AND first)""",
+    # never delivered, although the input log holds it (null: not read)
+    "undelivered": "SELECT * FROM {retention} WHERE side = 0 AND NOT coalesce(copies = 0, false)",
     # each input partition's highest commit
     "progress": """
         SELECT topic AS in_topic, partition AS in_partition, max(offset) AS max_committed
@@ -525,13 +508,13 @@ def unseen_at_deadline(analysis: Analysis) -> str:
 
 
 @anomaly("in_partition", "in_offset")
-def behind_open_transaction(analysis: Analysis) -> str | Finding:
+def behind_open_transaction(analysis: Analysis) -> DataFrame | Finding:
     """Acknowledged, its output only behind a transaction still open: neither delivered nor lost."""
     if not analysis.held:
         return Finding(0, [])
-    return """
-        SELECT event_id, key, seq, in_partition, in_offset, ack_ts FROM {not_delivered} n
-        LEFT SEMI JOIN {pending} p ON n.event_id = p.event_id"""
+    return analysis.undelivered[1].select(
+        "event_id", "key", "seq", "in_partition", "in_offset", "ack_ts"
+    )
 
 
 @anomaly()
@@ -593,29 +576,9 @@ def committed_offset_regression(analysis: Analysis) -> str:
 
 
 @anomaly("ts")
-def commit_by_non_owner(analysis: Analysis) -> str:
+def commit_by_non_owner(analysis: Analysis) -> DataFrame:
     """A commit for a partition the committing member did not hold (instrumented apps)."""
-    # each commit beside the last assignment of its partition before it, if any
-    return """
-        SELECT ts, instance, member, topic, partition, offset, owner AS last_assigned_to FROM (
-            SELECT c.*, a.assigned_ts, a.owner, row_number() OVER (
-                PARTITION BY c.ts, c.member, c.topic, c.partition ORDER BY a.assigned_ts DESC
-            ) AS rank
-            FROM (
-                SELECT ts, instance, member, assignment, committed.topic AS topic,
-                    committed.partition AS partition, committed.offset AS offset
-                FROM {reports} LATERAL VIEW explode(offsets) e AS committed
-                WHERE kind = 'commit') c
-            LEFT JOIN (
-                SELECT ts AS assigned_ts, member AS owner, p.topic AS topic,
-                    p.partition AS partition
-                FROM {reports} LATERAL VIEW explode(partitions) e AS p
-                WHERE kind = 'assigned') a
-            ON c.topic = a.topic AND c.partition = a.partition
-            WHERE a.assigned_ts IS NULL OR a.assigned_ts <= c.ts)
-        WHERE rank = 1 AND (
-            NOT exists(assignment, x -> x.topic = topic AND x.partition = partition)
-            OR (owner IS NOT NULL AND owner != member))"""
+    return _non_owner_commits(analysis.inputs.reports)
 
 
 @anomaly("in_partition", "in_offset")
@@ -677,9 +640,11 @@ def lost_write(analysis: Analysis) -> Detailed | Finding:
 
 
 @anomaly("in_partition", "in_offset")
-def deleted_by_retention(analysis: Analysis) -> str:
+def deleted_by_retention(analysis: Analysis) -> DataFrame | Finding:
     """Acknowledged, never delivered, and the log start passed it before any commit did."""
-    return "SELECT * FROM {deleted}"
+    if analysis.log_start_moves is None:
+        return Finding(0, [])
+    return analysis.deleted
 
 
 @anomaly()
@@ -721,6 +686,89 @@ def _seq_backwards(rows: str, partition: str, offset: str) -> str:
                 AS previous_seq
             FROM {{matched}} WHERE {rows})
         WHERE seq < previous_seq"""
+
+
+def _log_starts(lag: DataFrame, log: DataFrame, now: DataFrame | None = None) -> DataFrame:
+    """Each movement of an input partition's log start: ``topic``, ``partition``, the offsets
+    it moved from (inclusive) and to (exclusive), ``deleted_ts_ms`` (the first lag sample that
+    showed it moved) and ``seen_ts_ms`` (the sample before, the last that showed it where it
+    was; null for none).
+
+    The lag samples hold the log start over time (``start``). The input log read at check time
+    (``log``, empty when not read) adds one last movement, from the last sample's start to its
+    first record, or to where the log started once it was read (``now``: ``topic``,
+    ``partition``, ``start``): at check time, after the last sample (``deleted_ts_ms`` null).
+    The movements are disjoint: each runs from the highest start seen before it.
+    """
+    samples = lag.filter(F.col("start").isNotNull()).select(
+        "topic", "partition", (F.col("ts") * 1000).cast("long").alias("ts_ms"), "start"
+    )
+    first = log.groupBy(
+        F.col("in_topic").alias("topic"), F.col("in_partition").alias("partition")
+    ).agg(F.min("in_offset").alias("start"))
+    if now is not None:  # one movement at check time: to the higher of the two
+        first = (
+            first.unionByName(now).groupBy("topic", "partition").agg(F.max("start").alias("start"))
+        )
+    samples = samples.unionByName(first.withColumn("ts_ms", F.lit(None).cast("long")))
+    # the log's own start comes last: a null time sorts after every sample's
+    in_time = Window.partitionBy("topic", "partition").orderBy(F.asc_nulls_last("ts_ms"))
+    before = in_time.rowsBetween(Window.unboundedPreceding, -1)
+    moved = samples.select(
+        "topic",
+        "partition",
+        F.coalesce(F.max("start").over(before), F.lit(0)).alias("log_start_from"),
+        F.col("start").alias("log_start_to"),
+        F.col("ts_ms").alias("deleted_ts_ms"),
+        F.lag("ts_ms").over(in_time).alias("seen_ts_ms"),
+    )
+    return moved.filter(F.col("log_start_to") > F.col("log_start_from"))
+
+
+def _passed(inputs: DataFrame, starts: DataFrame) -> DataFrame:
+    """``inputs`` with the movement of their partition's log start that passed each one (its
+    columns null where none did). The movements are few: they are broadcast."""
+    starts = starts.withColumnRenamed("topic", "_topic").withColumnRenamed("partition", "_part")
+    passed = (
+        (F.col("in_topic") == F.col("_topic"))
+        & (F.col("in_partition") == F.col("_part"))
+        & (F.col("in_offset") >= F.col("log_start_from"))
+        & (F.col("in_offset") < F.col("log_start_to"))
+    )
+    return inputs.join(F.broadcast(starts), passed, "left").drop("_topic", "_part")
+
+
+def _deleted_first(candidates: DataFrame, commits: DataFrame) -> DataFrame:
+    """The inputs the log start passed before any commit did: each one's first commit past it
+    (``committed_past_ts_ms``, null when none) came after the last lag sample that still showed
+    it in the log (``seen_ts_ms``), or there is none of either.
+
+    The deletion is known to within one lag sample: a commit between the last sample that
+    showed the input in the log and the first that showed it gone counts as after it.
+    """
+    done = commits.select(
+        F.col("topic").alias("_topic"),
+        F.col("partition").alias("_part"),
+        F.col("offset").alias("_offset"),
+        F.coalesce("commit_ts_ms", "log_ts_ms").alias("_ts"),
+    )
+    past = (
+        (F.col("in_topic") == F.col("_topic"))
+        & (F.col("in_partition") == F.col("_part"))
+        & (F.col("_offset") > F.col("in_offset"))
+    )
+    columns = ["event_id", "key", "seq", "in_partition", "in_offset", "ack_ts"]
+    judged = (
+        candidates.join(F.broadcast(done), past, "left")
+        .groupBy(*columns, *_MOVED)
+        .agg(F.min("_ts").alias("committed_past_ts_ms"))
+    )
+    first = (
+        F.col("committed_past_ts_ms").isNull()
+        | F.col("seen_ts_ms").isNull()
+        | (F.col("committed_past_ts_ms") > F.col("seen_ts_ms"))
+    )
+    return judged.filter(first).select(*columns, *_MOVED, "committed_past_ts_ms")
 
 
 def _not_repeated() -> Finding:
@@ -767,6 +815,69 @@ def _offsets_of(log: DataFrame, event_ids: set[str]) -> dict[str, list[int]]:
     for row in rows.collect():
         offsets[row["event_id"]].append(row["in_offset"])
     return {event_id: sorted(found) for event_id, found in offsets.items()}
+
+
+def _behind_open_transaction(
+    uncommitted: DataFrame | None, held: Mapping[int, int] | None
+) -> DataFrame | None:
+    """The ``event_id`` of every output record at or past a held partition's last stable offset
+    (None when no partition is held)."""
+    if uncommitted is None or not held:
+        return None
+    behind = F.lit(False)
+    for partition, lso in held.items():
+        behind |= (F.col("out_partition") == partition) & (F.col("out_offset") >= lso)
+    return uncommitted.filter(behind & F.col("event_id").isNotNull()).select("event_id").distinct()
+
+
+def _non_owner_commits(reports: DataFrame) -> DataFrame:
+    commits = reports.filter(F.col("kind") == "commit").select(
+        "ts", "instance", "member", "assignment", F.explode("offsets").alias("committed")
+    )
+    commits = commits.select(
+        "ts",
+        "instance",
+        "member",
+        "assignment",
+        F.col("committed.topic").alias("topic"),
+        F.col("committed.partition").alias("partition"),
+        F.col("committed.offset").alias("offset"),
+    )
+    assigned = (
+        reports.filter(F.col("kind") == "assigned")
+        .select(
+            F.col("ts").alias("assigned_ts"),
+            F.col("member").alias("owner"),
+            F.explode("partitions").alias("p"),
+        )
+        .select(
+            "assigned_ts",
+            "owner",
+            F.col("p.topic").alias("topic"),
+            F.col("p.partition").alias("partition"),
+        )
+    )
+    latest = Window.partitionBy("ts", "member", "topic", "partition").orderBy(F.desc("assigned_ts"))
+    owners = (
+        commits.join(assigned, ["topic", "partition"], "left")
+        .filter(F.col("assigned_ts").isNull() | (F.col("assigned_ts") <= F.col("ts")))
+        .withColumn("rank", F.row_number().over(latest))
+        .filter(F.col("rank") == 1)
+    )
+    in_own_assignment = F.exists(
+        "assignment", lambda a: (a.topic == F.col("topic")) & (a.partition == F.col("partition"))
+    )
+    someone_else = F.col("owner").isNotNull() & (F.col("owner") != F.col("member"))
+    not_owner = ~in_own_assignment | someone_else
+    return owners.filter(not_owner).select(
+        "ts",
+        "instance",
+        "member",
+        "topic",
+        "partition",
+        "offset",
+        F.col("owner").alias("last_assigned_to"),
+    )
 
 
 #: The anomalies' names, in report order.

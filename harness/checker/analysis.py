@@ -80,7 +80,7 @@ _MOVES = (
     "deleted_ts_ms long, seen_ts_ms long"
 )
 
-# Which stream a row of the matching came from.
+# Which stream a row of the matching came from (the SQL texts below say `side = 0` and so on).
 _ACK, _OUT, _LOG = 0, 1, 2
 _ACK_FIELDS = ("key", "seq", "in_topic", "in_partition", "in_offset", "ack_ts")
 _OUT_FIELDS = ("out_partition", "out_offset", "out_ts_ms")

@@ -13,6 +13,7 @@ import sys
 
 from benchmarks import (
     broker_start,
+    checker_recorded,
     checker_scale,
     checker_sink,
     checker_small,
@@ -36,6 +37,7 @@ BENCHMARKS = {
     "checker-scale": checker_scale.run,
     "checker-small": checker_small.run,
     "checker-warm": checker_warm.run,
+    "checker-recorded": checker_recorded.run,
     "checker-sink": checker_sink.run,
     "collection": collection.run,
     "stability": stability.run,
@@ -56,6 +58,7 @@ ON_REQUEST = (
     "scale",
     "lanes",
     "checker-sink",
+    "checker-recorded",
     "producer-findings",
     "installers",
     "matrix",

@@ -7,14 +7,13 @@ run with ``KAFKA_REPLAY_RECORD_CHECKS`` set (docs/checker.md says how to record 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from kafka_replay.checker import check_run
-from kafka_replay.checker.recorded import RECORD_ENV, analyse_recorded
+from kafka_replay.checker.recorded import RECORD_ENV, analyse_recorded, recorded_findings
 from kafka_replay.checker.warm_up import made_up_run
 
 RECORDED = Path(__file__).parent / "data" / "checks"
@@ -26,14 +25,14 @@ def test_checks_are_recorded() -> None:
     assert len({check.parent for check in CHECKS}) >= 10
     found = set()
     for check in CHECKS:
-        findings = json.loads((check / "check.json").read_text())["findings"]
+        findings = recorded_findings(check)
         found |= {name for name, finding in findings.items() if finding["count"]}
     assert len(found) >= 8, found
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_a_recorded_check_finds_what_it_found(spark: SparkSession, check: Path) -> None:
-    recorded = json.loads((check / "check.json").read_text())["findings"]
+    recorded = recorded_findings(check)
     found = analyse_recorded(spark, check)
     assert set(found) == set(recorded)
     for name, finding in recorded.items():

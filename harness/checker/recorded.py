@@ -98,6 +98,11 @@ def findings_json(findings: dict[str, Finding]) -> dict[str, Any]:
     return json.loads(json.dumps(shown, default=str))
 
 
+def recorded_findings(directory: Path) -> dict[str, Any]:
+    """What a recorded check found when it was recorded (:func:`findings_json`)."""
+    return json.loads((directory / "check.json").read_text())["findings"]
+
+
 def analyse_recorded(spark: SparkSession, directory: Path) -> dict[str, Any]:
     """The findings of the analysis of a recorded check, run again (:func:`findings_json`)."""
     recorded = json.loads((directory / "check.json").read_text())

@@ -5,7 +5,9 @@ process do), so its restart cannot fence the transaction the killed process left
 transaction holds the output partitions' last stable offset while the restarted app commits
 everything behind it, and the drain ends with it still open. Read too soon, the committed
 outputs behind it look lost. Each run kills the app twice while it works through a backlog
-(always inside a transaction, a new one each second), on real Kafka, and is judged either
+(always inside a transaction, a new one each second; the first kill waits until the backlog
+is being acknowledged, so the app has records to work on however loaded the machine), on real
+Kafka, and is judged either
 after the run waited for the coordinator to abort the killed transactions (exactly-once), or,
 when told not to wait, with the inputs behind them counted apart and the verdict unknown,
 naming who holds them: never lost.
@@ -77,6 +79,10 @@ budget_s = 60
 do = "produce"
 workload = "backlog"
 background = true
+
+[[steps]]
+do = "wait_acks"
+count = 250
 
 [[steps]]
 do = "kill_at_random"

@@ -67,14 +67,22 @@ def _rows(frame: DataFrame, limit: int) -> list[dict[str, Any]]:
 
 def _union_counts(queries: Mapping[str, str], small: bool) -> str:
     """One SQL text that counts the rows of every query, by name: a union of their names,
-    grouped, so every anomaly is counted by one Spark job.
+    grouped, so every anomaly is counted by one Spark job. Anomalies that split one view's
+    rows between them (:data:`_COUNTED_TOGETHER`) are counted from it in one branch.
 
     On a ``small`` run the union is read as one partition (``COALESCE(1)``): each branch is
     a task otherwise, and on an incident's records scheduling them cost more than running
     them (zombie-commit's counting job: 140 to 250 ms instead of 330 to 390, side by side),
     and one partition needs no shuffle before the grouping. Millions of records keep their
     partitions."""
-    union = " UNION ALL ".join(f"SELECT '{n}' AS name FROM ({q})" for n, q in queries.items())
+    branches, queries = [], dict(queries)
+    for names, named in _COUNTED_TOGETHER.items():
+        if all(name in queries for name in names):
+            branches.append(named)
+            for name in names:
+                del queries[name]
+    branches += (f"SELECT '{n}' AS name FROM ({q})" for n, q in queries.items())
+    union = " UNION ALL ".join(branches)
     if small:
         union = f"SELECT /*+ COALESCE(1) */ * FROM ({union})"
     return f"SELECT name, count(*) AS count FROM ({union}) GROUP BY name"
@@ -521,6 +529,15 @@ _LOG_START_MOVED = """
     SELECT 1 FROM {matched} WHERE side = 2
     GROUP BY in_topic, in_partition HAVING min(in_offset) > 0"""
 _MOVED_NAME = "(log start moved)"
+
+#: Anomalies that split the rows of one view between them, and the SQL text that names each
+#: row's anomaly: one branch of the counting union for them all (one join of the view, not
+#: one each), where each one's own text is kept for its examples.
+_COUNTED_TOGETHER = {
+    ("lost", "unseen_at_deadline"): """
+        SELECT IF(passed, 'lost', 'unseen_at_deadline') AS name FROM {missing}
+        WHERE passed IS NOT NULL""",
+}
 
 _MISSING_COLUMNS = "event_id, key, seq, in_partition, in_offset, max_committed, ack_ts"
 

@@ -232,6 +232,7 @@ class Analysis:
         #: Whether an input partition's log start moved during the run (retention deleted
         #: records): None until :meth:`findings` knows; most runs' never did.
         self.moved: bool | None = None
+        self._totals: dict[str, int] | None = None  # counted by :meth:`findings`
 
     @cached_property
     def matched(self) -> DataFrame:
@@ -398,8 +399,10 @@ class Analysis:
         }
         if self.moved is None:  # counted beside the anomalies, which assume it did not
             texts[_MOVED_NAME] = _LOG_START_MOVED
+        texts |= _TOTALS
         counted = self.sql(_union_counts(texts, self.small), **frames).collect()
         counts = {row["name"]: row["count"] for row in counted}
+        self._totals = {name: counts.get(name, 0) for name in _TOTALS}
         if self.moved is None and counts.get(_MOVED_NAME):
             self.moved = True  # rare: count again, with the movements
             for planned in ("retention", "deleted", "undelivered", "views"):
@@ -425,21 +428,14 @@ class Analysis:
 
     def totals(self) -> dict[str, int]:
         """Acknowledged inputs, output records, inputs delivered at least once, and, when the
-        input log was read, its records (``log_records``: its presence says it was read)."""
-        side, delivered = F.col("side"), F.col("acked") & F.col("first")
-        row = self.matched.agg(
-            F.count(F.when((side == _ACK) | ((side == _OUT) & delivered), 1)).alias("acks"),
-            F.count(F.when(side == _OUT, 1)).alias("outputs"),
-            F.count(F.when((side == _OUT) & delivered, 1)).alias("delivered"),
-            F.count(F.when(side == _LOG, 1)).alias("logged"),
-        ).collect()[0]
-        totals = {
-            "acknowledged": row["acks"],
-            "output_records": row["outputs"],
-            "delivered": row["delivered"],
-        }
-        if self.source_read:
-            totals["log_records"] = row["logged"]
+        input log was read, its records (``log_records``: its presence says it was read).
+        Counted with the anomalies (:data:`_TOTALS`): :meth:`findings` comes first."""
+        if self._totals is None:
+            self.findings()
+        assert self._totals is not None
+        totals = {name.strip("()").replace(" ", "_"): n for name, n in self._totals.items()}
+        if not self.source_read:
+            del totals["log_records"]
         return totals
 
     def deliveries(self) -> DataFrame:
@@ -529,6 +525,14 @@ _LOG_START_MOVED = """
     SELECT 1 FROM {matched} WHERE side = 2
     GROUP BY in_topic, in_partition HAVING min(in_offset) > 0"""
 _MOVED_NAME = "(log start moved)"
+
+#: What :meth:`Analysis.totals` says, counted with the anomalies, by name.
+_TOTALS = {
+    "(acknowledged)": "SELECT 1 FROM {matched} WHERE side = 0 OR (side = 1 AND acked AND first)",
+    "(output records)": "SELECT 1 FROM {matched} WHERE side = 1",
+    "(delivered)": "SELECT 1 FROM {matched} WHERE side = 1 AND acked AND first",
+    "(log records)": "SELECT 1 FROM {matched} WHERE side = 2",
+}
 
 #: Anomalies that split the rows of one view between them, and the SQL text that names each
 #: row's anomaly: one branch of the counting union for them all (one join of the view, not

@@ -674,7 +674,7 @@ def stuck_lag(analysis: Analysis) -> str:
             SELECT *, row_number() OVER (PARTITION BY `group`, topic, partition ORDER BY ts DESC)
                 AS rank
             FROM {lag}) final
-        LEFT ANTI JOIN (SELECT in_partition FROM {missing} WHERE passed IS NOT NULL) m
+        LEFT ANTI JOIN (SELECT in_partition FROM {undelivered}) m
             ON final.partition = m.in_partition
         WHERE rank = 1 AND lag > 0"""
 

@@ -399,10 +399,10 @@ class Analysis:
         }
         if self.moved is None:  # counted beside the anomalies, which assume it did not
             texts[_MOVED_NAME] = _LOG_START_MOVED
-        texts |= _TOTALS
+        texts |= {f"({name})": query for name, query in _TOTALS.items()}  # not an anomaly's
         counted = self.sql(_union_counts(texts, self.small), **frames).collect()
         counts = {row["name"]: row["count"] for row in counted}
-        self._totals = {name: counts.get(name, 0) for name in _TOTALS}
+        self._totals = {name: counts.get(f"({name})", 0) for name in _TOTALS}
         if self.moved is None and counts.get(_MOVED_NAME):
             self.moved = True  # rare: count again, with the movements
             for planned in ("retention", "deleted", "undelivered", "views"):
@@ -433,7 +433,7 @@ class Analysis:
         if self._totals is None:
             self.findings()
         assert self._totals is not None
-        totals = {name.strip("()").replace(" ", "_"): n for name, n in self._totals.items()}
+        totals = dict(self._totals)
         if not self.source_read:
             del totals["log_records"]
         return totals
@@ -528,10 +528,10 @@ _MOVED_NAME = "(log start moved)"
 
 #: What :meth:`Analysis.totals` says, counted with the anomalies, by name.
 _TOTALS = {
-    "(acknowledged)": "SELECT 1 FROM {matched} WHERE side = 0 OR (side = 1 AND acked AND first)",
-    "(output records)": "SELECT 1 FROM {matched} WHERE side = 1",
-    "(delivered)": "SELECT 1 FROM {matched} WHERE side = 1 AND acked AND first",
-    "(log records)": "SELECT 1 FROM {matched} WHERE side = 2",
+    "acknowledged": "SELECT 1 FROM {matched} WHERE side = 0 OR (side = 1 AND acked AND first)",
+    "output_records": "SELECT 1 FROM {matched} WHERE side = 1",
+    "delivered": "SELECT 1 FROM {matched} WHERE side = 1 AND acked AND first",
+    "log_records": "SELECT 1 FROM {matched} WHERE side = 2",
 }
 
 #: Anomalies that split the rows of one view between them, and the SQL text that names each

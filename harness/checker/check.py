@@ -17,7 +17,7 @@ from kafka_replay.history.store import read_stream
 
 from . import sources
 from .analysis import ANOMALIES, PLACES, Analysis, CheckInputs, Finding
-from .log_end import log_starts
+from .log_end import asked_together, log_starts
 from .recorded import recorder
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
 from .verdict import judge, verdict
@@ -138,6 +138,9 @@ class CheckResult:
 
 CONTEXT_WINDOW_S = 10.0
 CONTEXT_EVENTS = 5
+#: How an output topic is read: as its readers see it, and with what aborted and open
+#: transactions wrote.
+_ISOLATIONS = ("read_committed", "read_uncommitted")
 
 
 def _moment(example: dict[str, Any]) -> float | None:
@@ -219,6 +222,14 @@ def check_run(
     """
     produced = history_bytes(run_dir)
     fit_to_history(spark, produced)
+    read = [source] if isinstance(source, KafkaOutput) else list(source or [])
+    reads = [(each.bootstrap_servers, each.topic, "read_uncommitted") for each in read]
+    held: list[Callable[[], dict[int, int]]] = []
+    if isinstance(output, KafkaOutput):
+        reads += [(output.bootstrap_servers, output.topic, i) for i in _ISOLATIONS]
+        # asked before the output is read: a read stops at these
+        held.append(lambda: held_partitions(output.bootstrap_servers, output.topic))
+    ends, held_now = asked_together(reads, *held)
     uncommitted = None
     if isinstance(output, KafkaOutput):
         if output.event_id:
@@ -229,11 +240,17 @@ def check_run(
         committed, uncommitted = (
             _of_kind(
                 sources.kafka_topic(
-                    spark, output.bootstrap_servers, output.topic, isolation, event_id, kind
+                    spark,
+                    output.bootstrap_servers,
+                    output.topic,
+                    isolation,
+                    event_id,
+                    kind,
+                    ends[output.bootstrap_servers, output.topic, isolation],
                 ),
                 expected,
             )
-            for isolation in ("read_committed", "read_uncommitted")
+            for isolation in _ISOLATIONS
         )
     elif isinstance(output, JdbcOutput):
         rows = sources.jdbc_table(
@@ -251,13 +268,13 @@ def check_run(
     else:
         committed = sources.files(spark, output.path, output.file_format)
     log = None
-    for each in [source] if isinstance(source, KafkaOutput) else source or []:
-        read = sources.kafka_log(spark, each.bootstrap_servers, each.topic)
-        log = read if log is None else log.unionByName(read)
+    for each in read:
+        where = (each.bootstrap_servers, each.topic, "read_uncommitted")
+        logged = sources.kafka_log(spark, *where, ends[where])
+        log = logged if log is None else log.unionByName(logged)
     committed = committed.cache()
     inputs = history_inputs(spark, run_dir, committed, uncommitted, log)
     if log is not None:
-        read = [source] if isinstance(source, KafkaOutput) else list(source or [])
         inputs.log_starts = lambda: [
             (each.topic, partition, start)
             for each in read
@@ -269,8 +286,8 @@ def check_run(
         inputs.offsets = inputs.offsets.limit(0)
     if expected is not None:
         _expect(inputs, expected)
-    if isinstance(output, KafkaOutput):  # read before the output: a read stops at these
-        inputs.held = held_partitions(output.bootstrap_servers, output.topic)
+    if held_now:
+        inputs.held = held_now[0]
     kept = recorder(run_dir)  # None unless checks are recorded
     if kept is not None:
         inputs.log_starts = kept.remembering(inputs.log_starts)

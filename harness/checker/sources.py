@@ -261,12 +261,19 @@ def raise_for_failed_ids(
 
 
 def _raw_topic(
-    spark: SparkSession, bootstrap_servers: str, topic: str, isolation: str
+    spark: SparkSession,
+    bootstrap_servers: str,
+    topic: str,
+    isolation: str,
+    ending: str | None = None,
 ) -> DataFrame:
     """A whole topic, as it stands now, through Spark's Kafka source: its columns unparsed.
 
-    To its real end, also on a broker that lists a wrong one (see :mod:`.log_end`).
+    To its real end, also on a broker that lists a wrong one (see :mod:`.log_end`):
+    ``ending`` is that end as :func:`.log_end.ending_offsets` gives it, asked here if not given.
     """
+    if ending is None:
+        ending = ending_offsets(bootstrap_servers, topic, isolation)
     return (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap_servers)
@@ -275,7 +282,7 @@ def _raw_topic(
         # retention may delete records while they are read: skip them, as the log no longer
         # holds them, rather than fail the read
         .option("failOnDataLoss", "false")
-        .option("endingOffsets", ending_offsets(bootstrap_servers, topic, isolation))
+        .option("endingOffsets", ending)
         .option("includeHeaders", "true")
         .option("kafka.isolation.level", isolation)
         # a fetch that finds no record (the end, a transaction's marker) returns at once, not
@@ -292,10 +299,11 @@ def kafka_topic(
     isolation: str = "read_committed",
     event_id: Column | None = None,
     kind: Column | None = None,
+    ending: str | None = None,
 ) -> DataFrame:
     """A whole topic, as it stands now, through Spark's Kafka source; with ``kind``, each
-    record's kind (a fan-out's) in a column of that name."""
-    raw = _raw_topic(spark, bootstrap_servers, topic, isolation)
+    record's kind (a fan-out's) in a column of that name. ``ending``: as :func:`_raw_topic`."""
+    raw = _raw_topic(spark, bootstrap_servers, topic, isolation, ending)
     return raw.select(
         (event_id if event_id is not None else default_event_id()).alias("event_id"),
         F.col("partition").alias("out_partition"),
@@ -335,7 +343,11 @@ def stamped_seq() -> Column:
 
 
 def kafka_log(
-    spark: SparkSession, bootstrap_servers: str, topic: str, isolation: str = "read_uncommitted"
+    spark: SparkSession,
+    bootstrap_servers: str,
+    topic: str,
+    isolation: str = "read_uncommitted",
+    ending: str | None = None,
 ) -> DataFrame:
     """The input topic's log as the brokers kept it: what the acks are compared with.
 
@@ -344,8 +356,9 @@ def kafka_log(
     record's Kafka key (the entity key) as text, ``seq`` (:func:`stamped_seq`), ``partition``
     and ``offset``. Read ``read_uncommitted``: every record the brokers hold counts (a topic
     between two services is read ``read_committed``, as the service after it reads it).
+    ``ending``: as :func:`_raw_topic`.
     """
-    raw = _raw_topic(spark, bootstrap_servers, topic, isolation)
+    raw = _raw_topic(spark, bootstrap_servers, topic, isolation, ending)
     return raw.select(
         default_event_id().alias("event_id"),
         F.col("key").cast("string").alias("key"),

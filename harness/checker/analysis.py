@@ -214,7 +214,7 @@ def _unlogged() -> Column:
 class Analysis:
     """What the anomaly queries share, each part computed once per check.
 
-    Everything about records comes from one cached :func:`match`, so the history, the
+    Everything about records comes from one checkpointed :func:`match`, so the history, the
     output and the input log are read, parsed and shuffled once, not once per anomaly:
     :meth:`close` frees it.
     """
@@ -227,7 +227,7 @@ class Analysis:
         self.source_read = inputs.source is not None
         #: Whether the outputs have an order (a topic's offsets; a table's rows have none).
         self.ordered = ordered
-        #: An incident's few thousand records: the matching is checkpointed, not cached.
+        #: An incident's few thousand records: the counting union is read as one partition.
         self.small = small
         #: Whether an input partition's log start moved during the run (retention deleted
         #: records): None until :meth:`findings` knows; most runs' never did.
@@ -236,12 +236,13 @@ class Analysis:
 
     @cached_property
     def matched(self) -> DataFrame:
-        """The matching, computed once. On a small run it is checkpointed: every query after
-        it then starts from a scan of its rows instead of the whole plan that made them,
-        which Spark analyses again for each query and compares with its cache's (zombie-commit's
-        run: 6.9 s instead of 7.6 s a check, warm, alternating in one session)."""
-        matched = match(self.inputs)
-        return matched.localCheckpoint() if self.small else matched.cache()
+        """The matching, computed once and checkpointed: every query after it starts from a
+        scan of its rows, not from the plan that made them. That plan Spark would analyse again
+        for each query (zombie-commit's run: 6.9 s instead of 7.6 s a check, warm, alternating
+        in one session), and a cache of it is not found under the anomalies' SQL texts, which
+        then read and matched the sources again in every branch (1M inputs: 33 s a check
+        instead of 110 to 131 s)."""
+        return match(self.inputs).localCheckpoint()
 
     @cached_property
     def commits(self) -> DataFrame:
@@ -281,10 +282,7 @@ class Analysis:
         partition, start)`` rows, None when not asked."""
         if self.inputs.log_starts is None:
             return None
-        if not self.small:
-            self.matched.count()  # the read happens here (on a small run: at its checkpoint)
-        else:
-            self.matched  # noqa: B018 (its checkpoint reads the log)
+        self.matched  # noqa: B018 (the log is read as the matching is computed)
         return self.inputs.log_starts()
 
     def _starts_now_frame(self) -> DataFrame | None:

@@ -44,14 +44,14 @@ from kafka_replay.cluster.images import build_kafka_image
 from kafka_replay.cluster.nodes import NodeCluster
 from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
 from kafka_replay.console import log_handler, make_console, print_exception
+from kafka_replay.definitions.model import PROFILES
 from kafka_replay.history.store import EventStream
 from kafka_replay.interrupts import interrupted, stop_on_signals
-from kafka_replay.replay.model import PROFILES
 from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
 from kafka_replay.servers.errors import ServerError
 
 if TYPE_CHECKING:
-    from kafka_replay.replay.model import Incident
+    from kafka_replay.definitions.model import Incident
     from kafka_replay.report.outcome import Outcome
 
 console = make_console(stderr=True)
@@ -282,7 +282,7 @@ def _add_incidents_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _incidents(args: argparse.Namespace) -> dict[str, Incident]:
-    from kafka_replay.replay.catalog import incident_directories, load_incidents
+    from kafka_replay.definitions.catalog import incident_directories, load_incidents
 
     return load_incidents(tuple(incident_directories(args.incidents)))
 
@@ -324,10 +324,10 @@ def _progress(title: str, status: Status) -> Callable[[str], None]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kafka_replay.replay.catalog import select
-    from kafka_replay.replay.definition import load_incident
-    from kafka_replay.replay.parallel import remember_durations
-    from kafka_replay.replay.shards import run_key
+    from kafka_replay.definitions.catalog import select
+    from kafka_replay.definitions.definition import load_incident
+    from kafka_replay.playing.parallel import remember_durations
+    from kafka_replay.playing.shards import run_key
     from kafka_replay.report.catalog import write_report, write_step_summary
     from kafka_replay.report.gate import exit_code
     from kafka_replay.report.junit import write_junit
@@ -418,7 +418,7 @@ def _print_summary(outcomes: Sequence[Outcome], wall_s: float, jobs: int) -> Non
 
 def _shard(settings: RunSettings, runs: list[tuple[Incident, str]]) -> list[tuple[Incident, str]]:
     """The runs of ``--shard K/N``, said with how many there are in all."""
-    from kafka_replay.replay.shards import known_durations, pick, run_key
+    from kafka_replay.playing.shards import known_durations, pick, run_key
 
     units = {run_key(i.name, profile): [run_key(i.name, profile)] for i, profile in runs}
     mine = set(pick(settings.shard, units, known_durations(settings.shard_times)))
@@ -459,7 +459,7 @@ def _check_before_starting(settings: RunSettings, incidents: Sequence[Incident])
     place (a service no incident has, a missing command or image), a release Maven Central
     does not have."""
     from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
-    from kafka_replay.replay.app_option import check_users_app
+    from kafka_replay.definitions.app_option import check_users_app
     from kafka_replay.servers.errors import ArtifactResolutionError
 
     check_users_app(settings.app, settings.app_image, incidents)
@@ -516,7 +516,7 @@ def _show_outcome(outcome: Outcome) -> None:
 
 def _session(settings: RunSettings, work_dir: Path, runs_dir: Path | None, **kw: int) -> Any:
     """Brokers and Spark for runs one after the other, as the settings ask."""
-    from kafka_replay.replay.session import CatalogSession
+    from kafka_replay.playing.session import CatalogSession
 
     return CatalogSession(
         work_dir, settings.kafka_version, settings.kafka_backend,
@@ -554,9 +554,9 @@ def _run_lane(
     runs_dir: Path | None,
 ) -> None:
     """Runs named on stdin (``INCIDENT PROFILE`` a line) until stdin ends, each concluded
-    beside the next one's steps (:mod:`kafka_replay.replay.lane`). Brokers and Spark are kept
+    beside the next one's steps (:mod:`kafka_replay.playing.lane`). Brokers and Spark are kept
     between runs."""
-    from kafka_replay.replay.lane import run_lane
+    from kafka_replay.playing.lane import run_lane
 
     with _session(settings, work_dir, runs_dir, max_live_clusters=LANE_CLUSTERS) as session:
         run_lane(session, incidents, settings.run_options(), sys.stdin, _show_outcome)
@@ -569,7 +569,7 @@ def _run_side_by_side(
     scratch: Path,
 ) -> list[Outcome]:
     """``--jobs`` lanes, each a process replaying one run after another (longest first)."""
-    from kafka_replay.replay.parallel import WorkerFailed, run_side_by_side
+    from kafka_replay.playing.parallel import WorkerFailed, run_side_by_side
 
     running: list[str] = []
     with console.status(f"{settings.jobs} at a time") as status:

@@ -76,8 +76,8 @@ def add_compare_command(commands: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from kafka_replay.replay.app_option import check_users_app
-    from kafka_replay.replay.catalog import incident_directories, load_incidents, select
+    from kafka_replay.definitions.app_option import check_users_app
+    from kafka_replay.definitions.catalog import incident_directories, load_incidents, select
     from kafka_replay.replay.compare import (
         Comparison,
         comparison_json,
@@ -167,8 +167,8 @@ def _side(matrix: Any, setup: Any) -> str:
 
 def _shard(settings: RunSettings, incidents: list[Any], profile: str | None) -> list[Any]:
     """The incidents of ``--shard K/N`` (each with both sides), said with how many in all."""
-    from kafka_replay.replay.model import PROFILES
-    from kafka_replay.replay.shards import known_durations, pick, run_key
+    from kafka_replay.definitions.model import PROFILES
+    from kafka_replay.playing.shards import known_durations, pick, run_key
 
     profiles = [profile] if profile else list(PROFILES)
     units = {i.name: [run_key(i.name, p) for p in profiles] for i in incidents}
@@ -232,7 +232,7 @@ def _one_spark(args: argparse.Namespace, report_dir: Path) -> Iterator[Callable[
 
 def _replay(side: str, options: list[str], report_dir: Path) -> dict[str, Any]:
     """Run ``kafka-replay run`` for one side, showing its progress; its ``report.json``."""
-    from kafka_replay.replay.parallel import Worker, WorkerFailed
+    from kafka_replay.playing.parallel import Worker, WorkerFailed
     from kafka_replay.servers.reaper import Lease
 
     events = report_dir.parent / f"{side}.events.jsonl"

@@ -47,7 +47,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             "`kafka-replay run --report DIR` wrote"
         )
     if args.durations:
-        from kafka_replay.replay.shards import write_durations
+        from kafka_replay.playing.shards import write_durations
 
         console.print(f"Durations: {write_durations(args.durations, args.directory)}")
         return code

@@ -29,7 +29,7 @@ kafka_replay_incidents``, ``pytest ops/incidents``, a ``testpaths`` entry). ``--
 incidents' conditions; ``--replay-setup SETUP`` (repeatable; the syntax of ``kafka-replay
 compare``) multiplies every incident item by setup, its id naming it:
 ``incident[<name>-<profile>-kafka=3.9.2]``. ``--replay-shard K/N`` keeps shard K's incident
-items and deselects the rest (:mod:`kafka_replay.replay.shards`), so that N machines replay
+items and deselects the rest (:mod:`kafka_replay.playing.shards`), so that N machines replay
 them between them. ``replay_incident(name, profile)`` replays one
 incident for a test of your own; ``replay_spark`` is one Spark session per test process.
 
@@ -51,8 +51,8 @@ import pytest
 from kafka_replay.cluster.backends import choose_backend
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.cluster.versions import choose_version
-from kafka_replay.replay.catalog import incident_directories
-from kafka_replay.replay.model import PROFILES, DefinitionError
+from kafka_replay.definitions.catalog import incident_directories
+from kafka_replay.definitions.model import PROFILES, DefinitionError
 from kafka_replay.replay.settings import RunSettings, add_to_pytest
 
 if TYPE_CHECKING:
@@ -63,8 +63,8 @@ if TYPE_CHECKING:
     from kafka_replay.cluster import Cluster
     from kafka_replay.cluster.nodes import NodeCluster
     from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+    from kafka_replay.definitions.model import Incident
     from kafka_replay.replay.compare import Setup
-    from kafka_replay.replay.model import Incident
     from kafka_replay.report.outcome import Outcome
     from kafka_replay.servers.reaper import Lease
 
@@ -113,7 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _read_shard_times(config: pytest.Config) -> None:
     """The run times ``--replay-shard`` splits by, read before anything is collected."""
-    from kafka_replay.replay.shards import known_durations
+    from kafka_replay.playing.shards import known_durations
 
     try:
         times = known_durations(config.stash[SETTINGS_KEY].shard_times, "--replay-shard-times")
@@ -229,7 +229,7 @@ class IncidentFile(pytest.File):
     """One definition: an item per profile, each replaying it on real Kafka."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from kafka_replay.replay.catalog import load_incidents
+        from kafka_replay.definitions.catalog import load_incidents
 
         incidents = load_incidents(tuple(self.config.stash[DIRECTORIES_KEY]))
         (incident,) = [i for i in incidents.values() if i.source.resolve() == self.path.resolve()]
@@ -258,11 +258,11 @@ class IncidentFile(pytest.File):
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--replay-shard K/N``: the incident items of other shards are deselected (every other
     test is left alone), so N machines replay the catalog between them, each its share of its
-    time (:mod:`kafka_replay.replay.shards`)."""
+    time (:mod:`kafka_replay.playing.shards`)."""
     settings = config.stash[SETTINGS_KEY]
     if not settings.shard:
         return
-    from kafka_replay.replay.shards import pick, run_key
+    from kafka_replay.playing.shards import pick, run_key
 
     units = {item.name: [run_key(*item.stash[RUN_KEY])] for item in items if RUN_KEY in item.stash}
     mine = set(pick(settings.shard, units, config.stash[TIMES_KEY]))
@@ -475,14 +475,14 @@ def replay_incident(
     The run takes the command line's settings (``--replay-app``, ``--replay-guarantee``, ...;
     see ``pytest --help``); ``setup`` (a :class:`kafka_replay.replay.compare.Setup`) puts one
     side of a comparison over them (Kafka release, backend, group protocol, settings), and
-    keywords named like :class:`kafka_replay.replay.runner.RunOptions`' fields override both
+    keywords named like :class:`kafka_replay.playing.runner.RunOptions`' fields override both
     (``client`` / ``broker`` put settings over the profile's).
     """
     import dataclasses
 
-    from kafka_replay.replay.app_option import check_users_app
-    from kafka_replay.replay.catalog import at_scale, load_incidents, select
-    from kafka_replay.replay.runner import run_incident
+    from kafka_replay.definitions.app_option import check_users_app
+    from kafka_replay.definitions.catalog import at_scale, load_incidents, select
+    from kafka_replay.playing.runner import run_incident
 
     config = request.config
     runs = iter(range(1, 1000))

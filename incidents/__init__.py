@@ -2,6 +2,6 @@
 
 ``<name>.toml`` beside this file defines one incident, and each is a pytest item under both
 profiles (the harness's pytest plugin collects them). The reference apps live in
-:mod:`kafka_replay_incidents.apps`. The engine that reads and replays them is
-:mod:`kafka_replay.replay`.
+:mod:`kafka_replay_incidents.apps`. The engine reads them (:mod:`kafka_replay.definitions`),
+plays them (:mod:`kafka_replay.playing`) and judges each run (:mod:`kafka_replay.judging`).
 """

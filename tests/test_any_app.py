@@ -254,9 +254,9 @@ def test_the_same_service_with_a_weak_producer_of_its_own_is_found_vulnerable(
 def test_a_replay_that_tests_none_of_an_apps_clients_does_not_apply_to_it(
     tmp_path: Path,
 ) -> None:
-    from kafka_replay.replay.catalog import catalog_dir
-    from kafka_replay.replay.definition import load_incident
-    from kafka_replay.replay.runner import RunOptions, run_incident
+    from kafka_replay.definitions.catalog import catalog_dir
+    from kafka_replay.definitions.definition import load_incident
+    from kafka_replay.playing.runner import RunOptions, run_incident
 
     source = (catalog_dir() / "producer-retry-duplicates.toml").read_text()
     before, _, after = source.partition("\n[your_app]")

@@ -25,6 +25,8 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.artifacts import kafka_classpath
 from kafka_replay.cluster.embedded import java_command
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import DefinitionError
 from kafka_replay.faults.brokers import (
     BrokerFaultError,
     BrokerFaults,
@@ -37,8 +39,6 @@ from kafka_replay.faults.brokers import (
     partition_leaders,
 )
 from kafka_replay.history import coordinator_partition, read_stream
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.model import DefinitionError
 from kafka_replay.servers.process import thread_states
 from tests.fault_incidents import replay_on_pool, write_incident
 from tests.kafka_helpers import new_consumer, produce_acked

@@ -212,7 +212,7 @@ def test_runs_side_by_side_report_like_one_after_the_other(tmp_path: Path) -> No
 
 
 def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:
-    from kafka_replay.replay.parallel import WorkerFailed, run_side_by_side
+    from kafka_replay.playing.parallel import WorkerFailed, run_side_by_side
 
     with pytest.raises(
         WorkerFailed, match=r"replaying no-such-incident \(vulnerable\) exited with code 2"
@@ -221,7 +221,7 @@ def test_a_process_that_ends_without_a_report_is_named(tmp_path: Path) -> None:
 
 
 def test_the_longest_runs_start_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafka_replay.replay.parallel import longest_first, remember_durations
+    from kafka_replay.playing.parallel import longest_first, remember_durations
     from kafka_replay.report.outcome import Outcome
 
     monkeypatch.setenv("KAFKA_REPLAY_CACHE", str(tmp_path))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_replay.replay.catalog import catalog_dir, load_incidents
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.model import PROFILES, DefinitionError, SettingNeed
+from kafka_replay.definitions.catalog import catalog_dir, load_incidents
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import PROFILES, DefinitionError, SettingNeed
 
 
 def catalog():

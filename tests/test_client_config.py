@@ -26,7 +26,7 @@ from kafka_replay.apps.client_config import (
 )
 from kafka_replay.apps.contract import AppContext, AppSpec
 from kafka_replay.cluster import Cluster
-from kafka_replay.replay.catalog import catalog_dir, load_incidents
+from kafka_replay.definitions.catalog import catalog_dir, load_incidents
 
 DOCS = Path(__file__).parent.parent / "docs" / "incidents.md"
 

@@ -7,8 +7,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from kafka_replay.replay.catalog import catalog_dir, load_incidents
-from kafka_replay.replay.model import PROFILES
+from kafka_replay.definitions.catalog import catalog_dir, load_incidents
+from kafka_replay.definitions.model import PROFILES
 from tests.suite_budget import BUDGET_S, NEW_ITEM_S, recorded_durations, suite_cost
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import DefinitionError
 from kafka_replay.replay.compare import (
     Comparison,
     compare_reports,
@@ -15,8 +17,6 @@ from kafka_replay.replay.compare import (
     load_matrix,
     parse_setup,
 )
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.model import DefinitionError
 
 
 def run(profile: str = "remediated", **fields: Any) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from benchmarks.__main__ import BENCHMARKS
 from benchmarks.matrix import GROUPS as MATRIX_GROUPS
 from kafka_replay.apps import AppSpec
 from kafka_replay.cli import build_parser
-from kafka_replay.replay.app_option import named_app
+from kafka_replay.definitions.app_option import named_app
 from kafka_replay.replay.compare import parse_setup
 from kafka_replay.replay.settings import COMPARE, RUN, RunSettings
 from kafka_replay.servers.ports import free_ports

@@ -12,11 +12,11 @@ from pyspark.sql import SparkSession
 from kafka_replay.cluster import choose_version
 from kafka_replay.cluster.backends import choose_backend
 from kafka_replay.cluster.pool import ClusterPool
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.held_back import held_back
-from kafka_replay.replay.judge import judge
-from kafka_replay.replay.model import Condition
-from kafka_replay.replay.runner import RunOptions, run_incident
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import Condition
+from kafka_replay.judging.held_back import held_back
+from kafka_replay.judging.judge import judge
+from kafka_replay.playing.runner import RunOptions, run_incident
 from tests.test_symptoms import evidence
 
 T0 = 1_000_000.0  # when the run started: the message counts seconds from here

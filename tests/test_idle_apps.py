@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_replay.history.store import RunHistory
-from kafka_replay.replay.idle_apps import idle_apps, idle_since
+from kafka_replay.playing.idle_apps import idle_apps, idle_since
 
 P0 = [{"topic": "in", "partition": 0}]
 P1 = [{"topic": "in", "partition": 1}]

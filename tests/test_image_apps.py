@@ -52,8 +52,8 @@ Replay = Callable[..., Outcome]
 def test_an_image_in_a_definition_is_the_app_with_its_command_as_arguments(
     tmp_path: Path,
 ) -> None:
-    from kafka_replay.replay.definition import load_incident
-    from kafka_replay.replay.runner import RunOptions, app_command, app_images
+    from kafka_replay.definitions.definition import load_incident
+    from kafka_replay.playing.runner import RunOptions, app_command, app_images
 
     from .test_catalog_definitions import VALID, write
 
@@ -84,8 +84,8 @@ def test_an_image_in_a_definition_is_the_app_with_its_command_as_arguments(
 def test_a_wrong_image_is_named_where_it_was_written(
     tmp_path: Path, app: str, key: str, problem: str
 ) -> None:
-    from kafka_replay.replay.definition import load_incident
-    from kafka_replay.replay.model import DefinitionError
+    from kafka_replay.definitions.definition import load_incident
+    from kafka_replay.definitions.model import DefinitionError
 
     from .test_catalog_definitions import VALID, write
 

@@ -22,11 +22,29 @@ SOURCE = ROOT / "harness"
 #: The report side, and what it must not import, directly or through anything it imports.
 REPORT_SIDE = ("kafka_replay.report", "kafka_replay.history")
 ENGINE = (
+    "kafka_replay.definitions",
+    "kafka_replay.playing",
+    "kafka_replay.judging",
     "kafka_replay.replay",
     "kafka_replay.cli",
     "kafka_replay.cli_compare",
     "kafka_replay.pytest_plugin",
 )
+
+#: The engine's rooms and the faces over them, each with the others of these it may import:
+#: reading a definition stands on none of them (the rooms that play steps and measure symptoms
+#: register them in its vocabulary), judging on reading, playing on both, and what the faces
+#: share (settings, compare) on all three.
+ENGINE_ROOMS: dict[str, frozenset[str]] = {
+    "kafka_replay.definitions": frozenset(),
+    "kafka_replay.judging": frozenset({"kafka_replay.definitions"}),
+    "kafka_replay.playing": frozenset({"kafka_replay.definitions", "kafka_replay.judging"}),
+    "kafka_replay.replay": frozenset(
+        {"kafka_replay.definitions", "kafka_replay.judging", "kafka_replay.playing"}
+    ),
+}
+FACES = ("kafka_replay.cli", "kafka_replay.cli_compare", "kafka_replay.cli_report",
+         "kafka_replay.pytest_plugin")  # fmt: skip
 
 #: What every local server stands on, and the only modules of the rest of the harness it may use.
 SERVERS = "kafka_replay.servers"
@@ -193,7 +211,7 @@ def _under(module: str, packages: tuple[str, ...]) -> bool:
 
 def test_the_graph_is_read_from_every_kind_of_import() -> None:
     graph = import_graph()
-    assert "kafka_replay.report.outcome" in graph["kafka_replay.replay.runner"]  # at module level
+    assert "kafka_replay.report.outcome" in graph["kafka_replay.playing.runner"]  # at module level
     assert (
         "kafka_replay.report.html_report" in graph["kafka_replay.report.catalog"]
     )  # in a function
@@ -204,7 +222,7 @@ def test_the_graph_is_read_from_every_kind_of_import() -> None:
         "kafka_replay.history.derived" in graph["kafka_replay.history.recorded"]
     )  # from . import x
     assert (
-        "kafka_replay.history.derived" in graph["kafka_replay.replay.symptoms"]
+        "kafka_replay.history.derived" in graph["kafka_replay.judging.symptoms"]
     )  # from pkg import x
 
 
@@ -384,3 +402,56 @@ def test_the_servers_room_stands_on_nothing_else_of_the_harness() -> None:
     assert not offending, "the servers room imports the rest of the harness:\n" + "\n".join(
         offending
     )
+
+
+def engine_room_imports(graph: Graph) -> list[str]:
+    """Each import by a module of an engine room of another room or face it may not import
+    (:data:`ENGINE_ROOMS`): ``module -> module``."""
+    rooms = (*ENGINE_ROOMS, *FACES)
+    offending = []
+    for module in sorted(graph):
+        room = next((r for r in ENGINE_ROOMS if _under(module, (r,))), None)
+        if room is None:
+            continue
+        for target in sorted(graph[module]):
+            into = next((r for r in rooms if _under(target, (r,))), None)
+            if into is not None and into != room and into not in ENGINE_ROOMS[room]:
+                offending.append(f"{module} -> {target}")
+    return offending
+
+
+def test_the_engine_rule_names_the_import_across_rooms() -> None:
+    graph = {
+        "kafka_replay.definitions.model": {"kafka_replay.playing.steps"},
+        "kafka_replay.judging.judge": {"kafka_replay.definitions.model"},
+        "kafka_replay.playing.runner": {"kafka_replay.cli"},
+    }
+    assert engine_room_imports(graph) == [
+        "kafka_replay.definitions.model -> kafka_replay.playing.steps",
+        "kafka_replay.playing.runner -> kafka_replay.cli",
+    ]
+
+
+def test_each_engine_room_imports_only_the_rooms_below_it() -> None:
+    """Reading a definition, judging a run, playing it and the faces' shared parts, in that
+    order: each imports only the rooms before it (:data:`ENGINE_ROOMS`), never a face."""
+    offending = engine_room_imports(import_graph())
+    assert not offending, "an engine room imports one it may not:\n" + "\n".join(offending)
+
+
+def test_the_import_paths_earlier_docs_gave_still_work() -> None:
+    """The judge, a plugin's step and a plugin's symptom, where the docs named them before the
+    engine was split into rooms."""
+    from kafka_replay.definitions import vocabulary
+    from kafka_replay.judging import judge, symptoms
+    from kafka_replay.playing import steps
+    from kafka_replay.replay import judge as judge_before
+    from kafka_replay.replay import steps as steps_before
+    from kafka_replay.replay import symptoms as symptoms_before
+
+    assert judge_before.judge is judge.judge
+    assert steps_before.step_kind is vocabulary.step_kind
+    assert steps_before.Field is vocabulary.Field
+    assert steps_before.Stage is steps.Stage
+    assert symptoms_before.symptom is vocabulary.symptom
+    assert symptoms_before.Evidence is symptoms.Evidence

@@ -10,8 +10,8 @@ import itertools
 
 import pytest
 
-from kafka_replay.replay.judge import judge, reproduced
-from kafka_replay.replay.model import Condition
+from kafka_replay.definitions.model import Condition
+from kafka_replay.judging.judge import judge, reproduced
 
 SIGNATURE = (Condition("rejected_commits", ">=", 1), Condition("backlog_drained", "==", False))
 CONDITIONS = (Condition("kills", ">=", 5),)

@@ -65,8 +65,8 @@ def test_no_sources_is_named(tmp_path: Path) -> None:
 
 
 def test_a_jvm_command_must_start_with_java(tmp_path: Path) -> None:
-    from kafka_replay.replay.definition import load_incident
-    from kafka_replay.replay.model import DefinitionError
+    from kafka_replay.definitions.definition import load_incident
+    from kafka_replay.definitions.model import DefinitionError
 
     source = Path("incidents/zombie-commit.toml").read_text()
     path = tmp_path / "zombie-commit.toml"

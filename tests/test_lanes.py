@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
-from kafka_replay.replay.parallel import PLAYED, run_side_by_side
+from kafka_replay.playing.parallel import PLAYED, run_side_by_side
 
 
 def test_a_borrowed_cluster_is_no_one_elses_until_given_back(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_a_failed_warm_up_leaves_the_check_to_start_spark(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from kafka_replay.checker import warm_up
-    from kafka_replay.replay.session import CatalogSession
+    from kafka_replay.playing.session import CatalogSession
 
     def broken(spark: object) -> None:
         raise RuntimeError("no room for the driver")

@@ -26,11 +26,11 @@ from pyspark.sql import SparkSession
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.nodes import NodeCluster
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import DefinitionError
 from kafka_replay.faults import NetworkFaults, toxic_attributes
 from kafka_replay.faults.brokers import BrokerFaultError, partition_leaders
 from kafka_replay.history import read_stream
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.model import DefinitionError
 from tests.fault_incidents import replay_on_pool, write_incident
 
 SPEC = ClusterSpec.of(brokers=3, broker_config={"min.insync.replicas": 2}, network_faults=True)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from faker import Faker
 
-from kafka_replay.replay.model import DefinitionError
-from kafka_replay.replay.workload_table import read_payload_file, read_workload
+from kafka_replay.definitions.model import DefinitionError
+from kafka_replay.definitions.workload_table import read_payload_file, read_workload
 from kafka_replay.workload import EVENT_ID_HEADER, student_onboarding
 from kafka_replay.workload.payloads import Payload, PayloadError
 

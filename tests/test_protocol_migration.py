@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from kafka_replay.apps import AppContext, AppSpec, RestartPolicy, Supervisor
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import DefinitionError
 from kafka_replay.replay.compare import Setup
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.model import DefinitionError
 from kafka_replay.report.outcome import Outcome
 
 CLIENT = "kafka-clients==4.4.0"

@@ -2,8 +2,8 @@
 
 ``docs/incidents.md`` lists every step kind with its fields, every symptom and every workload
 generator with its parameters; the registries (``STEPS``, ``SYMPTOMS``, ``GENERATORS``) are what
-the engine runs, and ``kafka_replay.replay.definition`` is what reads a definition. A name added to
-one and not the others fails here. Pure: no Kafka, no Spark session.
+the engine runs, and ``kafka_replay.definitions.definition`` is what reads a definition. A name
+added to one and not the others fails here. Pure: no Kafka, no Spark session.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.model import DefinitionError
-from kafka_replay.replay.steps import REQUIRED, STEPS, Field
-from kafka_replay.replay.symptoms import SYMPTOMS
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import DefinitionError
+from kafka_replay.definitions.vocabulary import REQUIRED, SYMPTOMS, Field, step_kinds
 from kafka_replay.workload.generators import GENERATORS
 
+#: The built-in step kinds (and symptoms) registered, as the definition reader sees them.
+STEPS = step_kinds()
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 NAME = re.compile(r"`(\w+)`")
 
@@ -252,7 +253,7 @@ def test_the_docs_list_every_backend_and_capability() -> None:
     and which steps need it, as the step registry says."""
     from kafka_replay.cluster.backends import backends
     from kafka_replay.cluster.capabilities import CAPABILITIES
-    from kafka_replay.replay.model import GROUP_TYPE_NEEDS
+    from kafka_replay.definitions.model import GROUP_TYPE_NEEDS
 
     readme = (DOCS.parent / "README.md").read_text()
     for name in backends():

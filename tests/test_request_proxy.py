@@ -49,8 +49,8 @@ from kafka_replay.cluster.kafka_wire import (
 from kafka_replay.cluster.nodes import NodeCluster
 from kafka_replay.cluster.pool import ClusterPool
 from kafka_replay.cluster.request_proxy import RequestFault, RequestProxy, RequestProxyError
+from kafka_replay.definitions.definition import load_incident
 from kafka_replay.history import read_stream
-from kafka_replay.replay.definition import load_incident
 from tests.fault_incidents import replay_on_pool, write_incident
 
 

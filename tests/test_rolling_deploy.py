@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_replay.replay.symptoms import measure
+from kafka_replay.judging.symptoms import measure
 from tests.test_symptoms import TOPIC, evidence
 
 NAME = ("whole_assignment_revocations",)

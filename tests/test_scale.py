@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.scale import scale_definition
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.scale import scale_definition
 
 
 def test_records_rates_and_waits_are_multiplied_faults_are_not() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kafka_replay.apps.contract import AppContext, AppSpec
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.model import DefinitionError
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import DefinitionError
 from kafka_replay.workload.expect import marked
 from kafka_replay.workload.payloads import Payload, PayloadError
 from kafka_replay.workload.records import Workload
@@ -249,7 +249,7 @@ def test_an_internal_topic_needs_a_pipeline(tmp_path: Path) -> None:
 
 
 def test_an_expect_file_adds_its_topics_and_replaces_the_expectations(tmp_path: Path) -> None:
-    from kafka_replay.replay.shapes import with_expect_file
+    from kafka_replay.definitions.shapes import with_expect_file
 
     incident = load_incident(write(tmp_path, VALID))
     expect = tmp_path / "expect.toml"
@@ -266,8 +266,8 @@ def test_an_expect_file_adds_its_topics_and_replaces_the_expectations(tmp_path: 
 
 
 def test_a_users_app_takes_a_named_place_or_the_last_one() -> None:
-    from kafka_replay.replay.app_option import users_app
-    from kafka_replay.replay.model import AppDefinition
+    from kafka_replay.definitions.app_option import users_app
+    from kafka_replay.definitions.model import AppDefinition
 
     services = {"onboarding": AppDefinition("a"), "billing": AppDefinition("b")}
     assert users_app("onboarding=./svc --x", services) == ("onboarding", "./svc --x")

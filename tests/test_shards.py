@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafka_replay.cli import main
-from kafka_replay.replay.shards import (
+from kafka_replay.playing.shards import (
     Shard,
     known_durations,
     pick,

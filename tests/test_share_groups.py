@@ -18,6 +18,8 @@ from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.capabilities import lacks_by_version
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.definitions.model import DefinitionError
 from kafka_replay.faults.share_groups import (
     ShareAdminError,
     ShareGroupWatch,
@@ -26,10 +28,8 @@ from kafka_replay.faults.share_groups import (
     done_below,
     share_group_done,
 )
+from kafka_replay.playing.share_group import archived_reason, lag_rows
 from kafka_replay.replay.compare import Setup
-from kafka_replay.replay.definition import load_incident
-from kafka_replay.replay.model import DefinitionError
-from kafka_replay.replay.share_group import archived_reason, lag_rows
 from kafka_replay.report.outcome import Outcome
 
 from .kafka_helpers import produce_acked
@@ -94,7 +94,7 @@ def test_the_definition_reads_its_group_type_and_refuses_an_unknown_one(tmp_path
 def test_archived_inputs_are_those_the_group_moved_past_with_no_result() -> None:
     from kafka_replay.checker import ANOMALIES, CheckResult
     from kafka_replay.checker.analysis import Finding
-    from kafka_replay.replay.symptoms import Evidence, measure
+    from kafka_replay.judging.symptoms import Evidence, measure
 
     acks = [
         {"kind": "ack", "event_id": f"e{i}", "partition": 0, "offset": i, "key": "k"}

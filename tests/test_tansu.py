@@ -27,10 +27,10 @@ from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
 from kafka_replay.cluster.tansu import TANSU_NODE_ID, TansuCluster
 from kafka_replay.cluster.versions import DEFAULT_TANSU_VERSION
+from kafka_replay.definitions.catalog import catalog_dir, load_incidents, select
 from kafka_replay.faults.brokers import BrokerFaults
 from kafka_replay.history.group import group_members, group_stable
-from kafka_replay.replay.catalog import catalog_dir, load_incidents, select
-from kafka_replay.replay.runner import play_incident, run_incident
+from kafka_replay.playing.runner import play_incident, run_incident
 from kafka_replay.report.outcome import Outcome
 from tests.fault_incidents import write_incident
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_replay.replay.catalog import catalog_dir, incident_directories, load_incidents
-from kafka_replay.replay.model import DefinitionError
+from kafka_replay.definitions.catalog import catalog_dir, incident_directories, load_incidents
+from kafka_replay.definitions.model import DefinitionError
 
 TEAM_INCIDENT = """
 name = "{name}"

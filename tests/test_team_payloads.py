@@ -137,10 +137,10 @@ def test_recorded_orders_replay_under_slow_batches(
 ) -> None:
     """Real order traffic captured, anonymized and replayed ten times as fast as the backlog
     of poll-timeout-rebalance: the order service is still kicked out of its group."""
-    from kafka_replay.replay.catalog import catalog_dir
-    from kafka_replay.replay.definition import load_incident
-    from kafka_replay.replay.runner import RunOptions, run_incident
-    from kafka_replay.replay.workload_table import read_workload
+    from kafka_replay.definitions.catalog import catalog_dir
+    from kafka_replay.definitions.definition import load_incident
+    from kafka_replay.definitions.workload_table import read_workload
+    from kafka_replay.playing.runner import RunOptions, run_incident
     from kafka_replay.workload import WorkloadProducer
     from kafka_replay.workload.capture import capture, find_window
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kafka_replay.cluster import Cluster
+from kafka_replay.definitions.model import DefinitionError
+from kafka_replay.definitions.workload_table import read_workload
 from kafka_replay.history import RunHistory
-from kafka_replay.replay.model import DefinitionError
-from kafka_replay.replay.workload_table import read_workload
 from kafka_replay.workload import (
     Pause,
     WorkloadProducer,

@@ -70,7 +70,7 @@ class ClusterPool:
     With ``bootstrap_servers`` set, every request is served by that existing cluster. A request
     a backend cannot serve (a broker configuration for a cluster that takes none, more brokers
     than it runs) raises :class:`NotApplicable`, unless the settings are ``optional``: an
-    incident run then goes without them and says so (see :mod:`kafka_replay.replay.runner`).
+    incident run then goes without them and says so (see :mod:`kafka_replay.playing.runner`).
     """
 
     def __init__(

@@ -1,12 +1,14 @@
-"""The replay engine: reads incident definitions, plays their steps against real Kafka and the
-app under test, measures the symptoms, judges and reports.
+"""The replay engine's faces share this: run settings and comparisons, over its three rooms.
 
-- :mod:`.model`: what a definition says; :mod:`.definition`: reading and checking TOML files;
-- :mod:`.catalog`: where incidents come from (the shipped catalog, a team's directories);
-- :mod:`.steps`, :mod:`.symptoms`: the registries of steps and symptoms;
-- :mod:`.runner`: one run; :mod:`.judge`: the pass/fail rule; :mod:`.session`: many runs.
+The engine is three rooms, each a package: reading a definition (:mod:`kafka_replay.definitions`),
+playing a run (:mod:`kafka_replay.playing`) and judging it (:mod:`kafka_replay.judging`). Here:
 
-The run record and the reports live apart, in :mod:`kafka_replay.report`.
+- :mod:`.settings`: every option a run takes, declared once, for the command line, compare and
+  pytest;
+- :mod:`.compare`: a baseline against a candidate (broker versions, group protocols, clients).
+
+The run record and the reports live apart, in :mod:`kafka_replay.report`. The modules
+``judge``, ``steps`` and ``symptoms`` here keep the import paths earlier docs gave working.
 
 Nothing is imported here, so reading where incidents live stays cheap.
 """

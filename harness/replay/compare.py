@@ -20,8 +20,8 @@ from typing import Any
 
 from kafka_replay.apps.client_libraries import parse_client
 from kafka_replay.cluster.backends import choose_backend
-from kafka_replay.replay.model import GROUP_PROTOCOLS, PROFILES
-from kafka_replay.replay.overrides import client_settings, parse_settings
+from kafka_replay.definitions.model import GROUP_PROTOCOLS, PROFILES
+from kafka_replay.definitions.overrides import client_settings, parse_settings
 
 #: ``key=value`` of a setup and the ``kafka-replay run`` option it becomes.
 SETUP_OPTIONS = {

@@ -21,16 +21,15 @@ from kafka_replay.apps.supervisor import RESTART_MODES, parse_restart
 from kafka_replay.checker import GUARANTEES
 from kafka_replay.cluster.backends import backend_argument, backends_help
 from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
+from kafka_replay.definitions.model import GROUP_PROTOCOLS, PROFILES
+from kafka_replay.definitions.overrides import client_settings, parse_settings
+from kafka_replay.playing.shards import parse_shard
 from kafka_replay.plugins import load_plugins
-
-from .model import GROUP_PROTOCOLS, PROFILES
-from .overrides import client_settings, parse_settings
-from .shards import parse_shard
 
 if TYPE_CHECKING:
     import pytest
 
-    from .runner import RunOptions
+    from kafka_replay.playing.runner import RunOptions
 
 #: The faces an option may be offered on.
 RUN, COMPARE, PYTEST = "run", "compare", "pytest"
@@ -125,7 +124,7 @@ def _image(value: str) -> None:
 
 
 def _payload(path: Path) -> None:
-    from .workload_table import read_payload_file
+    from kafka_replay.definitions.workload_table import read_payload_file
 
     if not path.is_file():
         raise ValueError(f"--payload {path}: no such file (give a TOML file of your messages)")
@@ -133,7 +132,7 @@ def _payload(path: Path) -> None:
 
 
 def _expect(path: Path) -> None:
-    from .shapes import read_expect_file
+    from kafka_replay.definitions.shapes import read_expect_file
 
     if not path.is_file():
         raise ValueError(f"--expect {path}: no such file (give a TOML file with an [expect] table)")
@@ -369,7 +368,7 @@ class RunSettings:
 
     def run_options(self) -> RunOptions:
         """What one run of the engine takes from these settings."""
-        from .runner import RunOptions
+        from kafka_replay.playing.runner import RunOptions
 
         return RunOptions(
             app=self.app,

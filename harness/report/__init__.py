@@ -6,6 +6,7 @@
 - :mod:`.junit`: JUnit XML for CI; :mod:`.browser`: headless Chromium for ``report --png``.
 
 It reads runs through :mod:`kafka_replay.history` and imports nothing of the replay engine
-(``kafka_replay.replay``), so a report is written, or read back, without it. Nothing is imported
+(``kafka_replay.definitions``, ``playing``, ``judging``, ``replay``), so a report is written, or
+read back, without it. Nothing is imported
 here, so the record stays cheap to load.
 """

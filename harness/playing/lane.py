@@ -6,7 +6,7 @@ while the next run plays on a cluster of its own (:meth:`ClusterPool.borrow`), a
 Spark session up while the first run plays: the checker's time leaves the lane's critical path
 wherever a run's steps are longer than the check before it.
 
-It tells the process feeding it (:mod:`kafka_replay.replay.parallel`) two things through each
+It tells the process feeding it (:mod:`kafka_replay.playing.parallel`) two things through each
 run's directory: :data:`PLAYED` once the run's steps are over and the run before it is
 concluded (it can take the next run), and ``outcome.json`` once the run is concluded.
 """
@@ -18,9 +18,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from kafka_replay.definitions.model import Incident
 from kafka_replay.report.outcome import Outcome
 
-from .model import Incident
 from .parallel import OVERLAP_ENV, PLAYED
 from .runner import RunOptions
 from .session import CatalogSession

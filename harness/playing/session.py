@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 from kafka_replay.checker.spark import check_master, remote_url
 from kafka_replay.cluster.pool import DEFAULT_MAX_LIVE, ClusterPool
+from kafka_replay.definitions.model import Incident
 from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
-from .model import Incident
 from .runner import PlayedRun, RunOptions, play_incident
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_replay.apps import AppSpec
 from kafka_replay.checker import CheckResult, KafkaOutput
+from kafka_replay.definitions.model import AppDefinition, Incident, Profile
 
-from .model import AppDefinition, Incident, Profile
 from .places import check_places, places, worst
 
 if TYPE_CHECKING:

@@ -40,9 +40,8 @@ from .model import (
 )
 from .scale import scale_definition
 from .shapes import check_workload_topic, pipeline_services, read_topics
-from .steps import STEPS, StepContext
-from .symptoms import SYMPTOMS
 from .table import Origin, Table
+from .vocabulary import StepContext, step_kinds, symptom_names
 from .workload_table import workload_of
 
 if TYPE_CHECKING:
@@ -121,11 +120,12 @@ def _step(
     elsewhere (``[your_app.steps.KIND]``)."""
     table = Table(source, f"steps[{index}]", data, origin)
     do = table.get("do", str)
-    if do not in STEPS:
+    kinds = step_kinds()
+    if do not in kinds:
         raise DefinitionError(
-            source, table.path("do"), f"unknown step {do!r}; steps: {', '.join(STEPS)}"
+            source, table.path("do"), f"unknown step {do!r}; steps: {', '.join(kinds)}"
         )
-    kind = STEPS[do]
+    kind = kinds[do]
     options = {name: table.get(name, spec.kind, spec.default) for name, spec in kind.fields.items()}
     table.finish()
     for name, spec in kind.fields.items():
@@ -398,7 +398,7 @@ def _brokers(path: Path, brokers: int, where: str = "brokers") -> int:
 
 def load_incident(path: Path, scale: int = 1) -> Incident:
     """Read and check one definition file; ``scale`` multiplies its records (see ``scale``)."""
-    known_symptoms = set(SYMPTOMS)
+    known_symptoms = symptom_names()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

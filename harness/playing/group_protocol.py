@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_replay.cluster import Cluster
-
-from .model import Incident, Profile
+from kafka_replay.definitions.model import Incident, Profile
 
 #: The first Kafka release whose clusters take the consumer group protocol by default.
 CONSUMER_PROTOCOL_SINCE = (4, 0)

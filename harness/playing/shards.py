@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import catalog_dir
+from kafka_replay.definitions.catalog import catalog_dir
 
 #: The catalog's run times, beside its definitions: ``{"incident profile": seconds}``.
 DURATIONS_FILE = "durations.json"

@@ -18,6 +18,7 @@ from kafka_replay.apps.client_libraries import PYTHON_CLIENT, parse_client
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.capabilities import lacks_by_version
 from kafka_replay.cluster.errors import NotApplicable
+from kafka_replay.definitions.model import GROUP_TYPE_NEEDS
 from kafka_replay.faults.share_groups import (
     GROUP_DEFAULTS,
     ShareGroupWatch,
@@ -26,8 +27,6 @@ from kafka_replay.faults.share_groups import (
     share_group_done,
 )
 from kafka_replay.history import RunHistory
-
-from .model import GROUP_TYPE_NEEDS
 
 #: The first confluent-kafka release with a share consumer (KIP-932's ``ShareConsumer``).
 SHARE_CONSUMER_SINCE = (2, 15)

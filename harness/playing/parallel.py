@@ -33,7 +33,7 @@ STOP_GRACE_S = 60.0
 DURATIONS_FILE = "durations.json"
 OUTCOME = "outcome.json"
 #: The file a lane leaves in a run's directory when it can take another run: the run's steps
-#: are over and the run before it is concluded (see :mod:`kafka_replay.replay.lane`).
+#: are over and the run before it is concluded (see :mod:`kafka_replay.playing.lane`).
 PLAYED = "played"
 #: ``0``: a lane concludes each run before the next one plays, and starts Spark at its first
 #: check, as lanes did before (the ``lanes`` benchmark compares).
@@ -123,7 +123,7 @@ class Worker(Child):
 class Lane(Child):
     """One ``kafka-replay run --lane`` process: it replays the runs it is given, keeping its
     brokers and its Spark session between them, and concludes each beside the next one's
-    steps (:mod:`kafka_replay.replay.lane`): it holds two runs at most."""
+    steps (:mod:`kafka_replay.playing.lane`): it holds two runs at most."""
 
     def __init__(self, argv: list[str], log_path: Path, runs_dir: Path) -> None:
         super().__init__(argv, log_path)

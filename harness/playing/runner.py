@@ -2,7 +2,7 @@
 
 Each run gets its own directory (the run history format of ``docs/history.md`` plus
 ``check.json`` and ``outcome.json``), its own topics and consumer group, and a cluster with
-the profile's broker config. :func:`kafka_replay.replay.judge.judge` turns what was measured into
+the profile's broker config. :func:`kafka_replay.judging.judge.judge` turns what was measured into
 the outcome. Whatever stage fails (start-up, a step, the checker, the symptoms), the run still
 ends with an outcome naming that stage and its error, and the history kept so far.
 """
@@ -35,6 +35,9 @@ from kafka_replay.apps.jvm_apps import JvmAppError, java_command
 from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.errors import NotApplicable
+from kafka_replay.definitions.app_option import users_app
+from kafka_replay.definitions.model import WRITTEN_ROLES, AppDefinition, Incident, Profile, Sink
+from kafka_replay.definitions.shapes import with_expect_file
 from kafka_replay.faults import holders
 from kafka_replay.history import LagSampler, OffsetsRecorder, RunHistory
 from kafka_replay.history.broker_log import group_events, replica_events
@@ -51,16 +54,14 @@ from kafka_replay.history.store import (
     SIDE_EFFECTS_CHECK,
 )
 from kafka_replay.interrupts import interrupted
+from kafka_replay.judging.held_back import held_back
+from kafka_replay.judging.judge import judge
+from kafka_replay.judging.pipeline import check_services, first_wrong, hop_summary, services_meta
+from kafka_replay.judging.places import check_places, places, worst
+from kafka_replay.judging.symptoms import Evidence, measure
 from kafka_replay.report.outcome import Outcome
 
-from .app_option import users_app
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
-from .held_back import held_back
-from .judge import judge
-from .model import WRITTEN_ROLES, AppDefinition, Incident, Profile, Sink
-from .pipeline import check_services, first_wrong, hop_summary, services_meta
-from .places import check_places, places, worst
-from .shapes import with_expect_file
 from .share_group import (
     archived_reason,
     check_share_groups,
@@ -68,7 +69,6 @@ from .share_group import (
     start_share_group,
 )
 from .steps import STEPS, Stage, StepFailed, run_steps, stop_background
-from .symptoms import Evidence, measure
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -150,7 +150,7 @@ def with_expectations(profile: Profile, incident: Incident) -> Profile:
 def with_payload(profile: Profile, payload: Path) -> Profile:
     """The profile whose workloads carry the messages of a ``--payload`` file: each keeps its
     keys, identities, timing and pauses."""
-    from .workload_table import read_payload_file
+    from kafka_replay.definitions.workload_table import read_payload_file
 
     source = read_payload_file(payload)
     workloads = {name: source.values_for(w) for name, w in profile.workloads.items()}

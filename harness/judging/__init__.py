@@ -1,0 +1,11 @@
+"""Judging a played run: what its results show and whether the app kept its promise.
+
+- :mod:`.places`: where an app's results land, each checked by the Spark checker;
+- :mod:`.pipeline`: a pipeline's services, each hop checked and the first wrong one named;
+- :mod:`.symptoms`: the measurable signs of each incident, read from the run's evidence;
+- :mod:`.held_back`: what kept inputs from the output at the deadline;
+- :mod:`.judge`: the pass/fail rule over the verdict, the symptoms and the profile.
+
+It may import reading a definition and the lower rooms (the checker, history, report's run
+record), never the room that plays a run. Nothing is imported here.
+"""

@@ -1,0 +1,13 @@
+"""Playing a run: a definition's steps against real Kafka and the app under test.
+
+- :mod:`.runner`: one run, from its topics to its outcome (checked and judged through
+  :mod:`kafka_replay.judging`);
+- :mod:`.steps`: how each step kind is played on a :class:`~.steps.Stage`;
+- :mod:`.session`: many runs in one Spark session; :mod:`.parallel`, :mod:`.lane`: side by
+  side in lanes; :mod:`.shards`: the catalog split between machines;
+- :mod:`.share_group`, :mod:`.group_protocol`, :mod:`.idle_apps`: what a run needs for share
+  groups, the consumer group protocol and apps left idle.
+
+It may import reading a definition, judging and the lower rooms, never the faces (the CLI,
+the pytest plugin) or :mod:`kafka_replay.replay`. Nothing is imported here.
+"""

@@ -159,9 +159,9 @@ def _scala(seq: Any) -> list[Any]:
 def _session_checks(checks: int, runs: list[str]) -> dict[str, dict[str, float]]:
     """In this process: a lane's session (its Spark as the environment says), each run played
     once and checked ``checks`` + 1 times, every check finding what the first found."""
-    from kafka_replay.replay.catalog import incident_directories, load_incidents
-    from kafka_replay.replay.runner import RunOptions
-    from kafka_replay.replay.session import CatalogSession
+    from kafka_replay.definitions.catalog import incident_directories, load_incidents
+    from kafka_replay.playing.runner import RunOptions
+    from kafka_replay.playing.session import CatalogSession
 
     incidents = load_incidents(tuple(incident_directories()))
     measured = {}

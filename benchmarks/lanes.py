@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kafka_replay.replay.parallel import OVERLAP_ENV
+from kafka_replay.playing.parallel import OVERLAP_ENV
 
 MODES = {"one run at a time": "0", "checked beside the next run": ""}
 TIMEOUT_S = 3600

@@ -23,8 +23,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from kafka_replay.replay.catalog import incident_directories, load_incidents
-from kafka_replay.replay.model import Condition
+from kafka_replay.definitions.catalog import incident_directories, load_incidents
+from kafka_replay.definitions.model import Condition
 
 
 def margin(condition: Condition, values: list[Any], must_hold: bool) -> str:

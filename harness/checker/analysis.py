@@ -11,6 +11,7 @@ is both counted (every anomaly in one job) and, where it found something, read f
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -233,6 +234,7 @@ class Analysis:
         #: records): None until :meth:`findings` knows; most runs' never did.
         self.moved: bool | None = None
         self._totals: dict[str, int] | None = None  # counted by :meth:`findings`
+        self._table: str | None = None  # the matching's cached table, on a large run
 
     @cached_property
     def matched(self) -> DataFrame:
@@ -241,8 +243,18 @@ class Analysis:
         for each query (zombie-commit's run: 6.9 s instead of 7.6 s a check, warm, alternating
         in one session), and a cache of it is not found under the anomalies' SQL texts, which
         then read and matched the sources again in every branch (1M inputs: 33 s a check
-        instead of 110 to 131 s)."""
-        return match(self.inputs).localCheckpoint()
+        instead of 110 to 131 s).
+
+        On a large run the checkpoint is also cached as a table of columns in memory, which
+        the SQL texts read by name (:attr:`views`): a checkpoint's scan reads whole rows, the
+        table only the columns a query needs (10M inputs: 180 s a check instead of 288 s; the
+        anomalies made as frames still scan the checkpoint)."""
+        matched = match(self.inputs).localCheckpoint()
+        if not self.small:
+            self._table = f"kafka_replay_matched_{uuid.uuid4().hex}"
+            matched.createOrReplaceTempView(self._table)
+            matched.sparkSession.sql(f"CACHE TABLE {self._table}")
+        return matched
 
     @cached_property
     def commits(self) -> DataFrame:
@@ -350,6 +362,8 @@ class Analysis:
             "uncommitted": inputs.uncommitted, "misrouted": inputs.misrouted,
         }  # fmt: skip
         views: dict[str, DataFrame | str] = {n: f for n, f in frames.items() if f is not None}
+        if self._table is not None:  # a cached table is found by its name, not through a frame
+            views["matched"] = f"SELECT * FROM {self._table}"
         views |= _VIEWS
         if self.log_start_moves is not None:
             views["retention"] = self.retention
@@ -443,6 +457,9 @@ class Analysis:
         ).orderBy("out_ts_ms", "out_partition", "out_offset")
 
     def close(self) -> None:
+        if self._table is not None:
+            self.matched.sparkSession.sql(f"UNCACHE TABLE IF EXISTS {self._table}")
+            self.matched.sparkSession.catalog.dropTempView(self._table)
         if "matched" in self.__dict__:
             self.matched.unpersist()  # a checkpoint's rows go with it once unreferenced
 

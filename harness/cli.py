@@ -142,7 +142,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kafka_replay.apps.correlation import load_extractor
     from kafka_replay.checker import FileOutput, JdbcOutput, KafkaOutput, check_run, spark_session
     from kafka_replay.checker.check import history_bytes
-    from kafka_replay.checker.spark import SMALL_HISTORY_BYTES, jdbc_driver_class, maven_jars
+    from kafka_replay.checker.spark import SMALL_HISTORY_BYTES
+    from kafka_replay.servers.maven import jdbc_driver_class, maven_jars
 
     if args.output_topic:
         if not args.kafka_bootstrap:

@@ -237,6 +237,24 @@ def test_no_module_imports_itself_round_a_cycle() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def rooms_of(graph: Graph) -> Graph:
+    """The graph between the harness's rooms: its packages and top-level modules."""
+    rooms: Graph = {}
+    for module, targets in graph.items():
+        room = ".".join(module.split(".")[:2])
+        rooms.setdefault(room, set()).update(
+            into for t in targets if (into := ".".join(t.split(".")[:2])) != room
+        )
+    return rooms
+
+
+def test_no_room_imports_itself_round_a_cycle() -> None:
+    """Rooms stand on one another in one direction: the apps on the database sinks, the sinks
+    on the servers, the checker on the apps' correlation, never round again."""
+    cycle = find_cycle(rooms_of(import_graph()))
+    assert cycle is None, "rooms import one another round a cycle: " + " -> ".join(cycle or [])
+
+
 def test_the_report_side_never_reaches_the_engine() -> None:
     graph = import_graph()
     reaching = [

@@ -19,8 +19,8 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from kafka_replay.checker.spark import jdbc_driver_class
 from kafka_replay.servers.docker import docker_client
+from kafka_replay.servers.maven import jdbc_driver_class
 from kafka_replay.servers.paths import REGISTRY_ENV
 from kafka_replay.servers.reaper import LEASE_ENV, reap_orphans
 from kafka_replay.sinks import local_postgres

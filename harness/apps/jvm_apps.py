@@ -43,7 +43,7 @@ def database_drivers(sources: Path) -> list[Path]:
     then is it fetched (once, from Maven Central)."""
     if not any("java.sql" in path.read_text() for path in sources.glob("*.java")):
         return []
-    from kafka_replay.sinks.database import postgres_jdbc_jar  # psycopg, pyspark: only if used
+    from kafka_replay.sinks.database import postgres_jdbc_jar  # psycopg: only if used
 
     return [postgres_jdbc_jar()]
 

@@ -48,7 +48,7 @@ class JdbcOutput:
     ``id_column``.
 
     The JDBC driver must be on the session's classpath (``spark_session(extra_jars=...)``);
-    ``driver`` names its class (see :func:`kafka_replay.checker.spark.jdbc_driver_class`).
+    ``driver`` names its class (see :func:`kafka_replay.servers.maven.jdbc_driver_class`).
     ``table`` may be a query as a derived table (``(SELECT ...) AS rows``). With
     ``effect_column``, an input whose rows add up to more than ``effect_each`` (default: its
     first row's value) had its effect applied again: ``effect_repeated``.

@@ -12,7 +12,6 @@ import os
 import re
 import socket
 import sys
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -82,35 +81,6 @@ def _resolve_connector(versions: Sequence[str]) -> list[Path]:
         f"({'; '.join(refused)}); install a PySpark whose release line has one "
         f"(pip install 'pyspark>=4.0,<4.3')"
     )
-
-
-def maven_jars(coordinates: list[str]) -> list[Path]:
-    """Jars for ``group:artifact:version`` coordinates (a JDBC driver, say), cached."""
-    artifacts = []
-    for coordinate in coordinates:
-        parts = coordinate.split(":")
-        if len(parts) != 3 or not all(parts):
-            raise ValueError(f"{coordinate!r} is not a Maven coordinate group:artifact:version")
-        artifacts.append(Artifact(*parts))
-    if not artifacts:
-        return []
-    return resolve_classpath(
-        "spark-extra-" + "-".join(sorted(c.replace(":", "_") for c in coordinates)), artifacts
-    )
-
-
-def jdbc_driver_class(jars: list[Path]) -> str | None:
-    """The JDBC driver a jar registers (``META-INF/services/java.sql.Driver``), if any."""
-    for jar in jars:
-        with zipfile.ZipFile(jar) as archive:
-            try:
-                text = archive.read("META-INF/services/java.sql.Driver").decode()
-            except KeyError:
-                continue
-        names = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
-        if names:
-            return names[0]
-    return None
 
 
 def spark_named(master: str | None = None) -> bool:

@@ -11,6 +11,7 @@ import logging
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,3 +127,32 @@ def _run_maven(workdir: Path, artifacts: Sequence[Artifact]) -> None:
         raise ArtifactResolutionError(
             f"Maven could not resolve {coordinates} (exit {result.returncode}):\n{tail}"
         )
+
+
+def maven_jars(coordinates: list[str]) -> list[Path]:
+    """Jars for ``group:artifact:version`` coordinates (a JDBC driver, say), cached."""
+    artifacts = []
+    for coordinate in coordinates:
+        parts = coordinate.split(":")
+        if len(parts) != 3 or not all(parts):
+            raise ValueError(f"{coordinate!r} is not a Maven coordinate group:artifact:version")
+        artifacts.append(Artifact(*parts))
+    if not artifacts:
+        return []
+    return resolve_classpath(
+        "spark-extra-" + "-".join(sorted(c.replace(":", "_") for c in coordinates)), artifacts
+    )
+
+
+def jdbc_driver_class(jars: list[Path]) -> str | None:
+    """The JDBC driver a jar registers (``META-INF/services/java.sql.Driver``), if any."""
+    for jar in jars:
+        with zipfile.ZipFile(jar) as archive:
+            try:
+                text = archive.read("META-INF/services/java.sql.Driver").decode()
+            except KeyError:
+                continue
+        names = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
+        if names:
+            return names[0]
+    return None

@@ -13,6 +13,8 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 import psycopg
 from psycopg import errors, sql
 
+from kafka_replay.servers.maven import maven_jars
+
 JDBC_DRIVER = "org.postgresql:postgresql:42.7.14"
 #: How long a connection may take before the database counts as not answering.
 CONNECT_TIMEOUT_S = 5
@@ -57,8 +59,6 @@ def _encode(pairs: list[tuple[str, str]]) -> str:
 
 def postgres_jdbc_jar() -> Path:
     """PostgreSQL's JDBC driver (:data:`JDBC_DRIVER`) from Maven Central, cached."""
-    from kafka_replay.checker.spark import maven_jars  # pulls in pyspark: only when asked
-
     jars = maven_jars([JDBC_DRIVER])
     artifact = JDBC_DRIVER.split(":")[1]
     return next(jar for jar in jars if jar.name.startswith(f"{artifact}-"))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_replay.checker import analyse, judge, sources, verdict
+from kafka_replay.checker import analyse, guarantee_result, sources, verdict
 from kafka_replay.checker.analysis import Analysis
 from kafka_replay.checker.check import history_bytes, history_inputs
 from kafka_replay.checker.spark import (
@@ -497,14 +497,16 @@ def test_verdict(lost: int, duplicated: int, unseen: int, expected: str) -> None
 
 
 def test_judgement_against_the_declared_guarantee() -> None:
-    assert judge("exactly-once", 0, 0, 0) == "pass"
-    assert judge("exactly-once", 0, 1, 0) == "fail"
-    assert judge("exactly-once", 0, 1, 5) == "fail"  # a duplicate fails it, whatever is unseen
-    assert judge("at-least-once", 0, 1, 0) == "pass"
-    assert judge("at-least-once", 0, 0, 5) == "unknown"
-    assert judge("at-least-once", 1, 0, 0) == "fail"
+    assert guarantee_result("exactly-once", 0, 0, 0) == "pass"
+    assert guarantee_result("exactly-once", 0, 1, 0) == "fail"
+    assert (
+        guarantee_result("exactly-once", 0, 1, 5) == "fail"
+    )  # a duplicate fails it, whatever is unseen
+    assert guarantee_result("at-least-once", 0, 1, 0) == "pass"
+    assert guarantee_result("at-least-once", 0, 0, 5) == "unknown"
+    assert guarantee_result("at-least-once", 1, 0, 0) == "fail"
     with pytest.raises(ValueError, match="at-most-twice"):
-        judge("at-most-twice", 0, 0, 0)
+        guarantee_result("at-most-twice", 0, 0, 0)
 
 
 def test_a_pyspark_release_takes_the_connector_of_its_own_line() -> None:

@@ -13,7 +13,7 @@ from kafka_replay.lazy import lazy_exports
 
 # Light, and named like their module: imported now, so the submodule cannot shadow them.
 from .verdict import GUARANTEES as GUARANTEES
-from .verdict import judge as judge
+from .verdict import guarantee_result as guarantee_result
 from .verdict import verdict as verdict
 
 #: The file formats an app's output may be checked in (``FileOutput``).
@@ -31,6 +31,6 @@ _EXPORTS = {
     "check_run": ".check",
     "spark_session": ".spark",
 }
-__all__ = sorted([*_EXPORTS, "GUARANTEES", "OUTPUT_FORMATS", "judge", "verdict"])
+__all__ = sorted([*_EXPORTS, "GUARANTEES", "OUTPUT_FORMATS", "guarantee_result", "verdict"])
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

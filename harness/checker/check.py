@@ -20,7 +20,7 @@ from .analysis import ANOMALIES, PLACES, Analysis, CheckInputs, Finding
 from .log_end import asked_together, log_starts
 from .recorded import recorder
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
-from .verdict import judge, verdict
+from .verdict import guarantee_result, verdict
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,7 @@ def check_run(
     return CheckResult(
         guarantee,
         verdict(lost, dup, unseen),
-        judge(guarantee, lost, dup, unseen),
+        guarantee_result(guarantee, lost, dup, unseen),
         totals,
         findings,
         timeline,

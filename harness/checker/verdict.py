@@ -20,7 +20,7 @@ def verdict(lost: int, duplicated: int, unseen: int) -> str:
     return "at-least-once" if duplicated else "exactly-once"
 
 
-def judge(guarantee: str, lost: int, duplicated: int, unseen: int) -> str:
+def guarantee_result(guarantee: str, lost: int, duplicated: int, unseen: int) -> str:
     """``pass``, ``fail`` or ``unknown`` for the guarantee the app declares.
 
     A loss fails both guarantees, a duplicate fails exactly-once, whatever is still unseen;

@@ -389,7 +389,7 @@ class PlayedRun:
                 if not self.stopped:
                     self.settle()
                     self.check(spark)
-                    self.judge()
+                    self.measure_and_judge()
         finally:
             self.finish()
         return self.outcome
@@ -675,7 +675,9 @@ class PlayedRun:
             )
         return found
 
-    def judge(self) -> None:
+    def measure_and_judge(self) -> None:
+        """The symptoms measured from the run's evidence, then the pass/fail rule
+        (:func:`kafka_replay.judging.judge.judge`) over them and the check."""
         assert self.check_result is not None and self.judged is not None
         assert self.cluster is not None
         self._enter("symptoms")

@@ -4,7 +4,8 @@
 - :mod:`.pipeline`: a pipeline's services, each hop checked and the first wrong one named;
 - :mod:`.symptoms`: the measurable signs of each incident, read from the run's evidence;
 - :mod:`.held_back`: what kept inputs from the output at the deadline;
-- :mod:`.judge`: the pass/fail rule over the verdict, the symptoms and the profile.
+- :mod:`.judge`: the pass/fail rule over the verdict, the symptoms and the profile;
+- :mod:`.played`: all of these applied to a played run, filling in its outcome.
 
 It may import reading a definition and the lower rooms (the checker, history, report's run
 record), never the room that plays a run. Nothing is imported here.

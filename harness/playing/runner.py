@@ -32,33 +32,19 @@ from kafka_replay.apps.client_config import distinct_members
 from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
 from kafka_replay.apps.image_app import check_app_image
 from kafka_replay.apps.jvm_apps import JvmAppError, java_command
-from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.definitions.app_option import users_app
-from kafka_replay.definitions.model import WRITTEN_ROLES, AppDefinition, Incident, Profile, Sink
+from kafka_replay.definitions.model import WRITTEN_ROLES, AppDefinition, Incident, Profile
 from kafka_replay.definitions.shapes import with_expect_file
 from kafka_replay.faults import holders
 from kafka_replay.history import LagSampler, OffsetsRecorder, RunHistory
-from kafka_replay.history.broker_log import group_events, replica_events
 from kafka_replay.history.group import group_members, group_stable
 from kafka_replay.history.lag import commits_from_samples
-from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.history.stable_offsets import StableOffsetSampler, settle, settle_timeout_s
-from kafka_replay.history.store import (
-    CHECK,
-    DELIVERIES,
-    HOP_CHECKS,
-    OUTPUT_TOPIC_CHECK,
-    PLACE_CHECKS,
-    SIDE_EFFECTS_CHECK,
-)
 from kafka_replay.interrupts import interrupted
-from kafka_replay.judging.held_back import held_back
-from kafka_replay.judging.judge import judge
-from kafka_replay.judging.pipeline import check_services, first_wrong, hop_summary, services_meta
-from kafka_replay.judging.places import check_places, places, worst
-from kafka_replay.judging.symptoms import Evidence, measure
+from kafka_replay.judging.pipeline import services_meta
+from kafka_replay.judging.played import Checked, Played, apply_rule, check_played, measure_symptoms
 from kafka_replay.report.outcome import Outcome
 
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
@@ -335,9 +321,7 @@ class PlayedRun:
         self.stage = "start-up"
         self.cluster: Cluster | None = None
         self.topics: dict[str, str] = {}
-        self.check_result: CheckResult | None = None  # what the symptoms read
-        self.judged: CheckResult | None = None  # the output whose check the gate takes
-        self.side_effects: CheckResult | None = None
+        self.checked: Checked | None = None  # what the symptoms read, the place the gate takes
         self.registry: SchemaRegistry | None = None
         self.database: Database | None = None
         self.share_watch: ShareGroupWatch | None = None  # a share group's (see share_group)
@@ -611,103 +595,30 @@ class PlayedRun:
         from kafka_replay.checker.spark import checked_on
 
         self.progress("checking every record with Spark")
-        self.history.write_meta(checked_on=checked_on(spark()))
-        outputs, self.side_effects = _check(
-            spark(),
-            self.cluster,
-            self.history,
-            self.incident,
-            self.topics,
-            self.guarantee,
-            self.options,
-            self.profile,
-            self.database,
-        )
-        self.check_result = next(iter(outputs.values()))  # the table's, when there is one
-        hops = self._check_hops(spark()) if self.profile.apps else {}
-        if hops:  # the symptoms follow the last service's consumption, in what it reads
-            self.check_result = next(iter(hops[list(hops)[-1]].values()))
-            _write_deliveries(self.history.root, self.check_result)
-        judged = worst(
-            {**outputs, **{f"{n}: {p}": c for n, h in hops.items() for p, c in h.items()}}
-        )
-        self.outcome.verdict = judged.verdict
-        self.outcome.check = judged.result
-        self.outcome.anomalies = judged.counts
-        dead_letter = self.incident.expect.dead_letter
-        if dead_letter is not None:  # inputs in their place there: the app's dead letters
-            found = outputs[f"topic {self.topics[dead_letter]}"].totals["delivered"]
-            self.outcome.dead_lettered = found
-        if len(outputs) > 1:  # each judged and reported; the worst decides the gate
-            self.outcome.outputs = {
-                name: {"verdict": c.verdict, "check": c.result, "anomalies": c.counts}
-                for name, c in outputs.items()
-            }
-            each = ", ".join(f"{name} {c.verdict} ({c.result})" for name, c in outputs.items())
-            self.outcome.reasons.append(f"each output judged, the worse for the run: {each}")
-        self.judged = judged
-
-    def _check_hops(self, spark: SparkSession) -> dict[str, dict[str, CheckResult]]:
-        """Each service of a pipeline checked on its own (see :mod:`.pipeline`)."""
-        assert self.cluster is not None
-        cluster = self.cluster
-
-        def output(topic: str) -> KafkaOutput:
-            return _topic_output(cluster, topic, self.options, self.profile)
-
-        found = check_services(
-            spark, self.history.root, self.incident, self.profile, self.topics, output,
-            cluster.bootstrap_servers, self.guarantee,
-        )  # fmt: skip
-        hops = {name: hop_summary(checks) for name, checks in found.items()}
-        kept = {
-            name: {**hops[name], "places": {place: c.to_json() for place, c in checks.items()}}
-            for name, checks in found.items()
-        }
-        (self.history.root / HOP_CHECKS).write_text(json.dumps(kept, indent=2, default=str))
-        self.outcome.hops = hops
-        first = first_wrong(hops)
-        if first is not None:
-            self.outcome.first_wrong_hop = first
-            said = ", ".join(f"{n} {c}" for n, c in hops[first]["anomalies"].items() if c)
-            self.outcome.reasons.append(
-                f"records first went wrong at service {first} of the pipeline ({said})"
-            )
-        return found
+        session = spark()
+        self.history.write_meta(checked_on=checked_on(session))
+        self.checked = check_played(session, self._played(), self.outcome)
 
     def measure_and_judge(self) -> None:
         """The symptoms measured from the run's evidence, then the pass/fail rule
         (:func:`kafka_replay.judging.judge.judge`) over them and the check."""
-        assert self.check_result is not None and self.judged is not None
-        assert self.cluster is not None
+        assert self.checked is not None
+        played = self._played()
         self._enter("symptoms")
-        evidence = _evidence(self.history, self.cluster, self.check_result, self.side_effects)
-        symptoms = measure(evidence, self.incident.symptoms)
-        self.outcome.symptoms = symptoms
-        if evidence.app:  # what the same run shows without the app's own reports
-            self.outcome.symptoms_outside = measure(
-                evidence.without_reports(), self.incident.symptoms
-            )
+        evidence = measure_symptoms(played, self.checked, self.outcome)
         self._enter("judgement")
-        judgement = judge(
-            profile=self.profile.name,
-            users_app=self.options.users_app,
-            signature=self.incident.signature,
-            conditions=self.incident.conditions,
-            symptoms=symptoms,
-            guarantee=self.guarantee,
-            check=self.judged.result,
-            verdict=self.judged.verdict,
-            counts=self.judged.counts,
-            held_back=held_back(evidence) if self.judged.counts.get("unseen_at_deadline") else (),
-        )
-        self.outcome.passed = judgement.passed
-        self.outcome.reproduced = judgement.reproduced
-        self.outcome.result = judgement.result
-        self.outcome.reasons += judgement.reasons
-        self.outcome.not_judged = judgement.not_judged
+        apply_rule(played, self.checked, evidence, self.outcome)
+        symptoms = self.outcome.symptoms
         if symptoms.get("archived_at_limit"):  # a share group's records the broker gave up on
             self.outcome.reasons.append(archived_reason(symptoms, self.profile.broker))
+
+    def _played(self) -> Played:
+        """What the judges of the run are given (:mod:`kafka_replay.judging.played`)."""
+        assert self.cluster is not None
+        return Played(
+            self.cluster, self.history, self.incident, self.profile, self.topics,
+            self.guarantee, self.options.output_id, self.options.users_app, self.database,
+        )  # fmt: skip
 
     def finish(self) -> None:
         """Keep the broker logs and the outcome, drop the run's topics; never raises."""
@@ -821,125 +732,3 @@ def _topic_config(profile: Profile, name: str) -> dict[str, str]:
     """A topic's ``[topic_config.NAME]`` as the broker takes it: every value as text."""
     config = profile.topic_config.get(name, {})
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}
-
-
-def _check(
-    spark: SparkSession,
-    cluster: Cluster,
-    history: RunHistory,
-    incident: Incident,
-    topics: dict[str, str],
-    guarantee: str,
-    options: RunOptions,
-    profile: Profile,
-    database: Database | None,
-) -> tuple[dict[str, CheckResult], CheckResult | None]:
-    """Each place the app's results land in checked against the inputs that belong there, by
-    name (see :mod:`.places`): its ``[sink]`` table first, then its output topics and its
-    dead-letter topic; and the side-effect topic's check, if it has one."""
-    source = [KafkaOutput(cluster.bootstrap_servers, topics[n]) for n in incident.named("input")]
-    table = None
-    if profile.sink is not None and database is not None:
-        table = (f"table {profile.sink.relation}", _table_output(spark, profile.sink, database))
-    chosen = places(
-        incident, topics, lambda topic: _topic_output(cluster, topic, options, profile), table,
-        pipeline=bool(profile.apps),
-    )  # fmt: skip
-    outputs = check_places(spark, history.root, chosen, guarantee, source)
-    first, *others = outputs.values()
-    _write_check(history.root / CHECK, first)
-    if table is not None and others:  # the table's is check.json, the one the report reads first
-        _write_check(history.root / OUTPUT_TOPIC_CHECK, others[0])
-    if len(outputs) > 1:
-        checks = {name: check.to_json() for name, check in outputs.items()}
-        (history.root / PLACE_CHECKS).write_text(json.dumps(checks, indent=2, default=str))
-    _write_deliveries(history.root, first)
-    side_effects = None
-    if "side_effects" in topics:
-        side = KafkaOutput(cluster.bootstrap_servers, topics["side_effects"])
-        side_effects = check_run(spark, history.root, side, guarantee, source=source)
-        _write_check(history.root / SIDE_EFFECTS_CHECK, side_effects)
-    return outputs, side_effects
-
-
-def _write_deliveries(root: Path, check: CheckResult) -> None:
-    """The output records the check matched, for the HTML report and the symptoms."""
-    with (root / DELIVERIES).open("w") as deliveries:
-        deliveries.writelines(json.dumps(d, default=str) + "\n" for d in check.deliveries)
-
-
-def _write_check(path: Path, check: CheckResult) -> None:
-    path.write_text(json.dumps(check.to_json(), indent=2, default=str))
-
-
-def _table_output(spark: SparkSession, sink: Sink, database: Database) -> JdbcOutput:
-    """The app's ``[sink]`` rows, read through PostgreSQL's JDBC driver; a table, column or
-    query that is not there, or no rows at all, is an error naming it (not a Spark trace)."""
-    from kafka_replay.sinks.database import postgres_jdbc_jar, read_back
-
-    columns = {
-        "id_column": sink.id_column,
-        "effect_column": sink.effect_column,
-        "time_column": sink.time_column,
-    }
-    read_back(database, sink.table, sink.query, columns)
-    spark.sql(f"ADD JAR '{postgres_jdbc_jar()}'")  # the driver's class loader sees it too
-    return JdbcOutput(
-        database.jdbc_url,
-        sink.relation,
-        "org.postgresql.Driver",
-        sink.id_column,
-        sink.effect_column,
-        sink.effect_each,
-        time_column=sink.time_column,
-    )
-
-
-def _topic_output(
-    cluster: Cluster, topic: str, options: RunOptions, profile: Profile
-) -> KafkaOutput:
-    """The app's output topic, each record's input found by ``--output-id`` or the
-    workloads' ``id_field``, else the ``event_id`` header."""
-    extractor = load_callable(options.output_id) if options.output_id else None
-    workloads = profile.workloads.values()
-    id_fields = tuple(sorted({w.id_field for w in workloads if w.id_field}))
-    return KafkaOutput(cluster.bootstrap_servers, topic, extractor, id_fields)
-
-
-def _evidence(
-    history: RunHistory,
-    cluster: Cluster,
-    check: CheckResult,
-    side_effects: CheckResult | None,
-) -> Evidence:
-    """Everything the symptoms look at, read by the one reader of a run's history; the
-    brokers' group events (of every service's group, in a pipeline) are kept as a stream too."""
-    logs = cluster.coordinator_logs()
-    meta = history.meta()
-    groups = [service["group"] for service in meta.get("services", {}).values()]
-    group = None
-    if logs:
-        named = len(groups) > 1  # a pipeline's events say whose group they are
-        group = [
-            {**e, "group": name} if named else e
-            for name in groups or [meta["group"]]
-            for e in group_events(logs, name)
-        ]
-        group.sort(key=lambda event: event["ts"])
-    stream = history.stream("group")
-    for event in group or []:
-        stream.append(event)
-    replicas = None
-    if logs:
-        roles = meta.get("topic_roles", {})
-        written = [
-            topic
-            for name, topic in meta.get("topics", {}).items()
-            if roles.get(name) in ("output", "dead_letter")
-        ]
-        replicas = replica_events(logs, written)
-        replica_stream = history.stream("replicas")
-        for event in replicas:
-            replica_stream.append(event)
-    recorded = RecordedRun.read(history.root, outputs=False)  # the check's are in memory
-    return Evidence.of(recorded, check, side_effects, group, replicas)

@@ -57,7 +57,7 @@ def test_a_failed_warm_up_leaves_the_check_to_start_spark(
     from kafka_replay.checker import warm_up
     from kafka_replay.playing.session import CatalogSession
 
-    def broken(spark: object) -> None:
+    def broken(spark: object, within: Path) -> None:
         raise RuntimeError("no room for the driver")
 
     monkeypatch.setattr(warm_up, "warm_up", broken)
@@ -65,3 +65,16 @@ def test_a_failed_warm_up_leaves_the_check_to_start_spark(
     with CatalogSession(tmp_path) as session:
         session.warm_up()  # logged, not raised: the lane goes on to its runs
     assert "no room for the driver" in caplog.text
+
+
+def test_a_warm_up_outliving_its_interrupted_lane_starts_no_spark(tmp_path: Path) -> None:
+    """A lane closed while its warm-up thread has not yet asked for Spark: the thread's ask is
+    refused, so no Spark starts after the lane stopped and nothing is written."""
+    from kafka_replay.playing.session import CatalogSession, SessionClosed
+
+    session = CatalogSession(tmp_path / "work")
+    session.close()
+    session.warm_up()  # quietly: the lane is on its way out
+    with pytest.raises(SessionClosed):
+        _ = session.spark
+    assert not list(tmp_path.rglob("warm-up-*"))

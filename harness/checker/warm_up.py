@@ -20,13 +20,17 @@ RECORDS = 40
 
 
 def _lines(path: Path, rows: list[dict[str, object]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(exist_ok=True)  # not its parents: a root removed under it stays removed
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
-def warm_up(spark: SparkSession) -> None:
-    """Check a small made-up run in ``spark`` (its verdict is of no interest)."""
-    with tempfile.TemporaryDirectory(prefix="kafka-replay-warm-up-") as work:
+def warm_up(spark: SparkSession, within: Path) -> None:
+    """Check a small made-up run in ``spark`` (its verdict is of no interest), written under
+    ``within``: a directory its caller removes on the way out even if this check is still under
+    way then (it runs in a thread that an interrupted process does not wait for)."""
+    with tempfile.TemporaryDirectory(
+        prefix="warm-up-", dir=within, ignore_cleanup_errors=True
+    ) as work:
         root = Path(work)
         check_run(spark, root, made_up_run(root), "exactly-once")
 

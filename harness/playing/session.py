@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+
+
+class SessionClosed(RuntimeError):
+    """Spark asked of a session already closed (a lane's thread outliving its interruption)."""
 
 
 class CatalogSession:
@@ -44,19 +49,26 @@ class CatalogSession:
             work_dir / "kafka", bootstrap_servers, max_live=max_live_clusters, image=image
         )
         self._spark: SparkSession | None = None
+        #: Held while Spark starts or stops: a warm-up in a lane's thread must not start Spark
+        #: after (or while) an interrupted lane closes the session.
+        self._spark_lock = threading.Lock()
+        self._closed = False
         #: The cluster of each run, lent to it until it is concluded: one per distinct broker
         #: config (and brokers, proxies), and another while a run of the same is concluding.
         self.cluster_for = self.pool.cluster_for(kafka_version, backend, lend=True)
 
     @property
     def spark(self) -> SparkSession:
-        if self._spark is None:
-            from kafka_replay.checker.spark import is_remote, spark_session
+        with self._spark_lock:
+            if self._closed:
+                raise SessionClosed("the session is closed: Spark is not started again")
+            if self._spark is None:
+                from kafka_replay.checker.spark import is_remote, spark_session
 
-            self._spark = spark_session(self._spark_master, small_runs=True)
-            if not is_remote(self._spark):  # a Spark Connect server logs as it was started
-                self._spark.sparkContext.setLogLevel("ERROR")
-        return self._spark
+                self._spark = spark_session(self._spark_master, small_runs=True)
+                if not is_remote(self._spark):  # a Spark Connect server logs as it started
+                    self._spark.sparkContext.setLogLevel("ERROR")
+            return self._spark
 
     def warm_up(self) -> None:
         """Start Spark and check a made-up run in it: the first real check then finds it warm.
@@ -67,7 +79,11 @@ class CatalogSession:
         from kafka_replay.checker.warm_up import warm_up
 
         try:
-            warm_up(self.spark)
+            spark = self.spark
+            self.work_dir.mkdir(parents=True, exist_ok=True)
+            warm_up(spark, self.work_dir)
+        except SessionClosed:
+            return
         except Exception as exc:
             if interrupted(exc):
                 raise
@@ -111,9 +127,11 @@ class CatalogSession:
         try:
             self.pool.close()
         finally:
-            if self._spark is not None:
-                self._spark.stop()
-                self._spark = None
+            with self._spark_lock:
+                self._closed = True
+                if self._spark is not None:
+                    self._spark.stop()
+                    self._spark = None
 
     def __enter__(self) -> CatalogSession:
         return self

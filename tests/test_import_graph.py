@@ -462,7 +462,7 @@ def test_the_import_paths_earlier_docs_gave_still_work() -> None:
     engine was split into rooms."""
     from kafka_replay.definitions import vocabulary
     from kafka_replay.judging import judge, symptoms
-    from kafka_replay.playing import steps
+    from kafka_replay.playing import stage, steps
     from kafka_replay.replay import judge as judge_before
     from kafka_replay.replay import steps as steps_before
     from kafka_replay.replay import symptoms as symptoms_before
@@ -470,6 +470,7 @@ def test_the_import_paths_earlier_docs_gave_still_work() -> None:
     assert judge_before.judge is judge.judge
     assert steps_before.step_kind is vocabulary.step_kind
     assert steps_before.Field is vocabulary.Field
-    assert steps_before.Stage is steps.Stage
+    assert steps_before.Stage is stage.Stage
+    assert steps.Stage is stage.Stage  # where the docs named it before the stage had its module
     assert symptoms_before.symptom is vocabulary.symptom
     assert symptoms_before.Evidence is symptoms.Evidence

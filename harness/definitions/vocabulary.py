@@ -2,10 +2,11 @@
 symptoms, as registries the reader checks a definition against.
 
 The rooms that play steps and measure symptoms fill them (``@step_kind`` in
-:mod:`kafka_replay.playing.steps`, ``@symptom`` in :mod:`kafka_replay.judging.symptoms`), and so
-may a team's plugin. Reading a definition depends on the words, not on how they are played or
-measured: :func:`step_kinds` and :func:`symptom_names` import the built-in ones by name
-(:data:`BUILT_IN`) the first time they are asked, as the cluster room lists its backends.
+:mod:`kafka_replay.playing.steps` and :mod:`kafka_replay.playing.fault_steps`, ``@symptom`` in
+:mod:`kafka_replay.judging.symptoms`), and so may a team's plugin. Reading a definition depends
+on the words, not on how they are played or measured: :func:`step_kinds` and
+:func:`symptom_names` import the built-in ones by name (:data:`BUILT_IN`) the first time they
+are asked, as the cluster room lists its backends.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from kafka_replay.cluster.capabilities import CAPABILITIES
 from kafka_replay.report.outcome import Value
 
 #: The modules that register the built-in step kinds and symptoms.
-BUILT_IN = ("kafka_replay.playing.steps", "kafka_replay.judging.symptoms")
+BUILT_IN = (
+    "kafka_replay.playing.steps",
+    "kafka_replay.playing.fault_steps",
+    "kafka_replay.judging.symptoms",
+)
 
 REQUIRED = ...
 
@@ -49,7 +54,7 @@ class StepContext:
 #: Checks a step's options against the rest of its definition: ``(field, problem)`` or None.
 Validator = Callable[[Mapping[str, Any], StepContext], tuple[str, str] | None]
 #: Plays a step: ``play(stage, step) -> what it found`` (``stage``: a
-#: :class:`kafka_replay.playing.steps.Stage`).
+#: :class:`kafka_replay.playing.stage.Stage`).
 Play = Callable[..., dict[str, Any]]
 
 

@@ -18,6 +18,7 @@ from .network import DIRECTIONS, FAULTS, NETWORK_ROLES, NetworkFaults, toxic_att
 from .requests import ACTIONS, CLIENTS, RequestFaults
 from .transactions import (
     TransactionAdminError,
+    abort_hanging,
     abort_transactions,
     describe_transactions,
     holders,
@@ -35,6 +36,7 @@ __all__ = [
     "NetworkFaults",
     "RequestFaults",
     "TransactionAdminError",
+    "abort_hanging",
     "abort_transactions",
     "add_partitions",
     "describe_transactions",

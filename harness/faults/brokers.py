@@ -22,6 +22,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from kafka_replay.cluster import Cluster
+from kafka_replay.cluster.log_end import log_end_offsets
 from kafka_replay.cluster.nodes import NODE_REQUEST_TIMEOUT_S, RESTART_GRACE_S, NodeCluster
 from kafka_replay.history.consumer_offsets import OFFSETS_TOPIC, coordinator_partition
 
@@ -33,6 +34,16 @@ T = TypeVar("T")
 ROLES = ("leader", "follower", "controller", "any")
 FIND_TIMEOUT_S = 30.0
 POLL_S = 0.2
+#: A follower's fetch moves the high watermark every 500 ms: looked at far more often.
+UNREPLICATED_POLL_S = 0.01
+#: How long a kill waits for ``unreplicated`` records on the leader alone before it kills
+#: anyway: a partition being written gets there within a few of its followers' fetches, so this
+#: is reached only when nothing writes to it (an app that is still starting, or that writes
+#: elsewhere), and then the kill can lose nothing either way.
+UNREPLICATED_WAIT_S = 30.0
+#: How long a leader frozen for the kill is given before it, for a fetch answer it had sent
+#: just before the freeze to reach the follower to be elected (which then holds those records).
+SETTLE_S = 0.5
 
 #: KRaft's own record of every quorum state change, one line per change in each node's log:
 #: ``Completed transition to Leader(... epoch=5 ...) from ...`` or
@@ -360,6 +371,51 @@ class BrokerFaults(RunFaults):
             found["controller_before"] = controller
             found["controller_after"] = self._new_controller(controller, timeout)
         return found
+
+    def freeze_unreplicated(
+        self, node: int, topic: str, partition: int, count: int, check: Callable[[], None]
+    ) -> int:
+        """Freeze ``node``, the leader of the run's ``topic`` partition ``partition``, once
+        ``count`` of its records are in its log and not in the follower Kafka would elect in its
+        place (:func:`next_leader`), and return how many; or return whatever there is when
+        :data:`UNREPLICATED_WAIT_S` passed. ``check`` is called on each look (it raises to stop).
+
+        Both are asked for their own log end (:mod:`kafka_replay.cluster.log_end`), so who wrote
+        the records does not matter. A follower's fetch waits at the leader and is answered with
+        everything written meanwhile: counted at any moment, the records may be in an answer
+        about to leave. A frozen leader answers nothing more, so the count holds once the
+        follower is seen not to have taken them after :data:`SETTLE_S` (an answer already sent
+        has arrived by then); if it took them, the leader runs again and the wait goes on. The
+        kill must follow at once (a frozen process dies of SIGKILL). The high watermark would
+        not do: it is the slowest follower's, and the elected one may be faster.
+        """
+        led = led_partition(self.leaders(), topic, partition, node)
+        name = self.topics[topic]
+        heir = next_leader(self.cluster, name, led, node)
+
+        def log_end(of: int) -> int:
+            port = self.cluster.node(of).address.port
+            return log_end_offsets("127.0.0.1", port, name, [led])[led]
+
+        deadline = time.monotonic() + UNREPLICATED_WAIT_S
+        while True:
+            check()
+            copied = log_end(heir)
+            written = log_end(node)
+            if written - copied >= count:
+                self.cluster.pause_node(node)
+                try:
+                    time.sleep(SETTLE_S)  # a fetch answer already on its way arrives
+                    above = written - log_end(heir)
+                except BaseException:
+                    self.cluster.resume_node(node)
+                    raise
+                if above >= count:
+                    return above
+                self.cluster.resume_node(node)
+            if time.monotonic() > deadline:
+                return max(log_end(node) - log_end(heir), 0)
+            time.sleep(UNREPLICATED_POLL_S)
 
     def restart(self, node: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
         """Start a node this run took down (the latest by default); wait until it serves."""

@@ -15,13 +15,21 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from kafka_replay.apps.jvm_apps import JAVA_OPTIONS, compiled_apps, kafka_clients_classpath
+from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
+from kafka_replay.history.stable_offsets import held, stable_ends
 from kafka_replay.servers.jvm import find_java
+
+log = logging.getLogger(__name__)
 
 SOURCES = Path(__file__).parent / "jvm"
 MAIN_CLASS = "TransactionAdmin"
@@ -31,7 +39,13 @@ TIMEOUT_S = 20.0
 JVM_MARGIN_S = 30.0
 STDERR_TAIL_LINES = 15
 
-__all__ = ["TransactionAdminError", "abort_transactions", "describe_transactions", "holders"]
+__all__ = [
+    "TransactionAdminError",
+    "abort_hanging",
+    "abort_transactions",
+    "describe_transactions",
+    "holders",
+]
 
 
 class TransactionAdminError(RuntimeError):
@@ -69,6 +83,43 @@ def abort_transactions(
     """
     answer = _run("abort", bootstrap, topic, str(partition), str(int(idle_ms)), timeout=timeout)
     return answer["aborted"]
+
+
+def abort_hanging(
+    cluster: Cluster, topic: str, idle_s: float, until: Callable[[Callable[[], bool]], bool]
+) -> dict[str, Any]:
+    """Abort the open transactions on ``topic``'s held partitions whose producer wrote nothing
+    for ``idle_s`` (an operator's ``kafka-transactions.sh abort``), then wait with ``until`` for
+    each held partition's last stable offset to move past where it stood.
+
+    Returns the partitions held before and after, the producers aborted, and whether every
+    held partition was unblocked.
+    """
+    admin = cluster.admin()
+    before = held(stable_ends(admin, topic))
+    aborted = [
+        producer
+        for row in before
+        for producer in abort_transactions(
+            cluster.bootstrap_servers, topic, row["partition"], idle_ms=idle_s * 1000
+        )
+    ]
+    stood = {row["partition"]: row["lso"] for row in before}
+
+    def unblocked() -> bool:
+        try:
+            now = {row["partition"]: row["lso"] for row in stable_ends(admin, topic)}
+        except KafkaException as exc:  # a request timed out on a loaded machine: ask again
+            log.warning("last stable offsets could not be read yet: %s", exc)
+            return False
+        return all(now[partition] > lso for partition, lso in stood.items())
+
+    return {
+        "held_before": before,
+        "aborted": aborted,
+        "unblocked": until(unblocked) if before else True,
+        "held_after": held(stable_ends(admin, topic)),
+    }
 
 
 def holders(bootstrap: str, held: list[dict[str, Any]]) -> list[dict[str, Any]]:

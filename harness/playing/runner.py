@@ -37,6 +37,7 @@ from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.definitions.app_option import users_app
 from kafka_replay.definitions.model import WRITTEN_ROLES, AppDefinition, Incident, Profile
 from kafka_replay.definitions.shapes import with_expect_file
+from kafka_replay.definitions.vocabulary import step_kinds
 from kafka_replay.faults import holders
 from kafka_replay.history import LagSampler, OffsetsRecorder, RunHistory
 from kafka_replay.history.group import group_members, group_stable
@@ -54,7 +55,7 @@ from .share_group import (
     members_ready,
     start_share_group,
 )
-from .steps import STEPS, Stage, StepFailed, run_steps, stop_background
+from .stage import Stage, StepFailed, run_steps, stop_background
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -233,7 +234,7 @@ def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dic
     """
     where = cluster.label
     for step in incident.steps:
-        needs = STEPS[step.do].needs
+        needs = step_kinds()[step.do].needs
         if needs in cluster.lacks:
             raise NotApplicable(f"step {step.do}: {cluster.lacks[needs]}")
     if moves_to_consumer_protocol(incident, profile):

@@ -1,0 +1,215 @@
+"""What a scenario's steps act on (:class:`Stage`), and the loop that plays them in order.
+
+A step kind is a function of a :class:`Stage` and a step (:mod:`kafka_replay.playing.steps`
+plays the app and workload steps, :mod:`kafka_replay.playing.fault_steps` names the faults);
+:func:`run_steps` records each in the run history's ``steps`` stream with when it started and
+ended and what it found, so symptoms can look at what happened during a given step (the quiet
+period, the redeploy). :func:`stop_background` ends what steps left running.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_replay.apps import Supervisor
+from kafka_replay.cluster import Cluster
+from kafka_replay.definitions.model import Profile, Step
+from kafka_replay.definitions.vocabulary import Field, step_kinds
+from kafka_replay.faults import BrokerFaultError, BrokerFaults, RequestFaults
+from kafka_replay.history import RunHistory
+from kafka_replay.workload import Workload
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+
+#: The service a step acts on, in a pipeline (``[apps.NAME]``); the one app's by default.
+APP = Field(str, None)
+
+
+class StepFailed(RuntimeError):
+    """A step could not do what the scenario needs (the app never came up, a wait timed out)."""
+
+
+@dataclass
+class Stage:
+    """What a scenario's steps act on."""
+
+    cluster: Cluster
+    history: RunHistory
+    profile: Profile
+    topics: dict[str, str]
+    group: str
+    apps: Supervisor
+    rng: random.Random
+    stop: threading.Event = field(default_factory=threading.Event)
+    background: list[threading.Thread] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+    acks: int = 0
+    paused: bool = False
+    #: Created by the first broker fault: the nodes it took down, restored at the end.
+    broker_faults: BrokerFaults | None = None
+    #: Created by the first network fault: the faults still active, healed at the end.
+    network_faults: RequestFaults | None = None
+    #: A share group's watch (``[group] type = "share"``): the drain reads its start offsets.
+    share_watch: Any = None
+    #: The app's input topics (default: the ``input`` topic), as created.
+    input_topics: tuple[str, ...] = ()
+    #: Every app by its service's name (``app`` in the one-app form), upstream first.
+    services: dict[str, Supervisor] = field(default_factory=dict)
+    #: What each group reads (the topics as created), by group: the drain waits for each.
+    reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.input_topics or (self.topics["input"],)
+
+    def app(self, name: str | None) -> Supervisor:
+        """The supervisor of service ``name``; None: the one app (a pipeline's first)."""
+        if name is None or not self.services:
+            return self.apps
+        return self.services[name]
+
+    @property
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Each group and what it reads: the one app's group on the inputs by default."""
+        return self.reads or {self.group: self.inputs}
+
+    def topic_of(self, workload: Workload) -> str:
+        """The topic a workload is written to: the one it names, else the first input."""
+        return self.topics[workload.topic or "input"]
+
+    def brokers(self) -> BrokerFaults:
+        """The run's broker faults (refused, saying why, on a cluster the harness does not run)."""
+        if self.broker_faults is None:
+            try:
+                self.broker_faults = BrokerFaults(self.cluster, self.topics, self.rng, self.stop)
+            except BrokerFaultError as exc:
+                raise StepFailed(str(exc)) from exc
+        return self.broker_faults
+
+    def network(self) -> RequestFaults:
+        """The run's network and request faults (refused, saying why, on a cluster without
+        proxies)."""
+        if self.network_faults is None:
+            try:
+                self.network_faults = RequestFaults(self.cluster, self.topics, self.rng, self.stop)
+            except BrokerFaultError as exc:
+                raise StepFailed(str(exc)) from exc
+        return self.network_faults
+
+    def in_background(self, name: str, target: Callable[[], Any]) -> None:
+        def guarded() -> None:
+            try:
+                target()
+            except BaseException as exc:  # surfaced by the next step
+                self.errors.append(exc)
+                self.stop.set()
+
+        thread = threading.Thread(target=guarded, name=name, daemon=True)
+        thread.start()
+        self.background.append(thread)
+
+    def check(self) -> None:
+        """Raise what a background step or the app supervisor ran into."""
+        if self.errors:
+            raise StepFailed(f"a background step failed: {self.errors[0]}") from self.errors[0]
+        self.apps.check()
+
+    def wait(self, seconds: float) -> None:
+        """Let scenario time pass (an idle period), still noticing failures."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self.check()
+            self.stop.wait(min(left, POLL_S))
+
+    def until(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Wait for ``condition``; False if ``timeout`` passed first."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            self.check()
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+    def on_produce_event(
+        self, sink: Callable[[dict[str, Any]], None]
+    ) -> Callable[[dict[str, Any]], None]:
+        def record(event: dict[str, Any]) -> None:
+            sink(event)
+            with self._lock:
+                if event["kind"] == "ack":
+                    self.acks += 1
+                elif event["kind"] == "pause":
+                    self.paused = True
+                elif event["kind"] == "resume":
+                    self.paused = False
+
+        return record
+
+
+def run_steps(stage: Stage, steps: tuple[Step, ...], progress: Callable[[str], None]) -> None:
+    """Do every step in order, recording each in the ``steps`` stream."""
+    record = stage.history.stream("steps")
+    for index, step in enumerate(steps):
+        stage.check()
+        label = step.options.get("label")
+        progress(f"step {index + 1}/{len(steps)}: {step.do}" + (f" ({label})" if label else ""))
+        started = time.time()
+        found = step_kinds()[step.do].play(stage, step)
+        record.append(
+            {
+                "kind": "step",
+                "index": index,
+                "do": step.do,
+                "label": label,
+                "started": started,
+                "ended": time.time(),
+                **found,
+            }
+        )
+
+
+def stop_background(stage: Stage, timeout: float = 30.0) -> None:
+    """Stop background steps, then heal the network and bring back brokers the steps left down.
+
+    The checker then reads a whole cluster and the next run can reuse it; a broker that cannot
+    be brought back is logged (never raised: the apps must still be stopped), and the pool
+    discards that cluster.
+    """
+    stage.stop.set()
+    for thread in stage.background:
+        thread.join(timeout)
+    if stage.broker_faults is None and stage.network_faults is None:
+        return
+    started = time.time()
+    restored, error = [], None
+    try:
+        if stage.network_faults is not None:
+            restored += stage.network_faults.heal()
+        if stage.broker_faults is not None:
+            restored += stage.broker_faults.restore()
+    except Exception as exc:  # logged and recorded; the pool starts a fresh cluster instead
+        error = f"{type(exc).__name__}: {exc}"
+        log.warning("could not restore the brokers after the steps: %s", error)
+    restored = sorted(set(restored))
+    if restored or error:
+        stage.history.stream("steps").append(
+            {
+                "kind": "restore",
+                "do": "restore_brokers",
+                "label": None,
+                "started": started,
+                "ended": time.time(),
+                "nodes": restored,
+                "error": error,
+            }
+        )

@@ -222,7 +222,7 @@ def test_the_graph_is_read_from_every_kind_of_import() -> None:
         "kafka_replay.history.derived" in graph["kafka_replay.history.recorded"]
     )  # from . import x
     assert (
-        "kafka_replay.history.derived" in graph["kafka_replay.judging.symptoms"]
+        "kafka_replay.history.derived" in graph["kafka_replay.judging.evidence"]
     )  # from pkg import x
 
 
@@ -461,7 +461,7 @@ def test_the_import_paths_earlier_docs_gave_still_work() -> None:
     """The judge, a plugin's step and a plugin's symptom, where the docs named them before the
     engine was split into rooms."""
     from kafka_replay.definitions import vocabulary
-    from kafka_replay.judging import judge, symptoms
+    from kafka_replay.judging import evidence, judge
     from kafka_replay.playing import stage, steps
     from kafka_replay.replay import judge as judge_before
     from kafka_replay.replay import steps as steps_before
@@ -473,4 +473,4 @@ def test_the_import_paths_earlier_docs_gave_still_work() -> None:
     assert steps_before.Stage is stage.Stage
     assert steps.Stage is stage.Stage  # where the docs named it before the stage had its module
     assert symptoms_before.symptom is vocabulary.symptom
-    assert symptoms_before.Evidence is symptoms.Evidence
+    assert symptoms_before.Evidence is evidence.Evidence

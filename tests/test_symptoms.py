@@ -6,7 +6,8 @@ from typing import Any
 
 from kafka_replay.checker import ANOMALIES, CheckResult
 from kafka_replay.checker.analysis import Finding
-from kafka_replay.judging.symptoms import Evidence, measure
+from kafka_replay.judging.evidence import Evidence
+from kafka_replay.judging.symptoms import measure
 
 TOPIC = "input"
 

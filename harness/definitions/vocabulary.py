@@ -92,7 +92,7 @@ def step_kind(
     return register
 
 
-#: A symptom: a function of a run's evidence (:class:`kafka_replay.judging.symptoms.Evidence`).
+#: A symptom: a function of a run's evidence (:class:`kafka_replay.judging.evidence.Evidence`).
 Symptom = Callable[[Any], Value]
 #: Every symptom a definition may name, by name.
 SYMPTOMS: dict[str, Symptom] = {}

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .symptoms import Evidence
+from .evidence import Evidence
 
 Event = dict[str, Any]
 #: Less than this many seconds of a cause in the last stretch held nothing back worth naming.

@@ -30,11 +30,12 @@ from kafka_replay.history.store import (
 )
 from kafka_replay.report.outcome import Outcome, Value
 
+from .evidence import Evidence
 from .held_back import held_back
 from .judge import judge
 from .pipeline import check_services, first_wrong, hop_summary
 from .places import check_places, places, worst
-from .symptoms import Evidence, measure
+from .symptoms import measure
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -2,7 +2,8 @@
 
 - :mod:`.outcome`: the run record (:class:`~.outcome.Outcome`) and what it means in words;
 - :mod:`.catalog`: ``report.json``, ``report.md``, the terminal summary, GitHub's job summary;
-- :mod:`.html_report`: ``report.html``, every run's history on one time axis;
+- :mod:`.html_report`: ``report.html``, the page; :mod:`.timeline`: a run's history on one
+  time axis, stacking the :mod:`.panels`; :mod:`.evidence`: what the streams say, for both;
 - :mod:`.junit`: JUnit XML for CI; :mod:`.browser`: headless Chromium for ``report --png``.
 
 It reads runs through :mod:`kafka_replay.history` and imports nothing of the replay engine

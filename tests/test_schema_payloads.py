@@ -17,14 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_replay.workload.schema_payloads import (
-    SKEWS,
-    DocumentMaker,
-    KeySpace,
-    PayloadSchema,
-    SchemaError,
-    load_schema,
-)
+from kafka_replay.workload.document_maker import DocumentMaker
+from kafka_replay.workload.key_space import SKEWS, KeySpace
+from kafka_replay.workload.schema_nodes import SchemaError
+from kafka_replay.workload.schema_payloads import PayloadSchema, load_schema
 
 STATUSES = ["PLACED", "PAID", "SHIPPED", "CANCELLED"]
 AVRO_ORDER = {

@@ -120,7 +120,8 @@ def _schema(table: Table) -> Any:
     path = table.file("schema")
     if path is None:
         return None
-    from kafka_replay.workload.schema_payloads import SchemaError, load_schema
+    from kafka_replay.workload.schema_nodes import SchemaError
+    from kafka_replay.workload.schema_payloads import load_schema
 
     try:
         return load_schema(path)
@@ -177,7 +178,8 @@ def _schema_source(
     registry: Any,
     endless: bool,
 ) -> PayloadSource:
-    from kafka_replay.workload.schema_payloads import SKEWS, DocumentMaker, KeySpace
+    from kafka_replay.workload.document_maker import DocumentMaker
+    from kafka_replay.workload.key_space import SKEWS, KeySpace
 
     count = table.number("count", None if endless else 1000, 0)
     keys = table.number("keys", 100, 1)

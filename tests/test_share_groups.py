@@ -92,8 +92,7 @@ def test_the_definition_reads_its_group_type_and_refuses_an_unknown_one(tmp_path
 
 
 def test_archived_inputs_are_those_the_group_moved_past_with_no_result() -> None:
-    from kafka_replay.checker import ANOMALIES, CheckResult
-    from kafka_replay.checker.analysis import Finding
+    from kafka_replay.checker import ANOMALIES, CheckResult, Finding
     from kafka_replay.judging.evidence import Evidence
     from kafka_replay.judging.symptoms import measure
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_replay.checker import ANOMALIES, CheckResult
-from kafka_replay.checker.analysis import Finding
+from kafka_replay.checker import ANOMALIES, CheckResult, Finding
 from kafka_replay.judging.evidence import Evidence
 from kafka_replay.judging.symptoms import measure
 

@@ -21,10 +21,10 @@ OUTPUT_FORMATS = ("json", "parquet")
 
 _EXPORTS = {
     "ANOMALIES": ".analysis",
-    "CheckInputs": ".analysis",
+    "CheckInputs": ".matching",
     "CheckResult": ".check",
     "FileOutput": ".check",
-    "Finding": ".analysis",
+    "Finding": ".registry",
     "JdbcOutput": ".check",
     "KafkaOutput": ".check",
     "analyse": ".analysis",

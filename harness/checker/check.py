@@ -16,9 +16,11 @@ from kafka_replay.history.stable_offsets import held_partitions
 from kafka_replay.history.store import read_stream
 
 from . import sources
-from .analysis import ANOMALIES, PLACES, Analysis, CheckInputs, Finding
+from .analysis import ANOMALIES, PLACES, Analysis
 from .log_end import asked_together, log_starts
+from .matching import CheckInputs
 from .recorded import recorder
+from .registry import Finding
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
 from .verdict import guarantee_result, verdict
 

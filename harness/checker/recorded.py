@@ -21,7 +21,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from .analysis import Analysis, CheckInputs, Finding
+from .analysis import Analysis
+from .matching import CheckInputs
+from .registry import Finding
 from .spark import fit_to_history
 
 #: Where checks are recorded, when set.

@@ -126,7 +126,7 @@ def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
     and ``expect``: where a correct service puts it (``output`` unless the workload marked it).
 
     One row per ack: an ``event_id`` acknowledged twice appears twice, and the analysis
-    keeps one of them (:func:`kafka_replay.checker.analysis.match`) in the shuffle it makes
+    keeps one of them (:func:`kafka_replay.checker.matching.match`) in the shuffle it makes
     anyway, so no shuffle of its own is spent here.
     """
     acks = read_stream(spark, run_dir, "produce", "produce").filter(F.col("kind") == "ack")

@@ -166,7 +166,7 @@ def fit_to_history(spark: SparkSession, history_bytes: int) -> int:
     Every shuffle partition is a task in every stage: an incident's few thousand records in
     16 partitions took 22 s to check where 2 took 13 s (measured side by side, one session),
     and one 6.3 s where two took 6.9 s (warm, with the matching checkpointed: see
-    :class:`~kafka_replay.checker.analysis.Analysis`), while 10M records need the 16.
+    :attr:`~kafka_replay.checker.views.AnalysisViews.matched`), while 10M records need the 16.
     Below :data:`SMALL_HISTORY_BYTES` the check also runs interpreted (:data:`INTERPRETED`):
     on an incident's records, compiling code for each of its queries cost more than running
     them (zombie-commit's run, 60 inputs read from Kafka: 13.0 s instead of 18.7 s in a new

@@ -3,7 +3,7 @@
 The counts judge the app, so they leave out what the brokers did: when the input log was
 read, a write it lost counts as ``lost_write`` (not lost or unseen) and an input it holds
 twice may be delivered twice; an input retention deleted before the group passed it counts as
-``deleted_by_retention`` (see :mod:`kafka_replay.checker.analysis`).
+``deleted_by_retention`` (see :mod:`kafka_replay.checker.anomalies`).
 """
 
 from __future__ import annotations

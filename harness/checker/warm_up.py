@@ -37,6 +37,7 @@ def warm_up(spark: SparkSession, within: Path) -> None:
 
 def made_up_run(root: Path) -> FileOutput:
     """A run's history and output written under ``root``: what every anomaly's query reads."""
+    root.mkdir(exist_ok=True)  # not its parents (see _lines)
     acks = [
         {"ts": 1.0 + i, "kind": "ack", "event_id": f"w{i}", "key": f"k{i % 4}", "seq": i // 4,
          "topic": "input", "partition": i % 2, "offset": i // 2, "size": 10}

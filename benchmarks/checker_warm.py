@@ -160,7 +160,7 @@ def _session_checks(checks: int, runs: list[str]) -> dict[str, dict[str, float]]
     """In this process: a lane's session (its Spark as the environment says), each run played
     once and checked ``checks`` + 1 times, every check finding what the first found."""
     from kafka_replay.definitions.catalog import incident_directories, load_incidents
-    from kafka_replay.playing.runner import RunOptions
+    from kafka_replay.playing.run_options import RunOptions
     from kafka_replay.playing.session import CatalogSession
 
     incidents = load_incidents(tuple(incident_directories()))

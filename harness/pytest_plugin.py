@@ -475,7 +475,7 @@ def replay_incident(
     The run takes the command line's settings (``--replay-app``, ``--replay-guarantee``, ...;
     see ``pytest --help``); ``setup`` (a :class:`kafka_replay.replay.compare.Setup`) puts one
     side of a comparison over them (Kafka release, backend, group protocol, settings), and
-    keywords named like :class:`kafka_replay.playing.runner.RunOptions`' fields override both
+    keywords named like :class:`kafka_replay.playing.run_options.RunOptions`' fields override both
     (``client`` / ``broker`` put settings over the profile's).
     """
     import dataclasses

@@ -12,7 +12,8 @@ from pyspark.sql import SparkSession
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
 from kafka_replay.definitions.definition import load_incident
-from kafka_replay.playing.runner import RunOptions, run_incident
+from kafka_replay.playing.run_options import RunOptions
+from kafka_replay.playing.runner import run_incident
 from kafka_replay.report.outcome import Outcome
 
 INCIDENT = """\

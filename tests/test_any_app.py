@@ -256,7 +256,8 @@ def test_a_replay_that_tests_none_of_an_apps_clients_does_not_apply_to_it(
 ) -> None:
     from kafka_replay.definitions.catalog import catalog_dir
     from kafka_replay.definitions.definition import load_incident
-    from kafka_replay.playing.runner import RunOptions, run_incident
+    from kafka_replay.playing.run_options import RunOptions
+    from kafka_replay.playing.runner import run_incident
 
     source = (catalog_dir() / "producer-retry-duplicates.toml").read_text()
     before, _, after = source.partition("\n[your_app]")

@@ -16,7 +16,8 @@ from pyspark.sql import SparkSession
 from kafka_replay.cluster import choose_version
 from kafka_replay.cluster.pool import ClusterPool
 from kafka_replay.definitions.definition import load_incident
-from kafka_replay.playing.runner import RunOptions, run_incident
+from kafka_replay.playing.run_options import RunOptions
+from kafka_replay.playing.runner import run_incident
 from kafka_replay.servers.docker import (
     DEBIAN_IMAGE,
     IMAGE_LABEL,

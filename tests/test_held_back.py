@@ -16,7 +16,8 @@ from kafka_replay.definitions.definition import load_incident
 from kafka_replay.definitions.model import Condition
 from kafka_replay.judging.held_back import held_back
 from kafka_replay.judging.judge import judge
-from kafka_replay.playing.runner import RunOptions, run_incident
+from kafka_replay.playing.run_options import RunOptions
+from kafka_replay.playing.runner import run_incident
 from tests.test_symptoms import evidence
 
 T0 = 1_000_000.0  # when the run started: the message counts seconds from here

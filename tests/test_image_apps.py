@@ -53,7 +53,8 @@ def test_an_image_in_a_definition_is_the_app_with_its_command_as_arguments(
     tmp_path: Path,
 ) -> None:
     from kafka_replay.definitions.definition import load_incident
-    from kafka_replay.playing.runner import RunOptions, app_command, app_images
+    from kafka_replay.playing.run_options import RunOptions
+    from kafka_replay.playing.services import app_command, app_images
 
     from .test_catalog_definitions import VALID, write
 

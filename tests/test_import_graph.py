@@ -474,3 +474,14 @@ def test_the_import_paths_earlier_docs_gave_still_work() -> None:
     assert steps.Stage is stage.Stage  # where the docs named it before the stage had its module
     assert symptoms_before.symptom is vocabulary.symptom
     assert symptoms_before.Evidence is evidence.Evidence
+
+
+#: The most modules of the harness the module that plays a run may import: it composes a run's
+#: parts (start-up, the steps with the recorders on, settling, checking and judging), each of
+#: which owns its resource or phase, rather than doing their work itself.
+RUNNER_IMPORTS_AT_MOST = 12
+
+
+def test_the_module_that_plays_a_run_only_composes_its_parts() -> None:
+    imported = import_graph()["kafka_replay.playing.runner"]
+    assert len(imported) <= RUNNER_IMPORTS_AT_MOST, sorted(imported)

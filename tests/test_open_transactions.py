@@ -25,7 +25,8 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.history import read_stream
-from kafka_replay.playing.runner import RunOptions, run_incident
+from kafka_replay.playing.run_options import RunOptions
+from kafka_replay.playing.runner import run_incident
 from kafka_replay.report.outcome import Outcome
 
 KILLED_MID_TRANSACTION = """\

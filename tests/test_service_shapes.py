@@ -21,7 +21,8 @@ from kafka_replay.cluster import choose_version
 from kafka_replay.cluster.backends import choose_backend
 from kafka_replay.cluster.pool import ClusterPool
 from kafka_replay.definitions.definition import load_incident
-from kafka_replay.playing.runner import RunOptions, run_incident
+from kafka_replay.playing.run_options import RunOptions
+from kafka_replay.playing.runner import run_incident
 from kafka_replay.report.outcome import Outcome
 
 SHAPES = Path(__file__).parent / "shape_incidents"

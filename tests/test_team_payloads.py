@@ -140,7 +140,8 @@ def test_recorded_orders_replay_under_slow_batches(
     from kafka_replay.definitions.catalog import catalog_dir
     from kafka_replay.definitions.definition import load_incident
     from kafka_replay.definitions.workload_table import read_workload
-    from kafka_replay.playing.runner import RunOptions, run_incident
+    from kafka_replay.playing.run_options import RunOptions
+    from kafka_replay.playing.runner import run_incident
     from kafka_replay.workload import WorkloadProducer
     from kafka_replay.workload.capture import capture, find_window
 

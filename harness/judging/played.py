@@ -67,7 +67,10 @@ class Checked:
 
 def check_played(spark: SparkSession, played: Played, outcome: Outcome) -> Checked:
     """Every place the app's results land in checked (and each hop of a pipeline), the
-    worst one's verdict the run's."""
+    worst one's verdict the run's. The run's meta records where Spark ran the check."""
+    from kafka_replay.checker.spark import checked_on
+
+    played.history.write_meta(checked_on=checked_on(spark))
     outputs, side_effects = _check(spark, played)
     read = next(iter(outputs.values()))  # the table's, when there is one
     hops = _check_hops(spark, played, outcome) if played.profile.apps else {}

@@ -22,7 +22,7 @@ from kafka_replay.definitions.model import Incident
 from kafka_replay.report.outcome import Outcome
 
 from .parallel import OVERLAP_ENV, PLAYED
-from .runner import RunOptions
+from .run_options import RunOptions
 from .session import CatalogSession
 
 #: How long a lane told to stop gives the run it was concluding to end.

@@ -14,7 +14,8 @@ from kafka_replay.definitions.model import Incident
 from kafka_replay.interrupts import interrupted
 from kafka_replay.report.outcome import Outcome
 
-from .runner import PlayedRun, RunOptions, play_incident
+from .run_options import RunOptions
+from .runner import PlayedRun, play_incident
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

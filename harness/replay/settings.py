@@ -29,7 +29,7 @@ from kafka_replay.plugins import load_plugins
 if TYPE_CHECKING:
     import pytest
 
-    from kafka_replay.playing.runner import RunOptions
+    from kafka_replay.playing.run_options import RunOptions
 
 #: The faces an option may be offered on.
 RUN, COMPARE, PYTEST = "run", "compare", "pytest"
@@ -368,7 +368,7 @@ class RunSettings:
 
     def run_options(self) -> RunOptions:
         """What one run of the engine takes from these settings."""
-        from kafka_replay.playing.runner import RunOptions
+        from kafka_replay.playing.run_options import RunOptions
 
         return RunOptions(
             app=self.app,

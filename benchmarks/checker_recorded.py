@@ -22,7 +22,7 @@ RECORDED = Path(__file__).resolve().parent.parent / "tests" / "data" / "checks"
 
 
 def run(args: argparse.Namespace) -> None:
-    from kafka_replay.checker.recorded import analyse_recorded, recorded_findings
+    from kafka_replay.checker.recorded_checks import analyse_recorded, recorded_findings
     from kafka_replay.checker.spark import spark_session
 
     checks = sorted(path.parent for path in RECORDED.glob("*/*/check.json"))

@@ -48,7 +48,7 @@ from kafka_replay.definitions.model import PROFILES
 from kafka_replay.history.store import EventStream
 from kafka_replay.interrupts import interrupted, stop_on_signals
 from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
-from kafka_replay.servers.errors import ServerError
+from kafka_replay.servers.server_errors import ServerError
 
 if TYPE_CHECKING:
     from kafka_replay.definitions.model import Incident
@@ -329,7 +329,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kafka_replay.definitions.definition import load_incident
     from kafka_replay.playing.parallel import remember_durations
     from kafka_replay.playing.shards import run_key
-    from kafka_replay.report.catalog import write_report, write_step_summary
+    from kafka_replay.report.catalog_report import write_report, write_step_summary
     from kafka_replay.report.gate import exit_code
     from kafka_replay.report.junit import write_junit
     from kafka_replay.servers.reaper import leased_temp_dir
@@ -396,7 +396,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _print_summary(outcomes: Sequence[Outcome], wall_s: float, jobs: int) -> None:
     """The table, where the time went, why each failed run failed and what each run measured."""
-    from kafka_replay.report.catalog import (
+    from kafka_replay.report.catalog_report import (
         comparisons,
         summary_lines,
         summary_rich_table,
@@ -435,7 +435,7 @@ def _fetch_client_library(spec: str, app: str | None) -> None:
     """The client release the apps run with, fetched now (once) so a bad one fails at once."""
     from kafka_replay.apps.client_libraries import JVM_CLIENT, parse_client, python_client_path
     from kafka_replay.apps.jvm_apps import kafka_clients_classpath
-    from kafka_replay.servers.errors import ArtifactResolutionError
+    from kafka_replay.servers.server_errors import ArtifactResolutionError
 
     name, version = parse_client(spec)
     if name == JVM_CLIENT and app:
@@ -461,7 +461,7 @@ def _check_before_starting(settings: RunSettings, incidents: Sequence[Incident])
     does not have."""
     from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
     from kafka_replay.definitions.app_option import check_users_app
-    from kafka_replay.servers.errors import ArtifactResolutionError
+    from kafka_replay.servers.server_errors import ArtifactResolutionError
 
     check_users_app(settings.app, settings.app_image, incidents)
     if settings.client_library:
@@ -488,7 +488,7 @@ def _check_database(settings: RunSettings, incidents: Sequence[Incident]) -> Non
     if not any(profile.sink for i in incidents for profile in i.profiles.values()):
         return
     from kafka_replay.sinks.database import PostgresError
-    from kafka_replay.sinks.external import ExternalDatabase
+    from kafka_replay.sinks.external_database import ExternalDatabase
 
     try:
         ExternalDatabase(settings.database_url).check_reachable()

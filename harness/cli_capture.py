@@ -1,7 +1,7 @@
 """``kafka-replay capture``: a window of a real topic to a file, anonymized, for replay.
 
 The file replays with its own timing as a workload (``recorded = "FILE"``, see
-:func:`kafka_replay.workload.recorded.recorded_source`). Times are ISO 8601 (naive means
+:func:`kafka_replay.workload.captured.recorded_source`). Times are ISO 8601 (naive means
 UTC), epoch milliseconds, ``now``, or a span before now (``-15m``, ``-2h``, ``-30s``). The
 anonymizing secret comes from ``$REPLAY_ANONYMIZE_SECRET`` (never from the command line,
 where other users could read it), else it is random for this capture.

@@ -84,7 +84,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison_markdown,
         write_comparison,
     )
-    from kafka_replay.report.catalog import write_comparison_step_summary
+    from kafka_replay.report.catalog_report import write_comparison_step_summary
     from kafka_replay.report.junit import write_comparison_junit
 
     matrix = _matrix(args)
@@ -206,8 +206,8 @@ def _one_spark(args: argparse.Namespace, report_dir: Path) -> Iterator[Callable[
     the baseline starts; what it yields raises, naming the server's log, if it never came up."""
     from kafka_replay.checker.connect_server import SparkConnectServer
     from kafka_replay.checker.spark import REMOTE_ENV, spark_named
-    from kafka_replay.servers.errors import ServerError
     from kafka_replay.servers.reaper import Lease
+    from kafka_replay.servers.server_errors import ServerError
 
     if args.jobs > 1 or spark_named(args.spark_master):
         yield lambda: None

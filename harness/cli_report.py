@@ -64,7 +64,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _merge(out: Path, shards: list[Path]) -> int:
     """Write ``out``'s report from the shards' and say it as ``run`` would; ``run``'s exit code."""
-    from kafka_replay.report.catalog import (
+    from kafka_replay.report.catalog_report import (
         summary_lines,
         summary_rich_table,
         write_report,

@@ -139,8 +139,8 @@ def _share_spark(config: pytest.Config) -> None:
     :mod:`kafka_replay.checker.connect_server`). A Spark master or server given already wins."""
     from kafka_replay.checker.connect_server import SparkConnectServer
     from kafka_replay.checker.spark import REMOTE_ENV, spark_named
-    from kafka_replay.servers.errors import ServerError
     from kafka_replay.servers.reaper import Lease
+    from kafka_replay.servers.server_errors import ServerError
 
     if spark_named(config.stash[SETTINGS_KEY].spark_master):
         return

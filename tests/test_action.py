@@ -27,7 +27,7 @@ from kafka_replay.replay.compare import (
     comparison_json,
     parse_setup,
 )
-from kafka_replay.report.catalog import write_comparison_step_summary
+from kafka_replay.report.catalog_report import write_comparison_step_summary
 from kafka_replay.report.junit import comparison_junit_xml, write_comparison_junit
 from tests.test_team_install import team  # noqa: F401  (the fixture)
 

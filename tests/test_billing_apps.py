@@ -19,7 +19,7 @@ import pytest
 from kafka_replay.apps import AppContext, AppSpec, RestartPolicy, Supervisor
 from kafka_replay.apps.jvm_apps import java_command
 from kafka_replay.cluster import Cluster
-from kafka_replay.sinks.external import ExternalDatabase
+from kafka_replay.sinks.external_database import ExternalDatabase
 from kafka_replay.sinks.postgres import PostgresServer, postgres_unavailable
 from kafka_replay.workload import WorkloadProducer, student_onboarding
 

@@ -31,7 +31,7 @@ from kafka_replay.workload import WorkloadProducer
 from kafka_replay.workload.anonymize import Anonymizer
 from kafka_replay.workload.capture import CaptureError, capture
 from kafka_replay.workload.capture_file import CapturedRecord, record_line
-from kafka_replay.workload.recorded import read_capture, recorded_workload
+from kafka_replay.workload.captured import read_capture, recorded_workload
 from kafka_replay.workload.records import Stamper, Step, Workload, WorkloadRecord
 from tests.kafka_helpers import consume_until, new_consumer
 

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_replay.checker import check_run
-from kafka_replay.checker.recorded import RECORD_ENV, analyse_recorded, recorded_findings
+from kafka_replay.checker.recorded_checks import RECORD_ENV, analyse_recorded, recorded_findings
 from kafka_replay.checker.warm_up import made_up_run
 
 RECORDED = Path(__file__).parent / "data" / "checks"

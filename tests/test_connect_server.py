@@ -20,9 +20,9 @@ import pytest
 
 from kafka_replay.checker.connect_server import SparkConnectServer
 from kafka_replay.checker.spark import REMOTE_ENV
-from kafka_replay.servers.errors import ServerError
 from kafka_replay.servers.ports import accepts_connections
 from kafka_replay.servers.reaper import Lease
+from kafka_replay.servers.server_errors import ServerError
 
 CHECK = """
 import json, sys

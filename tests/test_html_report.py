@@ -15,9 +15,9 @@ from PIL import Image
 from kafka_replay.history.derived import per_second, repeats
 from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.report.browser import CANDIDATES, dom, screenshot
-from kafka_replay.report.evidence import example_moments, tombstone_levels
 from kafka_replay.report.html_report import render
 from kafka_replay.report.panels import PANELS, STABLE_TITLE
+from kafka_replay.report.readings import example_moments, tombstone_levels
 from kafka_replay.report.timeline import figure
 
 needs_chromium = pytest.mark.skipif(

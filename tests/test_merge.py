@@ -17,7 +17,7 @@ from kafka_replay import __version__
 from kafka_replay.cli import main
 from kafka_replay.playing.shards import Shard, parse_shard, pick, run_key
 from kafka_replay.replay.settings import RunSettings
-from kafka_replay.report.catalog import write_report
+from kafka_replay.report.catalog_report import write_report
 from kafka_replay.report.junit import junit_xml
 from kafka_replay.report.merge import merge_shards
 from kafka_replay.report.outcome import Outcome

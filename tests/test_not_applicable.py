@@ -11,7 +11,7 @@ import junitparser
 
 from kafka_replay.history.lag import commits_from_samples
 from kafka_replay.replay.compare import compare_reports
-from kafka_replay.report.catalog import report_json, summary_lines, summary_markdown
+from kafka_replay.report.catalog_report import report_json, summary_lines, summary_markdown
 from kafka_replay.report.junit import write_junit
 from kafka_replay.report.outcome import Outcome
 

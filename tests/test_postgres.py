@@ -33,7 +33,7 @@ from kafka_replay.sinks.database import (
     read_back,
     redact,
 )
-from kafka_replay.sinks.external import ExternalDatabase
+from kafka_replay.sinks.external_database import ExternalDatabase
 from kafka_replay.sinks.local_postgres import LocalPostgres
 from kafka_replay.sinks.postgres import (
     BIN_ENV,
@@ -412,7 +412,7 @@ def test_a_schema_left_by_a_killed_run_is_dropped_by_the_next_run_on_that_databa
     url = server.url.replace("replay@", f"replay:{password}@")
     orphan = killed_owner(
         f"""
-        from kafka_replay.sinks.external import ExternalDatabase
+        from kafka_replay.sinks.external_database import ExternalDatabase
 
         database = ExternalDatabase({url!r}).start()
         database.execute("CREATE TABLE charges (event_id text PRIMARY KEY)")

@@ -21,8 +21,8 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kafka_replay.servers.reaper import LEASE_ENV, reap_orphans
-from kafka_replay.workload import registry as registry_module
-from kafka_replay.workload.registry import (
+from kafka_replay.workload import schema_registry as registry_module
+from kafka_replay.workload.schema_registry import (
     JAVA_HOME_ENV,
     RegistryError,
     SchemaRegistry,
@@ -194,7 +194,7 @@ def test_a_crashed_owners_registry_is_reaped(tmp_path: Path) -> None:
     state = killed_owner(
         f"""
         from pathlib import Path
-        from kafka_replay.workload.registry import SchemaRegistry
+        from kafka_replay.workload.schema_registry import SchemaRegistry
 
         registry = SchemaRegistry(Path({str(tmp_path)!r}), die_with_owner=False).start()
         state = {{"pid": registry.process.pid, "token": registry.lease.token}}

@@ -19,8 +19,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from pyspark.sql import SparkSession
 
-from kafka_replay.checker.log_end import ending_offsets, listed_and_fetched_ends
 from kafka_replay.checker.sources import kafka_log, kafka_topic
+from kafka_replay.checker.topic_ends import ending_offsets, listed_and_fetched_ends
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.backends import backend_name, choose_backend, make_cluster
 from kafka_replay.cluster.errors import NotApplicable

@@ -94,7 +94,7 @@ def test_the_order_service_under_the_catalog(
     replay_incident: Replay, tmp_path: Path, incident: str, payload: str, profile: str
 ) -> None:
     if payload == "avro-registry":
-        from kafka_replay.workload.registry import registry_unavailable
+        from kafka_replay.workload.schema_registry import registry_unavailable
 
         reason = registry_unavailable()
         if reason:

@@ -31,8 +31,8 @@ from kafka_replay.servers.docker import (
     pull_image,
     reap_containers,
 )
-from kafka_replay.servers.errors import ServerError
 from kafka_replay.servers.reaper import Lease
+from kafka_replay.servers.server_errors import ServerError
 
 #: Which label says what a kafka-replay container runs (an app's says ``app``).
 ROLE_LABEL = "kafka-replay.role"

@@ -24,7 +24,7 @@ _EXPORTS = {
     "CheckInputs": ".matching",
     "CheckResult": ".check",
     "FileOutput": ".check",
-    "Finding": ".registry",
+    "Finding": ".anomaly_registry",
     "JdbcOutput": ".check",
     "KafkaOutput": ".check",
     "analyse": ".analysis",

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame
 
 from . import anomalies  # noqa: F401 (each anomaly registers itself as it is imported)
+from .anomaly_registry import REGISTRY, Detailed, Finding, example_rows
 from .matching import CheckInputs
-from .registry import REGISTRY, Detailed, Finding, example_rows
 from .views import AnalysisViews
 
 #: The places a correct service puts an input in (the mark on its ack): once on the output,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .registry import Detailed, Finding, anomaly, example_rows
+from .anomaly_registry import Detailed, Finding, anomaly, example_rows
 from .views import AnalysisViews
 
 #: What the two halves of the undelivered inputs (``lost``, ``unseen_at_deadline``) show.

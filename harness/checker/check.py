@@ -17,11 +17,11 @@ from kafka_replay.history.store import read_stream
 
 from . import sources
 from .analysis import ANOMALIES, PLACES, Analysis
-from .log_end import asked_together, log_starts
+from .anomaly_registry import Finding
 from .matching import CheckInputs
-from .recorded import recorder
-from .registry import Finding
+from .recorded_checks import recorder
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
+from .topic_ends import asked_together, log_starts
 from .verdict import guarantee_result, verdict
 
 

@@ -22,10 +22,10 @@ from types import TracebackType
 
 import pyspark
 
-from kafka_replay.servers.errors import ServerError
 from kafka_replay.servers.ports import accepts_connections, free_ports
 from kafka_replay.servers.process import spawn, wait_answering
 from kafka_replay.servers.reaper import Lease
+from kafka_replay.servers.server_errors import ServerError
 
 from .spark import (
     CALL_SITES_OFF,

@@ -21,8 +21,8 @@ from pyspark.sql import types as T
 
 from kafka_replay.apps.correlation import EVENT_ID, OutputRecord
 
-from .log_end import FETCH_WAIT_MS, ending_offsets
 from .spark import is_remote
+from .topic_ends import FETCH_WAIT_MS, ending_offsets
 
 _POSITION = T.StructType(
     [
@@ -269,8 +269,8 @@ def _raw_topic(
 ) -> DataFrame:
     """A whole topic, as it stands now, through Spark's Kafka source: its columns unparsed.
 
-    To its real end, also on a broker that lists a wrong one (see :mod:`.log_end`):
-    ``ending`` is that end as :func:`.log_end.ending_offsets` gives it, asked here if not given.
+    To its real end, also on a broker that lists a wrong one (see :mod:`.topic_ends`):
+    ``ending`` is that end as :func:`.topic_ends.ending_offsets` gives it, asked here if not given.
     """
     if ending is None:
         ending = ending_offsets(bootstrap_servers, topic, isolation)

@@ -18,10 +18,10 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
-from kafka_replay.servers.errors import ArtifactResolutionError
 from kafka_replay.servers.maven import Artifact, cached_classpath, resolve_classpath
+from kafka_replay.servers.server_errors import ArtifactResolutionError
 
-from .class_archive import spark_class_archive
+from .driver_archive import spark_class_archive
 
 MASTER_ENV = "KAFKA_REPLAY_SPARK_MASTER"
 #: A Spark Connect server to check with (``sc://host:port``) where no master is given: set for
@@ -197,7 +197,7 @@ def spark_session(
     else a driver of its own.
 
     Its driver JVM maps Spark's classes from a class-data archive (made on first use, see
-    :mod:`kafka_replay.checker.class_archive`) unless ``class_sharing`` is off. ``small_runs`` is
+    :mod:`kafka_replay.checker.driver_archive`) unless ``class_sharing`` is off. ``small_runs`` is
     for a session that checks incident-sized runs (:data:`SMALL_HISTORY_BYTES`): its driver
     JVM compiles with C1 only, whose quick code suits minutes of small checks (the first check
     of a new session on zombie-commit's run: 9.7 s instead of 13.9 s; later ones 5.2

@@ -1,9 +1,9 @@
 """The training run of the Spark driver's class-data archive, a Python process of its own.
 
 Run as ``python -m kafka_replay.checker.spark_training JVM_OPTION...`` by
-:func:`kafka_replay.checker.class_archive.spark_class_archive`: it starts a session with the
+:func:`kafka_replay.checker.driver_archive.spark_class_archive`: it starts a session with the
 checker's settings, runs a query of the kinds the checker runs, and prints the JVM options and
-classpath the archive is dumped with. Apart from :mod:`.class_archive` because it needs the
+classpath the archive is dumped with. Apart from :mod:`.driver_archive` because it needs the
 checker's session, whose module imports the archive's.
 """
 
@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafka_replay.checker.class_archive import TRAINING_ONLY
+from kafka_replay.checker.driver_archive import TRAINING_ONLY
 from kafka_replay.checker.spark import spark_session
 
 

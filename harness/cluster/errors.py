@@ -1,13 +1,13 @@
 """Errors the cluster room raises, each carrying what a user needs to act on it.
 
 What can go wrong under any local server (Maven's jars, a JVM, Docker) is a
-:class:`~kafka_replay.servers.errors.ServerError`, which :class:`ClusterError` extends;
+:class:`~kafka_replay.servers.server_errors.ServerError`, which :class:`ClusterError` extends;
 :class:`ArtifactResolutionError` is served here too, as before.
 """
 
 from __future__ import annotations
 
-from kafka_replay.servers.errors import ArtifactResolutionError, ServerError
+from kafka_replay.servers.server_errors import ArtifactResolutionError, ServerError
 
 __all__ = [
     "ArtifactResolutionError",

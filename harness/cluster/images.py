@@ -30,7 +30,7 @@ from kafka_replay.servers.docker import (
     java_base,
     pull_image,
 )
-from kafka_replay.servers.errors import ServerError
+from kafka_replay.servers.server_errors import ServerError
 
 from .artifacts import kafka_classpath
 from .embedded import JVM_OPTIONS, broker_class_list

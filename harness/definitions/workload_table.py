@@ -236,7 +236,7 @@ def _invalid(table: Table, seed: int) -> Callable[[], Callable[[int], bool]]:
 
 
 def _recorded(table: Table, seed: int) -> PayloadSource:
-    from kafka_replay.workload.recorded import CaptureError, read_capture, recorded_source
+    from kafka_replay.workload.captured import CaptureError, read_capture, recorded_source
 
     path = table.file("recorded")
     assert path is not None

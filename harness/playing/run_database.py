@@ -18,7 +18,7 @@ def new_database(
 ) -> Database:
     """The database the run will start (not started yet: the caller holds it to stop it)."""
     if options.database_url:
-        from kafka_replay.sinks.external import ExternalDatabase
+        from kafka_replay.sinks.external_database import ExternalDatabase
 
         return ExternalDatabase(options.database_url)
     if backend == "container":  # beside the brokers

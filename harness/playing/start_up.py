@@ -32,7 +32,7 @@ from .workloads import needs_registry, registered, start_registry, with_expectat
 if TYPE_CHECKING:
     from kafka_replay.faults.share_groups import ShareGroupWatch
     from kafka_replay.sinks.database import Database
-    from kafka_replay.workload.registry import SchemaRegistry
+    from kafka_replay.workload.schema_registry import SchemaRegistry
 
 #: ``cluster_for(broker_config, brokers, network_faults)``: the cluster a run plays on.
 ClusterFor = Callable[[Mapping[str, Any], int, bool], Cluster]

@@ -14,7 +14,7 @@ from kafka_replay.definitions.model import Incident, Profile
 from kafka_replay.history import RunHistory
 
 if TYPE_CHECKING:
-    from kafka_replay.workload.registry import SchemaRegistry
+    from kafka_replay.workload.schema_registry import SchemaRegistry
 
 
 def with_expectations(profile: Profile, incident: Incident) -> Profile:
@@ -51,7 +51,7 @@ def needs_registry(profile: Profile) -> bool:
 
 def start_registry(history: RunHistory, progress: Callable[[str], None]) -> SchemaRegistry:
     """A schema registry of the run's own, started (the caller stops it)."""
-    from kafka_replay.workload.registry import SchemaRegistry
+    from kafka_replay.workload.schema_registry import SchemaRegistry
 
     progress("starting a schema registry")
     registry = SchemaRegistry(history.logs_dir)
@@ -63,7 +63,7 @@ def start_registry(history: RunHistory, progress: Callable[[str], None]) -> Sche
 def registered(profile: Profile, topics: Mapping[str, str], registry: SchemaRegistry) -> Profile:
     """The profile whose workloads ``registry`` frames: their schemas registered under
     ``TOPIC-value`` (each workload's topic), every value behind the magic byte and id."""
-    from kafka_replay.workload.registry import frame
+    from kafka_replay.workload.schema_registry import frame
 
     framed = {}
     for name, workload in profile.workloads.items():

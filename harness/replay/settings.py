@@ -140,7 +140,7 @@ def _expect(path: Path) -> None:
 
 
 def _database_url(url: str) -> None:
-    from kafka_replay.sinks.external import ExternalDatabase
+    from kafka_replay.sinks.external_database import ExternalDatabase
 
     ExternalDatabase(url)  # a ValueError says what a URL looks like (its password hidden)
 

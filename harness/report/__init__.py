@@ -1,9 +1,10 @@
 """The report side: the run record and everything that shows it, apart from the engine.
 
 - :mod:`.outcome`: the run record (:class:`~.outcome.Outcome`) and what it means in words;
-- :mod:`.catalog`: ``report.json``, ``report.md``, the terminal summary, GitHub's job summary;
+- :mod:`.catalog_report`: ``report.json``, ``report.md``, the terminal summary, GitHub's job
+  summary;
 - :mod:`.html_report`: ``report.html``, the page; :mod:`.timeline`: a run's history on one
-  time axis, stacking the :mod:`.panels`; :mod:`.evidence`: what the streams say, for both;
+  time axis, stacking the :mod:`.panels`; :mod:`.readings`: what the streams say, for both;
 - :mod:`.junit`: JUnit XML for CI; :mod:`.browser`: headless Chromium for ``report --png``.
 
 It reads runs through :mod:`kafka_replay.history` and imports nothing of the replay engine

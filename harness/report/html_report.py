@@ -17,8 +17,8 @@ from typing import Any
 
 from kafka_replay.history.recorded import RecordedRun
 
-from .evidence import example_lines, held_at_check
 from .outcome import Outcome, delivered, result_label
+from .readings import example_lines, held_at_check
 from .timeline import figure
 
 REPORT_FILE = "report.html"

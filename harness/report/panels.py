@@ -22,7 +22,7 @@ from kafka_replay.history.derived import per_second, repeats
 from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.history.stable_offsets import lso_stalls
 
-from .evidence import Event, example_moments, offset_regressions, tombstone_levels
+from .readings import Event, example_moments, offset_regressions, tombstone_levels
 
 PARTITION_COLOURS = (
     "#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880",

@@ -18,8 +18,8 @@ from typing import Any
 
 from kafka_replay.history.recorded import RecordedRun
 
-from .evidence import example_moments, example_text
 from .panels import PANELS, Panel, markers, records_title
+from .readings import example_moments, example_text
 
 #: Faint fills for the steps' bands, in turn, so that neighbouring steps stay apart.
 BAND_FILLS = ("rgba(99,110,250,0.07)", "rgba(0,204,150,0.08)", "rgba(255,161,90,0.09)")

@@ -16,10 +16,10 @@ from kafka_replay.lazy import lazy_exports
 
 _EXPORTS = {
     "Artifact": ".maven",
-    "ArtifactResolutionError": ".errors",
-    "DockerUnavailable": ".errors",
+    "ArtifactResolutionError": ".server_errors",
+    "DockerUnavailable": ".server_errors",
     "Lease": ".reaper",
-    "ServerError": ".errors",
+    "ServerError": ".server_errors",
     "ServerLog": ".server_log",
     "cache_root": ".paths",
     "docker_client": ".docker",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kafka_replay.file_lock import file_lock
 
-from .errors import ServerError
+from .server_errors import ServerError
 
 
 def built_once(

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_replay.file_lock import file_lock
 
-from .errors import DockerUnavailable, ServerError
 from .paths import cache_root
 from .reaper import lease_is_live
+from .server_errors import DockerUnavailable, ServerError
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import ServerError
+from .server_errors import ServerError
 
 MINIMUM_JAVA = 17
 

@@ -19,8 +19,8 @@ from xml.sax.saxutils import escape
 
 from kafka_replay.file_lock import file_lock
 
-from .errors import ArtifactResolutionError
 from .paths import cache_root
+from .server_errors import ArtifactResolutionError
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from kafka_replay.servers.docker import (
     docker_unavailable,
     reap_containers,
 )
-from kafka_replay.servers.errors import DockerUnavailable, ServerError
 from kafka_replay.servers.process import wait_answering
 from kafka_replay.servers.reaper import reap_orphans
+from kafka_replay.servers.server_errors import DockerUnavailable, ServerError
 
 from .database import PostgresError
 from .local_postgres import LocalPostgres

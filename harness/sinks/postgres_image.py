@@ -78,8 +78,8 @@ def recipe() -> str:
 def build_postgres_image(progress: Progress = log.warning) -> str:
     """Build :data:`POSTGRES_IMAGE` (a no-op when it exists with this recipe); return its tag.
 
-    :class:`~kafka_replay.servers.errors.DockerUnavailable` when no daemon answers,
-    :class:`~kafka_replay.servers.errors.ServerError` when the image cannot be built.
+    :class:`~kafka_replay.servers.server_errors.DockerUnavailable` when no daemon answers,
+    :class:`~kafka_replay.servers.server_errors.ServerError` when the image cannot be built.
     """
     client = docker_client()
     if built_by(client, POSTGRES_IMAGE, recipe()):

@@ -22,8 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from .analysis import Analysis
+from .anomaly_registry import Finding
 from .matching import CheckInputs
-from .registry import Finding
 from .spark import fit_to_history
 
 #: Where checks are recorded, when set.

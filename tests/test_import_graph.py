@@ -1,7 +1,8 @@
 """The harness's import graph, read from its source with ``ast``: no cycles; the report side
 (the run record, the reports, the run history) never reaches the replay engine; the servers
 room (``kafka_replay.servers``) stands on nothing else of the harness; and the rest of the
-harness takes only Kafka from the cluster room (``kafka_replay.cluster``).
+harness takes only Kafka from the cluster room (``kafka_replay.cluster``); each room imports only
+the rooms :data:`ROOM_IMPORTS` places it over, the benchmarks held like a room.
 
 Every import counts: at module level, inside functions and under ``TYPE_CHECKING``. The implicit
 import of a package's ``__init__`` by its submodules is not an edge.
@@ -248,6 +249,110 @@ def rooms_of(graph: Graph) -> Graph:
     return rooms
 
 
+#: Every room of the harness (its packages and top-level modules, by the name after
+#: ``kafka_replay.``), the benchmarks too, and the rooms each may import. A room that imports a
+#: new one, or a new room, is placed here on purpose: the direction of the whole is kept.
+ROOM_IMPORTS: dict[str, frozenset[str]] = {
+    name: frozenset(rooms)
+    for name, rooms in {
+        # the small shared utilities
+        "kafka_replay": set(),  # the package: its version
+        "console": set(),
+        "file_lock": set(),
+        "interrupts": set(),
+        "lazy": set(),
+        "plugins": set(),
+        "jvm_archive": {"file_lock"},
+        # the lower rooms
+        "servers": {"file_lock", "lazy"},
+        "history": set(),
+        "report": {"history"},
+        "sinks": {"servers"},
+        "cluster": {"file_lock", "jvm_archive", "lazy", "plugins", "servers"},
+        "apps": {"file_lock", "history", "lazy", "servers", "sinks"},
+        "checker": {"apps", "history", "jvm_archive", "lazy", "servers"},
+        "workload": {"apps", "checker", "file_lock", "servers"},
+        "faults": {"apps", "cluster", "history", "servers", "workload"},
+        # the engine: reading a definition, judging a run, playing it, and what faces share
+        "definitions": {"apps", "checker", "cluster", "report", "workload"},
+        "judging": {"apps", "checker", "cluster", "definitions", "faults", "history", "report",
+                    "sinks"},
+        "playing": {"apps", "checker", "cluster", "definitions", "faults", "history",
+                    "interrupts", "judging", "report", "servers", "sinks", "workload"},
+        "replay": {"apps", "checker", "cluster", "definitions", "judging", "playing", "plugins",
+                   "sinks"},
+        # the faces
+        "cli": {"apps", "checker", "cli_capture", "cli_compare", "cli_report", "cluster",
+                "console", "definitions", "history", "interrupts", "kafka_replay", "playing",
+                "replay", "report", "servers", "sinks"},
+        "cli_capture": {"console", "workload"},
+        "cli_compare": {"checker", "console", "definitions", "history", "playing", "replay",
+                        "report", "servers"},
+        "cli_report": {"console", "playing", "report"},
+        "pytest_plugin": {"checker", "cluster", "definitions", "playing", "replay", "report",
+                          "servers"},
+        # measured by a person, never by the suite
+        "benchmarks": {"checker", "cluster", "definitions", "history", "playing", "servers",
+                       "sinks", "workload"},
+    }.items()
+}  # fmt: skip
+#: The benchmarks that time the cluster room's own parts (a broker's start, the vendors'
+#: matrix, the JVM producer): they import its internals on purpose; the others take only
+#: what :data:`KAFKA_FACING` names, as the harness does.
+BENCHMARKS_OF_THE_CLUSTER = frozenset(
+    {"benchmarks.broker_start", "benchmarks.matrix", "benchmarks.producer_throughput"}
+)
+
+
+def benchmark_modules() -> dict[str, Path]:
+    """The benchmarks' modules by dotted name (``benchmarks.lanes``)."""
+    return {f"benchmarks.{p.stem}": p for p in sorted((ROOT / "benchmarks").glob("*.py"))}
+
+
+def benchmark_rooms() -> Graph:
+    """Which rooms of the harness the benchmarks import, as one room (``benchmarks``)."""
+    modules = module_files()
+    found: set[str] = set()
+    for module, path in benchmark_modules().items():
+        found |= imports_of(module, path, modules)
+    return {"benchmarks": {".".join(target.split(".")[:2]) for target in found}}
+
+
+def room_imports_not_placed(rooms: Graph) -> list[str]:
+    """Each import between rooms that :data:`ROOM_IMPORTS` does not allow, and each room it
+    does not know: ``room -> room``."""
+    offending = []
+    for room, targets in sorted(rooms.items()):
+        name = room.removeprefix(f"{PACKAGE}.") if room != PACKAGE else PACKAGE
+        if name not in ROOM_IMPORTS:
+            offending.append(f"{name} (a room ROOM_IMPORTS does not place)")
+            continue
+        for target in sorted(targets):
+            into = target.removeprefix(f"{PACKAGE}.") if target != PACKAGE else PACKAGE
+            if into not in ROOM_IMPORTS[name]:
+                offending.append(f"{name} -> {into}")
+    return offending
+
+
+def test_the_room_rule_names_the_import_and_the_room_unknown() -> None:
+    rooms = {
+        "kafka_replay.history": {"kafka_replay.checker"},
+        "kafka_replay.attic": set(),
+        "benchmarks": {"kafka_replay.report"},
+    }
+    assert room_imports_not_placed(rooms) == [
+        "benchmarks -> report",
+        "attic (a room ROOM_IMPORTS does not place)",
+        "history -> checker",
+    ]
+
+
+def test_each_room_imports_only_the_rooms_it_may() -> None:
+    """The benchmarks included: what they import is held like the harness's own rooms."""
+    offending = room_imports_not_placed({**rooms_of(import_graph()), **benchmark_rooms()})
+    assert not offending, "imports between rooms not in ROOM_IMPORTS:\n" + "\n".join(offending)
+
+
 def test_no_room_imports_itself_round_a_cycle() -> None:
     """Rooms stand on one another in one direction: the apps on the database sinks, the sinks
     on the servers, the checker on the apps' correlation, never round again."""
@@ -382,13 +487,21 @@ def test_the_servers_rule_names_the_module_and_what_it_imports(tmp_path: Path) -
 
 
 def test_outside_the_cluster_room_only_kafka_comes_from_it() -> None:
-    """A module outside ``harness/cluster/`` (the incident catalog's too) imports from
+    """A module outside ``harness/cluster/`` (the incident catalog's and the benchmarks' too,
+    save :data:`BENCHMARKS_OF_THE_CLUSTER`) imports from
     ``kafka_replay.cluster`` (absolutely or as ``..cluster``) only the Kafka-facing names of
     :data:`KAFKA_FACING`: clusters, backends, versions, capabilities, Kafka's errors, the pool,
     Kafka's image, the proxy's error. What every local server needs (processes, ports, leases,
     Maven, JVMs, Docker) comes from ``kafka_replay.servers``, even where a cluster module
     happens to import or re-export it."""
-    offending = cluster_imports_outside_kafka({**module_files(), **_incident_modules()})
+    benchmarks = {
+        module: path
+        for module, path in benchmark_modules().items()
+        if module not in BENCHMARKS_OF_THE_CLUSTER
+    }
+    offending = cluster_imports_outside_kafka(
+        {**module_files(), **_incident_modules(), **benchmarks}
+    )
     assert not offending, (
         "imports of kafka_replay.cluster for something that is not Kafka (take it from "
         "kafka_replay.servers, or add a Kafka-facing name to KAFKA_FACING):\n"

@@ -36,7 +36,6 @@ from kafka_replay.cli_report import add_report_command
 from kafka_replay.cluster import ClusterError, choose_version
 from kafka_replay.cluster.backends import (
     backend_class,
-    backend_version,
     choose_backend,
     make_cluster,
 )
@@ -329,6 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kafka_replay.definitions.definition import load_incident
     from kafka_replay.playing.parallel import remember_durations
     from kafka_replay.playing.shards import run_key
+    from kafka_replay.replay.preflight import check_before_starting
     from kafka_replay.report.catalog_report import write_report, write_step_summary
     from kafka_replay.report.gate import exit_code
     from kafka_replay.report.junit import write_junit
@@ -349,8 +349,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     every_run = [(incident, profile) for incident in incidents for profile in profiles]
     runs = _shard(settings, every_run) if settings.shard else every_run
     options = settings.run_options()
-    _check_before_starting(settings, incidents)
-    _check_database(settings, incidents)
+    check_before_starting(settings, options, incidents, waiting=console.status)
     _interrupt_on_sigterm()
     started = time.monotonic()
     with leased_temp_dir("kafka-replay-") as scratch:
@@ -429,71 +428,6 @@ def _shard(settings: RunSettings, runs: list[tuple[Incident, str]]) -> list[tupl
         said += " (none falls to this shard: its report is empty, and it passes)"
     console.print(escape(said), highlight=False)
     return chosen
-
-
-def _fetch_client_library(spec: str, app: str | None) -> None:
-    """The client release the apps run with, fetched now (once) so a bad one fails at once."""
-    from kafka_replay.apps.client_libraries import JVM_CLIENT, parse_client, python_client_path
-    from kafka_replay.apps.jvm_apps import kafka_clients_classpath
-    from kafka_replay.servers.server_errors import ArtifactResolutionError
-
-    name, version = parse_client(spec)
-    if name == JVM_CLIENT and app:
-        raise ValueError(
-            f"--client-library {spec} runs the JVM reference apps; your own app (--app) brings "
-            "its own kafka-clients in its build"
-        )
-    with console.status(f"{spec} for the apps (fetched once, then cached)…"):
-        if name != JVM_CLIENT:
-            python_client_path(spec)
-            return
-        try:
-            kafka_clients_classpath(version)
-        except ArtifactResolutionError as exc:
-            raise ValueError(
-                f"{spec} could not be fetched from Maven Central: {str(exc).splitlines()[0]}"
-            ) from exc
-
-
-def _check_before_starting(settings: RunSettings, incidents: Sequence[Incident]) -> None:
-    """Refuse at once what would only fail after a broker started: an app that cannot take its
-    place (a service no incident has, a missing command or image), a release Maven Central
-    does not have."""
-    from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
-    from kafka_replay.definitions.app_option import check_users_app
-    from kafka_replay.servers.server_errors import ArtifactResolutionError
-
-    check_users_app(settings.app, settings.app_image, incidents)
-    if settings.client_library:
-        _fetch_client_library(settings.client_library, settings.app)
-    if settings.kafka_bootstrap is None:
-        version = backend_version(settings.kafka_backend, settings.kafka_version)
-        try:
-            backend_class(settings.kafka_backend).fetch(version)  # needed by the first run anyway
-        except ArtifactResolutionError as exc:
-            cause = str(exc).splitlines()[0]
-            raise ValueError(
-                f"Kafka {version} could not be fetched from Maven Central; choose a released "
-                f"version with --kafka-version (tested: {', '.join(TESTED_KAFKA_VERSIONS)}; every "
-                "release: https://repo1.maven.org/maven2/org/apache/kafka/kafka_2.13/). "
-                f"{cause}"
-            ) from exc
-
-
-def _check_database(settings: RunSettings, incidents: Sequence[Incident]) -> None:
-    """A team's database (``--database-url``) that the runs' ``[sink]`` need answers, and lets
-    its user make the schema each run works in: refused now, not at each run's start-up."""
-    if not settings.database_url:
-        return
-    if not any(profile.sink for i in incidents for profile in i.profiles.values()):
-        return
-    from kafka_replay.sinks.database import PostgresError
-    from kafka_replay.sinks.external_database import ExternalDatabase
-
-    try:
-        ExternalDatabase(settings.database_url).check_reachable()
-    except PostgresError as exc:
-        raise ValueError(f"--database-url: {exc}") from None
 
 
 def _stage_times(stage_s: Sequence[Mapping[str, float]]) -> str:

@@ -76,7 +76,6 @@ def add_compare_command(commands: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from kafka_replay.definitions.app_option import check_users_app
     from kafka_replay.definitions.catalog import incident_directories, load_incidents, select
     from kafka_replay.replay.compare import (
         Comparison,
@@ -84,6 +83,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison_markdown,
         write_comparison,
     )
+    from kafka_replay.replay.preflight import check_before_starting
     from kafka_replay.report.catalog_report import write_comparison_step_summary
     from kafka_replay.report.junit import write_comparison_junit
 
@@ -101,7 +101,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if settings.shard:
         incidents = _shard(settings, incidents, args.profile or matrix.profile)
         names = [incident.name for incident in incidents]
-    check_users_app(settings.app, settings.app_image, incidents)  # before either side starts
+    # before either side starts; each side fetches its own Kafka release
+    check_before_starting(settings, settings.run_options(), incidents, kafka=False)
     shared = _run_options(settings, names, args.profile or matrix.profile)
     started = time.monotonic()
     drift = {incident.name: incident.drift for incident in incidents}

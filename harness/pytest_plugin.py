@@ -480,9 +480,9 @@ def replay_incident(
     """
     import dataclasses
 
-    from kafka_replay.definitions.app_option import check_users_app
     from kafka_replay.definitions.catalog import at_scale, load_incidents, select
     from kafka_replay.playing.runner import run_incident
+    from kafka_replay.replay.preflight import check_before_starting
 
     config = request.config
     runs = iter(range(1, 1000))
@@ -494,8 +494,8 @@ def replay_incident(
         incidents = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
         (incident,) = at_scale(incidents, settings.scale)
         chosen = dataclasses.replace(settings.run_options(), **options)
-        try:  # before any broker starts, as kafka-replay run checks it
-            check_users_app(chosen.app, chosen.app_image, [incident])
+        try:  # before any broker starts, as kafka-replay run checks it (the pool fetches Kafka)
+            check_before_starting(settings, chosen, [incident], kafka=False)
         except ValueError as exc:
             pytest.fail(str(exc), pytrace=False)
         backend = choose_backend(settings.kafka_backend)

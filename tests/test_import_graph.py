@@ -280,7 +280,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "playing": {"apps", "checker", "cluster", "definitions", "faults", "history",
                     "interrupts", "judging", "report", "servers", "sinks", "workload"},
         "replay": {"apps", "checker", "cluster", "definitions", "judging", "playing", "plugins",
-                   "sinks"},
+                   "servers", "sinks"},
         # the faces
         "cli": {"apps", "checker", "cli_capture", "cli_compare", "cli_report", "cluster",
                 "console", "definitions", "history", "interrupts", "kafka_replay", "playing",

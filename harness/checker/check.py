@@ -113,6 +113,25 @@ class CheckResult:
         ``log_duplicate`` and ``log_reordered`` looked for (else they are 0, not measured)."""
         return "log_records" in self.totals
 
+    @classmethod
+    def from_json(
+        cls, data: dict[str, Any], deliveries: list[dict[str, Any]] | None = None
+    ) -> CheckResult:
+        """The result :meth:`to_json` wrote (a stored run's ``check.json``), with the
+        deliveries kept beside it where given."""
+        findings = {
+            name: Finding(
+                found["count"],
+                found["examples"],
+                {k: v for k, v in found.items() if k not in ("count", "examples")} or None,
+            )
+            for name, found in data["anomalies"].items()
+        }
+        return cls(
+            data["guarantee"], data["verdict"], data["result"], dict(data["totals"]), findings,
+            list(deliveries or []),
+        )  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         return {
             "guarantee": self.guarantee,

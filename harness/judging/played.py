@@ -28,7 +28,7 @@ from kafka_replay.history.store import (
     PLACE_CHECKS,
     SIDE_EFFECTS_CHECK,
 )
-from kafka_replay.report.outcome import Outcome, Value
+from kafka_replay.report.outcome import Outcome
 
 from .evidence import Evidence
 from .held_back import held_back
@@ -98,26 +98,39 @@ def measure_symptoms(played: Played, checked: Checked, outcome: Outcome) -> Evid
     """The incident's symptoms, measured from the run's evidence (and again without the
     app's own reports, where it sent some); the evidence they were measured from."""
     evidence = _evidence(played.history, played.cluster, checked.read, checked.side_effects)
-    outcome.symptoms = measure(evidence, played.incident.symptoms)
-    if evidence.app:  # what the same run shows without the app's own reports
-        outcome.symptoms_outside = measure(evidence.without_reports(), played.incident.symptoms)
+    measure_into(outcome, evidence, played.incident)
     return evidence
+
+
+def measure_into(outcome: Outcome, evidence: Evidence, incident: Incident) -> None:
+    """The incident's symptoms measured from ``evidence`` into ``outcome`` (and again without
+    the app's own reports, where it sent some)."""
+    outcome.symptoms = measure(evidence, incident.symptoms)
+    if evidence.app:  # what the same run shows without the app's own reports
+        outcome.symptoms_outside = measure(evidence.without_reports(), incident.symptoms)
 
 
 def apply_rule(played: Played, checked: Checked, evidence: Evidence, outcome: Outcome) -> None:
     """The pass/fail rule (:func:`.judge.judge`) over the symptoms and the worst place's check."""
-    symptoms: dict[str, Value] = outcome.symptoms
+    rule_into(outcome, played.incident, played.users_app, checked.judged, evidence)
+
+
+def rule_into(
+    outcome: Outcome, incident: Incident, users_app: bool, judged: CheckResult, evidence: Evidence
+) -> None:
+    """The pass/fail rule over ``outcome``'s symptoms, its profile and guarantee, and the
+    check ``judged`` (the worst place's), its judgement written into ``outcome``."""
     judgement = judge(
-        profile=played.profile.name,
-        users_app=played.users_app,
-        signature=played.incident.signature,
-        conditions=played.incident.conditions,
-        symptoms=symptoms,
-        guarantee=played.guarantee,
-        check=checked.judged.result,
-        verdict=checked.judged.verdict,
-        counts=checked.judged.counts,
-        held_back=held_back(evidence) if checked.judged.counts.get("unseen_at_deadline") else (),
+        profile=outcome.profile,
+        users_app=users_app,
+        signature=incident.signature,
+        conditions=incident.conditions,
+        symptoms=outcome.symptoms,
+        guarantee=outcome.guarantee,
+        check=judged.result,
+        verdict=judged.verdict,
+        counts=judged.counts,
+        held_back=held_back(evidence) if judged.counts.get("unseen_at_deadline") else (),
     )
     outcome.passed = judgement.passed
     outcome.reproduced = judgement.reproduced

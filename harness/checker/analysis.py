@@ -63,9 +63,7 @@ class Analysis(AnalysisViews):
         counts = {row["name"]: row["count"] for row in counted}
         self._totals = {name: counts.get(f"({name})", 0) for name in _TOTALS}
         if self.moved is None and counts.get(_MOVED_NAME):
-            self.moved = True  # rare: count again, with the movements
-            for planned in ("retention", "deleted", "undelivered", "views"):
-                self.__dict__.pop(planned, None)
+            self.found_movements()  # rare: count again, with the movements
             return self.findings()
         self.moved = bool(self.moved)
         findings = {}

@@ -12,7 +12,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_replay.apps.correlation import OutputRecord
-from kafka_replay.history.stable_offsets import held_partitions
 from kafka_replay.history.store import read_stream
 
 from . import sources
@@ -245,12 +244,11 @@ def check_run(
     fit_to_history(spark, produced)
     read = [source] if isinstance(source, KafkaOutput) else list(source or [])
     reads = [(each.bootstrap_servers, each.topic, "read_uncommitted") for each in read]
-    held: list[Callable[[], dict[int, int]]] = []
+    held_in = None
     if isinstance(output, KafkaOutput):
         reads += [(output.bootstrap_servers, output.topic, i) for i in _ISOLATIONS]
-        # asked before the output is read: a read stops at these
-        held.append(lambda: held_partitions(output.bootstrap_servers, output.topic))
-    ends, held_now = asked_together(reads, *held)
+        held_in = (output.bootstrap_servers, output.topic)  # asked before the output is read
+    ends, held_now = asked_together(reads, held_in)
     uncommitted = None
     if isinstance(output, KafkaOutput):
         if output.event_id:
@@ -307,8 +305,8 @@ def check_run(
         inputs.offsets = inputs.offsets.limit(0)
     if expected is not None:
         _expect(inputs, expected)
-    if held_now:
-        inputs.held = held_now[0]
+    if held_now is not None:
+        inputs.held = held_now
     kept = recorder(run_dir)  # None unless checks are recorded
     if kept is not None:
         inputs.log_starts = kept.remembering(inputs.log_starts)

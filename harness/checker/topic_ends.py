@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from kafka_replay.history.stable_offsets import held_partitions
 
 #: How long the probe may take per topic before it gives up and trusts the listed end.
 PROBE_TIMEOUT_S = 30.0
@@ -82,20 +83,20 @@ def ending_offsets(bootstrap_servers: str, topic: str, isolation: str = "read_un
 
 #: A topic's read: (bootstrap servers, topic, isolation).
 Read = tuple[str, str, str]
-T = TypeVar("T")
 
 
 def asked_together(
-    reads: Iterable[Read], *more: Callable[[], T]
-) -> tuple[dict[Read, str], list[T]]:
-    """Each read's :func:`ending_offsets`, and what each of ``more`` returns, asked of the
-    brokers at once: each is a client's round trips (50-70 ms), which a check paid one after
-    the other for each topic it reads."""
+    reads: Iterable[Read], held_in: tuple[str, str] | None = None
+) -> tuple[dict[Read, str], dict[int, int] | None]:
+    """Each read's :func:`ending_offsets`, and the partitions an open transaction holds in
+    ``held_in`` (``(bootstrap servers, topic)``; None when not asked), asked of the brokers at
+    once: each is a client's round trips (50-70 ms), which a check paid one after the other
+    for each topic it reads."""
     unique = list(dict.fromkeys(reads))
-    with ThreadPoolExecutor(max_workers=len(unique) + len(more) or 1) as pool:
+    with ThreadPoolExecutor(max_workers=len(unique) + 1) as pool:
         ends = {read: pool.submit(ending_offsets, *read) for read in unique}
-        others = [pool.submit(ask) for ask in more]
-        return {read: end.result() for read, end in ends.items()}, [o.result() for o in others]
+        held = pool.submit(held_partitions, *held_in) if held_in is not None else None
+        return {read: end.result() for read, end in ends.items()}, held and held.result()
 
 
 def log_starts(bootstrap_servers: str, topic: str) -> dict[int, int]:

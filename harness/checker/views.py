@@ -25,6 +25,12 @@ from .log_starts import (
 from .matching import ACK_SIDE, LOG_SIDE, OUT_SIDE, CheckInputs, match, unlogged
 
 
+class PlannedOnMovements(cached_property):  # type: ignore[type-arg]
+    """A view planned from whether an input partition's log start moved
+    (:attr:`AnalysisViews.moved`): planned again when movements are found after all
+    (:meth:`AnalysisViews.found_movements`), so no view is left planned without them."""
+
+
 class AnalysisViews:
     """What the anomaly queries share, each part computed once per check.
 
@@ -119,7 +125,7 @@ class AnalysisViews:
             self.starts_now, "topic string, partition int, start long"
         )
 
-    @cached_property
+    @PlannedOnMovements
     def retention(self) -> DataFrame:
         """Every acknowledged input (a never delivered one, or an input's first delivery), with
         the movement of its partition's log start that passed it, if one did
@@ -132,7 +138,7 @@ class AnalysisViews:
             return acked.select("*", *(F.lit(None).cast("long").alias(c) for c in MOVEMENT_COLUMNS))
         return passed_by_log_start(acked, self.log_start_moves)
 
-    @cached_property
+    @PlannedOnMovements
     def deleted(self) -> DataFrame:
         """Inputs never delivered that the log start passed (retention deleted them) before any
         commit passed them, with when and how far the log start moved (``deleted_by_retention``).
@@ -143,7 +149,7 @@ class AnalysisViews:
         deleted = deleted_before_commits(candidates, self.commits)
         return deleted if self.log_start_moves is not None else deleted.limit(0)
 
-    @cached_property
+    @PlannedOnMovements
     def undelivered(self) -> tuple[DataFrame, DataFrame]:
         """(undelivered, behind an open transaction): inputs the input log holds (or held when a
         commit passed them) that no output read with read_committed delivers, and those of them
@@ -166,7 +172,7 @@ class AnalysisViews:
             undelivered.join(pending, "event_id", "left_semi"),
         )
 
-    @cached_property
+    @PlannedOnMovements
     def views(self) -> dict[str, DataFrame | str]:
         """What the anomalies' SQL texts read, by name (:meth:`sql`): the inputs' frames, and
         views of them as SQL texts. Where a log start moved or an open transaction holds the
@@ -186,6 +192,14 @@ class AnalysisViews:
         if self.log_start_moves is not None or self.held:
             views["undelivered"] = self.undelivered[0]
         return views
+
+    def found_movements(self) -> None:
+        """A log start moved after all: the views planned without movements are planned again
+        as they are next read."""
+        self.moved = True
+        for name, attr in vars(AnalysisViews).items():
+            if isinstance(attr, PlannedOnMovements):
+                self.__dict__.pop(name, None)
 
     @property
     def held(self) -> bool:

@@ -5,8 +5,10 @@ process do), so its restart cannot fence the transaction the killed process left
 transaction holds the output partitions' last stable offset while the restarted app commits
 everything behind it, and the drain ends with it still open. Read too soon, the committed
 outputs behind it look lost. Each run kills the app twice while it works through a backlog
-(always inside a transaction, a new one each second; the first kill waits until the backlog
-is being acknowledged, so the app has records to work on however loaded the machine), on real
+(always inside a transaction holding records, a new one each second; the first kill waits until
+the backlog is being acknowledged, so the app has records to work on however loaded the machine,
+and each kill comes 4 to 5 s after the last restart, past the 3 s in which the restarted app
+rejoins the group once the killed member's session ends, so it lands on an app at work), on real
 Kafka, and is judged either
 after the run waited for the coordinator to abort the killed transactions (exactly-once), or,
 when told not to wait, with the inputs behind them counted apart and the verdict unknown,
@@ -88,7 +90,7 @@ count = 250
 [[steps]]
 do = "kill_at_random"
 times = 2
-gap_s = [1.5, 2.0]
+gap_s = [4.0, 5.0]
 background = false
 
 [[steps]]

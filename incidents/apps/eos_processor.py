@@ -11,6 +11,8 @@ uncaught exception handler), and the supervisor restarts it like a deployment wo
 - ``--keepalive-s S``: when idle for S seconds, commit a transaction holding only the current
   offsets, so the transactional id never looks abandoned to the coordinator (the fix for
   ``transactional.id.expiration.ms``).
+- ``--work-ms MS``: each record's work, done after its result is sent, so a kill at any moment
+  of a batch finds its transaction holding records.
 - ``--outside-transaction``: write the output without a transaction, then commit the offsets
   (the at-least-once variant).
 - ``--transactional-id-per-start``: a new transactional id at every start (the contract's with
@@ -86,13 +88,13 @@ def main(argv: list[str]) -> int:
             if transactional:
                 producer.begin_transaction()
             for message in batch:
-                time.sleep(options.work_ms / 1000)
                 value, headers = result_of(message)
                 producer.produce(context.output_topic, value, message.key(), headers=headers)
                 if side_effects is not None:
                     side_effects.produce(
                         options.side_effects, value, message.key(), headers=headers
                     )
+                time.sleep(options.work_ms / 1000)  # after the send: the transaction holds records
             if side_effects is not None:
                 side_effects.flush(30)
             if transactional:

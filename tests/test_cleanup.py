@@ -223,6 +223,47 @@ def test_reaper_kills_a_broker_whose_owner_was_killed(tmp_path: Path) -> None:
     assert list(registry.glob("*.json")) == []
 
 
+def test_a_started_server_dies_with_its_owner_and_no_fork_handler_runs(tmp_path: Path) -> None:
+    """A server dies with the process that started it (no reaper needed), and starting it runs
+    nothing a library registered for a fork: gRPC's, loaded with a Spark Connect client, once
+    aborted an app between its fork and its exec (1 start in 200 with a pre-exec hook)."""
+    registry = tmp_path / "registry"  # private, so no other test's start reaps it first
+    script = textwrap.dedent(
+        """
+        import json, os, sys
+        from kafka_replay.servers.process import spawn
+        from kafka_replay.servers.reaper import Lease
+        forks = []
+        os.register_at_fork(before=lambda: forks.append(1))
+        with open(os.devnull, "wb") as log:
+            server = spawn(["sleep", "300"], log, Lease.take())
+        print(json.dumps({"pid": server.pid, "forks": len(forks)}), flush=True)
+        sys.stdin.read()
+        """
+    )
+    env = {**os.environ, REGISTRY_ENV: str(registry)}
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert owner.stdout is not None
+        started = json.loads(owner.stdout.readline())
+    finally:
+        _kill_and_collect(owner)
+    assert started["forks"] == 0
+    deadline = time.monotonic() + 30
+    while _broker_alive(started["pid"]):
+        assert time.monotonic() < deadline, "the server outlived its owner"
+        time.sleep(0.05)
+    os.environ[REGISTRY_ENV] = str(registry)
+    try:
+        assert reap_orphans() == []  # nothing was left for the reaper: only the lease file
+    finally:
+        os.environ.pop(REGISTRY_ENV, None)
+    assert list(registry.glob("*.json")) == []
+
+
 def test_reaper_leaves_live_owners_alone(tmp_path: Path) -> None:
     with EmbeddedCluster(work_dir=tmp_path) as cluster:
         pids = {node.process.pid for node in cluster.nodes}

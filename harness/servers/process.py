@@ -7,9 +7,8 @@ every one is tagged with its lease so the next start can reap it if all else fai
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
+import shutil
 import subprocess
 import sys
 import threading
@@ -20,26 +19,25 @@ from typing import IO
 
 from .reaper import LEASE_ENV, Lease
 
-_PR_SET_PDEATHSIG = 1
 #: How long the threads of a SIGSTOPped process get to stop (each stops when it is next scheduled).
 FREEZE_TIMEOUT_S = 10.0
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """A pre-exec hook asking Linux to SIGKILL the child when its parent thread exits.
+def _dying_with_parent(command: Sequence[str]) -> list[str]:
+    """``command`` run so that Linux SIGKILLs it when its parent thread exits
+    (``PR_SET_PDEATHSIG``, set by util-linux's ``setpriv`` before it execs the command).
 
-    Only used from the main thread: the signal follows the thread that forked, so a server
-    started from a worker thread would otherwise die with that thread.
+    Not a pre-exec hook: with one, Python forks rather than vforks, and the child runs what
+    the harness's libraries registered for a fork (gRPC's, loaded with a Spark Connect
+    client, aborted an app before its exec). Only from the main thread: the signal follows
+    the thread that forked, so a server started from a worker thread would otherwise die with
+    that thread. Where ``setpriv`` is missing, the leases' reaper is what cleans up.
     """
     in_main_thread = threading.current_thread() is threading.main_thread()
-    if not sys.platform.startswith("linux") or not in_main_thread:
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def hook() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-    return hook
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    if setpriv is None or not in_main_thread:
+        return list(command)
+    return [setpriv, "--pdeathsig", "KILL", "--", *command]
 
 
 def spawn(
@@ -54,14 +52,13 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` with stdout and stderr going to ``output``, recorded in ``lease``."""
     process = subprocess.Popen(
-        list(command),
+        _dying_with_parent(command) if die_with_owner else list(command),
         stdin=stdin,
         stdout=output,
         stderr=subprocess.STDOUT,
         cwd=cwd,
         env={**(os.environ if env is None else env), LEASE_ENV: lease.token},
         start_new_session=True,
-        preexec_fn=_die_with_parent() if die_with_owner else None,
     )
     lease.add_process(process.pid)
     return process

@@ -10,8 +10,8 @@ from kafka_replay.checker import analyse, guarantee_result, sources, verdict
 from kafka_replay.checker.analysis import Analysis
 from kafka_replay.checker.check import history_bytes, history_inputs
 from kafka_replay.checker.spark import (
-    INTERPRETED,
     SMALL_HISTORY_BYTES,
+    SMALL_RUN_SETTINGS,
     connector_versions,
     fit_to_history,
 )
@@ -461,19 +461,21 @@ def test_a_small_check_runs_interpreted_and_finds_what_code_generation_finds(spa
 
     def found_with(history_bytes: int) -> tuple[dict[str, str], dict[str, object]]:
         fit_to_history(spark, history_bytes)
-        mode = {key: spark.conf.get(key) for key in INTERPRETED}
-        found = analyse(history_inputs(spark, run, output(spark, rows)))
+        mode = {key: spark.conf.get(key) for key in SMALL_RUN_SETTINGS}
+        small = history_bytes <= SMALL_HISTORY_BYTES
+        found = analyse(history_inputs(spark, run, output(spark, rows)), small=small)
         return mode, {name: (f.count, f.examples) for name, f in found.items()}
 
     # what the session was built with (Spark's defaults), whatever an earlier check left
     own = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
     own["spark.sql.adaptive.enabled"] = "true"
+    own["spark.sql.autoBroadcastJoinThreshold"] = "10485760b"
     try:
         small_mode, small = found_with(SMALL_HISTORY_BYTES)
         large_mode, large = found_with(SMALL_HISTORY_BYTES + 1)
     finally:
         fit_to_history(spark, SMALL_HISTORY_BYTES + 1)
-    assert small_mode == INTERPRETED
+    assert small_mode == SMALL_RUN_SETTINGS
     assert large_mode == own  # the session's own settings are back
     assert small == large
     found = {name: count for name, (count, _) in small.items() if count}

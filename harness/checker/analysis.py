@@ -96,14 +96,15 @@ class Analysis(AnalysisViews):
         return totals
 
 
-def analyse(inputs: CheckInputs, examples: int = 5) -> dict[str, Finding]:
-    """Every registered anomaly, computed on Spark.
+def analyse(inputs: CheckInputs, examples: int = 5, small: bool = False) -> dict[str, Finding]:
+    """Every registered anomaly, computed on Spark (``small``: as for an incident's records,
+    every input read as one partition).
 
     The inputs are read once (into :func:`~kafka_replay.checker.matching.match`); a Kafka
     output is read a second time only for ``aborted_read``, so cache ``committed`` when it is
     costly to read, as :func:`~kafka_replay.checker.check.check_run` does.
     """
-    analysis = Analysis(inputs, examples)
+    analysis = Analysis(inputs, examples, small=small)
     try:
         return analysis.findings()
     finally:
@@ -115,10 +116,11 @@ def _union_counts(queries: Mapping[str, str], small: bool) -> str:
     grouped, so every anomaly is counted by one Spark job. Anomalies that split one view's
     rows between them (:data:`_COUNTED_TOGETHER`) are counted from it in one branch.
 
-    On a ``small`` run the union is read as one partition (``COALESCE(1)``): each branch is
-    a task otherwise, and on an incident's records scheduling them cost more than running
-    them (zombie-commit's counting job: 140 to 250 ms instead of 330 to 390, side by side),
-    and one partition needs no shuffle before the grouping. Millions of records keep their
+    On a ``small`` run the union is read as one partition (``COALESCE(1)``), as its inputs
+    are (:func:`~kafka_replay.checker.views.in_one_partition`): each branch is a task
+    otherwise, and on an incident's records scheduling them cost more than running them
+    (zombie-commit's counting job: 140 to 250 ms instead of 330 to 390, side by side), and one
+    partition needs no shuffle before the grouping. Millions of records keep their
     partitions."""
     branches, queries = [], dict(queries)
     for names, named in _COUNTED_TOGETHER.items():

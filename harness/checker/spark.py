@@ -139,13 +139,17 @@ HISTORY_BYTES_PER_PARTITION = 64 * 2**20
 #: Up to this much run history (about 30,000 acknowledgements: every incident of the
 #: catalog), a check runs interpreted, see :func:`fit_to_history`.
 SMALL_HISTORY_BYTES = 8 * 2**20
-#: Interpreted execution: no Java code generated and compiled per query, no re-planning
-#: between stages. ``factoryMode`` is one of Spark's internal settings; its ``NO_CODEGEN`` is
-#: the path Spark itself falls back to when generated code does not compile.
-INTERPRETED = {
+#: How a small run is checked: interpreted, no Java code generated and compiled per query,
+#: no re-planning between stages (``factoryMode`` is one of Spark's internal settings; its
+#: ``NO_CODEGEN`` is the path Spark itself falls back to when generated code does not
+#: compile); and no broadcast joins: a small run's inputs are read as one partition
+#: (:func:`~kafka_replay.checker.views.in_one_partition`), so a join needs no shuffle, where
+#: each broadcast is a job of its own (zombie-commit's recorded check: 3 stages, not 7).
+SMALL_RUN_SETTINGS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
 #: Where a session keeps the value it was configured with for each setting a check changes.
 _CONFIGURED = "spark.kafka-replay.configured."
@@ -167,7 +171,7 @@ def fit_to_history(spark: SparkSession, history_bytes: int) -> int:
     16 partitions took 22 s to check where 2 took 13 s (measured side by side, one session),
     and one 6.3 s where two took 6.9 s (warm, with the matching checkpointed: see
     :attr:`~kafka_replay.checker.views.AnalysisViews.matched`), while 10M records need the 16.
-    Below :data:`SMALL_HISTORY_BYTES` the check also runs interpreted (:data:`INTERPRETED`):
+    Below :data:`SMALL_HISTORY_BYTES` the check also runs interpreted (:data:`SMALL_RUN_SETTINGS`):
     on an incident's records, compiling code for each of its queries cost more than running
     them (zombie-commit's run, 60 inputs read from Kafka: 13.0 s instead of 18.7 s in a new
     session, 7.5 instead of 11.4 CPU-seconds in a warm
@@ -178,9 +182,9 @@ def fit_to_history(spark: SparkSession, history_bytes: int) -> int:
     wanted = 1 if small else max(2, -(-history_bytes // HISTORY_BYTES_PER_PARTITION))
     partitions = min(configured, wanted)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    for key, interpreted in INTERPRETED.items():
+    for key, for_small in SMALL_RUN_SETTINGS.items():
         own = _configured(spark, key)
-        spark.conf.set(key, interpreted if small else own)
+        spark.conf.set(key, for_small if small else own)
     return partitions
 
 

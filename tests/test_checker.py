@@ -470,6 +470,7 @@ def test_a_small_check_runs_interpreted_and_finds_what_code_generation_finds(spa
     own = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
     own["spark.sql.adaptive.enabled"] = "true"
     own["spark.sql.autoBroadcastJoinThreshold"] = "10485760b"
+    own["spark.sql.maxSinglePartitionBytes"] = "134217728b"
     try:
         small_mode, small = found_with(SMALL_HISTORY_BYTES)
         large_mode, large = found_with(SMALL_HISTORY_BYTES + 1)

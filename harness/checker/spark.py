@@ -142,14 +142,17 @@ SMALL_HISTORY_BYTES = 8 * 2**20
 #: How a small run is checked: interpreted, no Java code generated and compiled per query,
 #: no re-planning between stages (``factoryMode`` is one of Spark's internal settings; its
 #: ``NO_CODEGEN`` is the path Spark itself falls back to when generated code does not
-#: compile); and no broadcast joins: a small run's inputs are read as one partition
-#: (:func:`~kafka_replay.checker.views.in_one_partition`), so a join needs no shuffle, where
-#: each broadcast is a job of its own (zombie-commit's recorded check: 3 stages, not 7).
+#: compile); and joins kept in one partition: a small run's inputs are read as one
+#: partition (:func:`~kafka_replay.checker.views.in_one_partition`), so a join needs no
+#: shuffle, unless Spark, not knowing a Kafka read's or a checkpoint's size, takes it for more
+#: than ``maxSinglePartitionBytes`` (its size unknown: the largest there is), or broadcasts
+#: one side, each broadcast a job of its own (zombie-commit's recorded check: 3 stages, not 7).
 SMALL_RUN_SETTINGS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.maxSinglePartitionBytes": f"{2**63 - 1}b",
 }
 #: Where a session keeps the value it was configured with for each setting a check changes.
 _CONFIGURED = "spark.kafka-replay.configured."

@@ -146,7 +146,8 @@ SMALL_HISTORY_BYTES = 8 * 2**20
 #: partition (:func:`~kafka_replay.checker.views.in_one_partition`), so a join needs no
 #: shuffle, unless Spark, not knowing a Kafka read's or a checkpoint's size, takes it for more
 #: than ``maxSinglePartitionBytes`` (its size unknown: the largest there is), or broadcasts
-#: one side, each broadcast a job of its own (zombie-commit's recorded check: 3 stages, not 7).
+#: one side, each broadcast a job of its own (zombie-commit's recorded check: 3 stages, not 7,
+#: once its inputs were in one partition).
 SMALL_RUN_SETTINGS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",

@@ -269,7 +269,7 @@ def in_one_partition(inputs: CheckInputs) -> CheckInputs:
     """Every frame of ``inputs`` read as one partition: on an incident's few thousand records
     each query's windows, joins and groupings then need no shuffle (Spark's single partition
     meets any of their distributions), so a check's jobs run a stage or two each, not one per
-    join or window (zombie-commit's recorded check: 3 stages instead of 16)."""
+    join or window (zombie-commit's recorded check: 2 stages instead of 16)."""
     return replace(
         inputs,
         **{

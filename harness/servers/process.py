@@ -7,6 +7,7 @@ every one is tagged with its lease so the next start can reap it if all else fai
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -40,6 +41,20 @@ def _dying_with_parent(command: Sequence[str]) -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--", *command]
 
 
+def _runnable(command: Sequence[str], env: Mapping[str, str], cwd: Path | None) -> None:
+    """Raise what starting ``command`` directly would (a missing or not executable program),
+    at once: through ``setpriv`` it would instead be an exit code and a line in the log."""
+    program = command[0]
+    if os.sep in program:
+        found: str | None = str(Path(cwd or ".") / program)
+    else:
+        found = shutil.which(program, path=env.get("PATH", os.defpath))
+    if found is None or not os.path.isfile(found):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    if not os.access(found, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+
+
 def spawn(
     command: Sequence[str],
     output: IO[bytes],
@@ -51,13 +66,16 @@ def spawn(
     stdin: int = subprocess.DEVNULL,
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` with stdout and stderr going to ``output``, recorded in ``lease``."""
+    env = {**(os.environ if env is None else env), LEASE_ENV: lease.token}
+    if die_with_owner:
+        _runnable(command, env, cwd)
     process = subprocess.Popen(
         _dying_with_parent(command) if die_with_owner else list(command),
         stdin=stdin,
         stdout=output,
         stderr=subprocess.STDOUT,
         cwd=cwd,
-        env={**(os.environ if env is None else env), LEASE_ENV: lease.token},
+        env=env,
         start_new_session=True,
     )
     lease.add_process(process.pid)

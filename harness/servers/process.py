@@ -24,7 +24,9 @@ from .reaper import LEASE_ENV, Lease
 FREEZE_TIMEOUT_S = 10.0
 
 
-def _dying_with_parent(command: Sequence[str]) -> list[str]:
+def _dying_with_parent(
+    command: Sequence[str], env: Mapping[str, str], cwd: Path | None
+) -> list[str]:
     """``command`` run so that Linux SIGKILLs it when its parent thread exits
     (``PR_SET_PDEATHSIG``, set by util-linux's ``setpriv`` before it execs the command).
 
@@ -38,12 +40,14 @@ def _dying_with_parent(command: Sequence[str]) -> list[str]:
     setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
     if setpriv is None or not in_main_thread:
         return list(command)
+    _runnable(command, env, cwd)
     return [setpriv, "--pdeathsig", "KILL", "--", *command]
 
 
 def _runnable(command: Sequence[str], env: Mapping[str, str], cwd: Path | None) -> None:
     """Raise what starting ``command`` directly would (a missing or not executable program),
-    at once: through ``setpriv`` it would instead be an exit code and a line in the log."""
+    at once: through ``setpriv`` it would instead be an exit code and a line in the log.
+    Looked up as Popen looks it up: on the child's ``PATH``, or from its ``cwd``."""
     program = command[0]
     if os.sep in program:
         found: str | None = str(Path(cwd or ".") / program)
@@ -67,10 +71,8 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` with stdout and stderr going to ``output``, recorded in ``lease``."""
     env = {**(os.environ if env is None else env), LEASE_ENV: lease.token}
-    if die_with_owner:
-        _runnable(command, env, cwd)
     process = subprocess.Popen(
-        _dying_with_parent(command) if die_with_owner else list(command),
+        _dying_with_parent(command, env, cwd) if die_with_owner else list(command),
         stdin=stdin,
         stdout=output,
         stderr=subprocess.STDOUT,

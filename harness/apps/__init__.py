@@ -1,5 +1,9 @@
 """The application under test: the contract, the supervisor that runs it, and instrumentation.
 
+It stands on :mod:`kafka_replay.servers` (processes, images, JVMs), writes what apps did into
+:mod:`kafka_replay.history`, and gives a JVM app its database's driver
+(:mod:`kafka_replay.sinks`); no other room of the harness but the small shared utilities.
+
 Names are imported on first use, so the contract's constants never pay for Kafka clients.
 """
 

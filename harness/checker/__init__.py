@@ -1,7 +1,10 @@
 """The checker: a PySpark job that proves what happened to every record of a run.
 
-It depends only on the run history's format (docs/history.md) and on Kafka, read through
-Spark's own Kafka source.
+It reads the run history's format (docs/history.md, through :mod:`kafka_replay.history`) and
+Kafka, through Spark's own Kafka source; beyond those it stands on :mod:`kafka_replay.servers`
+(Maven jars, JVMs, the Spark Connect server's process), :mod:`kafka_replay.jvm_archive` and
+:mod:`kafka_replay.apps` (how an output record names its input: ``event_id``), never
+on the engine.
 
 Names are imported on first use, so the light part of this package (the constants a command
 line needs: ``GUARANTEES``, ``OUTPUT_FORMATS``) never pays for the heavy ones (Spark).

@@ -1,7 +1,10 @@
 """Real Kafka on demand: registered backends (embedded KRaft brokers by default, containers,
 Tansu, a team's own) or an external cluster.
 
-This room knows nothing else of the harness; everything else reaches Kafka through it.
+Everything else reaches Kafka through this room. It stands on :mod:`kafka_replay.servers`
+(processes, Maven, JVMs, containers) and the small shared utilities
+(:mod:`kafka_replay.file_lock`, :mod:`kafka_replay.jvm_archive`, :mod:`kafka_replay.lazy`,
+:mod:`kafka_replay.plugins` for a team's backends), nothing else of the harness.
 
 Names are imported on first use, so a light part of this package (its constants) never
 pays for the heavy ones (Spark, testcontainers).

@@ -7,7 +7,8 @@
 - :mod:`.catalog`: where incidents come from (the shipped catalog, a team's directories);
 - :mod:`.app_option`: a team's app given on the command line, as an app definition.
 
-It may import the harness's lower rooms (cluster's Kafka-facing names, workload, apps, history,
-report's run record), never the rooms that play or judge a run: those register their step
+It may import the harness's lower rooms (cluster's Kafka-facing names, workload, apps, the
+checker's guarantees and output formats, report's run record), never the rooms that play or
+judge a run: those register their step
 kinds and symptoms in :mod:`.vocabulary`. Nothing is imported here.
 """

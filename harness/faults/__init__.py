@@ -2,7 +2,9 @@
 
 Each fault acts through the public API of the cluster and apps rooms and leaves its trace in
 the run history through them (the supervisor records every signal it sends; broker and network
-faults return what they did and the partition leaders before and after).
+faults return what they did and the partition leaders before and after). It may import
+:mod:`kafka_replay.apps`, :mod:`kafka_replay.cluster`, :mod:`kafka_replay.history`,
+:mod:`kafka_replay.servers` (its JVM tools) and :mod:`kafka_replay.workload`; never the engine.
 """
 
 from .actions import add_partitions, kill_at_random

@@ -1,7 +1,10 @@
 """Playing a run: a definition's steps against real Kafka and the app under test.
 
 - :mod:`.runner`: one run, from its topics to its outcome (checked and judged through
-  :mod:`kafka_replay.judging`);
+  :mod:`kafka_replay.judging`), composed of parts that each own one resource or phase:
+  :mod:`.start_up` (in order: the cluster, :mod:`.topics`, the schema registry of
+  :mod:`.workloads`, :mod:`.run_database`, the apps of :mod:`.services`), :mod:`.recording`,
+  :mod:`.settling`;
 - :mod:`.stage`: what the steps act on (:class:`~.stage.Stage`) and the loop that plays them;
   :mod:`.steps` plays the app and workload steps, :mod:`.fault_steps` names the faults (whose
   mechanics are in :mod:`kafka_replay.faults`);

@@ -1,5 +1,6 @@
-"""A run's start-up, one resource after another: its cluster, topics, schema registry,
-database, share group and apps (supervisors not started yet), and the run's meta.
+"""A run's start-up, one resource after another: its cluster, topics (:mod:`.topics`), schema
+registry (:mod:`.workloads`), database (:mod:`.run_database`), share group and apps
+(:mod:`.services`; supervisors not started yet), and the run's meta.
 
 Each resource is kept in :class:`Started` as soon as it exists, so that :meth:`Started.release`
 stops what was started whatever stage the run reached (a failure halfway, Ctrl-C).
@@ -27,6 +28,7 @@ from .group_protocol import consumer_protocol_missing, moves_to_consumer_protoco
 from .run_options import RunOptions
 from .services import app_command, app_images, app_label, client_config, supervise
 from .share_group import check_share_groups, start_share_group
+from .topics import create_topics, delete_topics
 from .workloads import needs_registry, registered, start_registry, with_expectations, with_payload
 
 if TYPE_CHECKING:
@@ -70,7 +72,7 @@ class Started:
         try:
             if self.cluster is not None:
                 history.keep_logs(self.cluster.log_files())
-                self.cluster.delete_topics(sorted(set(self.topics.values())))
+                delete_topics(self.cluster, self.topics)
         except Exception as exc:  # a dead broker must not hide the outcome
             failed.append(f"cleaning up the run's topics failed: {exc}")
         return failed
@@ -100,16 +102,7 @@ def start_up(
         check_share_groups(cluster, options.client_library)
     if options.payload is not None:
         profile = with_payload(profile, options.payload)
-    replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
-    created = {
-        name: cluster.create_topic(
-            f"{incident.name}-{name}", partitions, replicas, _topic_config(profile, name)
-        )
-        for name, partitions in incident.topics.items()
-    }
-    started.topics = topics = {
-        name: created[topic] for name, topic in incident.topic_names().items()
-    }
+    started.topics = topics = create_topics(cluster, incident, profile)
     profile = with_expectations(profile, incident)
     if needs_registry(profile):
         started.registry = start_registry(history, progress)
@@ -202,9 +195,3 @@ def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dic
             f"it needs broker setting {'; '.join(essential)}, which {where} cannot take"
         )
     return {key: str(need) for key, need in needs.items()}
-
-
-def _topic_config(profile: Profile, name: str) -> dict[str, str]:
-    """A topic's ``[topic_config.NAME]`` as the broker takes it: every value as text."""
-    config = profile.topic_config.get(name, {})
-    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}

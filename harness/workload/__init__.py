@@ -1,4 +1,10 @@
-"""Realistic, seeded inputs stamped with identity, and the producer that records their acks."""
+"""Realistic, seeded inputs stamped with identity, and the producer that records their acks.
+
+It may import :mod:`kafka_replay.apps` (a team's ``module:function`` generator, loaded as
+apps are), :mod:`kafka_replay.servers` (the schema registry's process and the JVM producer),
+the checker's Spark session (a capture's anonymizing job) and :mod:`kafka_replay.file_lock`;
+no other room of the harness.
+"""
 
 from .generators import (
     GENERATORS,

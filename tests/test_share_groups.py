@@ -28,7 +28,8 @@ from kafka_replay.faults.share_groups import (
     done_below,
     share_group_done,
 )
-from kafka_replay.playing.share_group import archived_reason, lag_rows
+from kafka_replay.judging.share_group_reason import archived_reason
+from kafka_replay.playing.share_group import lag_rows
 from kafka_replay.replay.compare import Setup
 from kafka_replay.report.outcome import Outcome
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafka_replay.apps import load_callable
 from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
@@ -35,6 +35,7 @@ from .held_back import held_back
 from .judge import judge
 from .pipeline import check_services, first_wrong, hop_summary
 from .places import check_places, places, worst
+from .share_group_reason import archived_reason
 from .symptoms import measure
 
 if TYPE_CHECKING:
@@ -112,14 +113,22 @@ def measure_into(outcome: Outcome, evidence: Evidence, incident: Incident) -> No
 
 def apply_rule(played: Played, checked: Checked, evidence: Evidence, outcome: Outcome) -> None:
     """The pass/fail rule (:func:`.judge.judge`) over the symptoms and the worst place's check."""
-    rule_into(outcome, played.incident, played.users_app, checked.judged, evidence)
+    broker = played.profile.broker
+    rule_into(outcome, played.incident, played.users_app, checked.judged, evidence, broker)
 
 
 def rule_into(
-    outcome: Outcome, incident: Incident, users_app: bool, judged: CheckResult, evidence: Evidence
+    outcome: Outcome,
+    incident: Incident,
+    users_app: bool,
+    judged: CheckResult,
+    evidence: Evidence,
+    broker: Mapping[str, Any],
 ) -> None:
     """The pass/fail rule over ``outcome``'s symptoms, its profile and guarantee, and the
-    check ``judged`` (the worst place's), its judgement written into ``outcome``."""
+    check ``judged`` (the worst place's), its judgement written into ``outcome``; then, for a
+    share group's inputs the broker archived, the limit of ``broker`` (the run's broker
+    settings) that archived them, so a run judged again says it from this same code."""
     judgement = judge(
         profile=outcome.profile,
         users_app=users_app,
@@ -137,6 +146,8 @@ def rule_into(
     outcome.result = judgement.result
     outcome.reasons += judgement.reasons
     outcome.not_judged = judgement.not_judged
+    if outcome.symptoms.get("archived_at_limit"):  # records a share group's broker gave up on
+        outcome.reasons.append(archived_reason(outcome.symptoms, broker))
 
 
 def _check_hops(

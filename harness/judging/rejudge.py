@@ -74,11 +74,12 @@ def rejudge(root: Path, incident: Incident) -> Outcome:
     """The outcome of the run stored at ``root`` (a run of ``incident``), judged again.
 
     Judging's own fields (:data:`JUDGED`) are measured anew; the reasons are the run's up to
-    the judgement's, then the judgement's anew (and a share group's note after them, kept).
+    the judgement's, then the judgement's anew (a share group's archived inputs' among them).
     """
     stored = Outcome.from_json(json.loads((root / "outcome.json").read_text()))
     history = RunHistory.existing(root)
-    settings = history.meta().get("settings", {})
+    meta = history.meta()
+    settings = meta.get("settings", {})
     users_app = bool(settings.get("app") or settings.get("app_image"))
     if users_app:
         incident = incident.for_your_app()
@@ -92,12 +93,11 @@ def rejudge(root: Path, incident: Incident) -> Outcome:
     )
     outcome = dataclasses.replace(stored, **dict.fromkeys(JUDGED), reasons=[])
     measure_into(outcome, evidence, incident)
-    rule_into(outcome, incident, users_app, checks.judged, evidence)
+    broker = meta.get("broker_config", {})  # the profile's, with --broker-config over it
+    rule_into(outcome, incident, users_app, checks.judged, evidence, broker)
     judged = outcome.reasons
-    kept_after = 1 if (outcome.symptoms or {}).get("archived_at_limit") else 0
-    before = stored.reasons[: max(len(stored.reasons) - len(judged) - kept_after, 0)]
-    after = stored.reasons[len(stored.reasons) - kept_after :] if kept_after else []
-    outcome.reasons = [*before, *judged, *after]
+    before = stored.reasons[: max(len(stored.reasons) - len(judged), 0)]
+    outcome.reasons = [*before, *judged]
     return outcome
 
 

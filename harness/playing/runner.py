@@ -29,7 +29,6 @@ from kafka_replay.report.outcome import Outcome
 from .recording import play_steps
 from .run_options import RunOptions
 from .settling import settle_outputs, written
-from .share_group import archived_reason
 from .start_up import ClusterFor, Started, start_up
 
 if TYPE_CHECKING:
@@ -208,9 +207,6 @@ class PlayedRun:
         evidence = measure_symptoms(played, self.checked, self.outcome)
         self._enter("judgement")
         apply_rule(played, self.checked, evidence, self.outcome)
-        symptoms = self.outcome.symptoms
-        if symptoms.get("archived_at_limit"):  # a share group's records the broker gave up on
-            self.outcome.reasons.append(archived_reason(symptoms, self.started.profile.broker))
 
     def _played(self) -> Played:
         """What the judges of the run are given (:mod:`kafka_replay.judging.played`)."""

@@ -32,8 +32,6 @@ from kafka_replay.history import RunHistory
 SHARE_CONSUMER_SINCE = (2, 15)
 #: How often the run describes the share group (the history's ``share_group`` stream).
 SAMPLE_S = 1.0
-#: Kafka's default ``group.share.delivery.count.limit`` (KIP-932), when the profile sets none.
-DEFAULT_DELIVERY_LIMIT = 5
 
 
 def check_share_groups(cluster: Cluster, client_library: str | None = None) -> None:
@@ -103,18 +101,3 @@ def members_ready(watch: ShareGroupWatch) -> Callable[[int], bool]:
 def drained(watch: ShareGroupWatch, acked: Mapping[int, int]) -> Callable[[], bool]:
     """The drain's check: the broker done with every partition (see share_group_done)."""
     return lambda: share_group_done(watch.latest, acked)
-
-
-def delivery_limit(broker: Mapping[str, Any]) -> int:
-    """The profile's ``group.share.delivery.count.limit`` (Kafka's default when unset)."""
-    return int(broker.get("group.share.delivery.count.limit", DEFAULT_DELIVERY_LIMIT))
-
-
-def archived_reason(symptoms: Mapping[str, Any], broker: Mapping[str, Any]) -> str:
-    """The report's line on inputs the broker archived, naming the limit that archived them."""
-    limit = delivery_limit(broker)
-    return (
-        f"{symptoms['archived_at_limit']} inputs were archived by the broker with no result "
-        f"in the output: their delivery count reached group.share.delivery.count.limit = "
-        f"{limit}, and a share group archives such a record without telling any consumer"
-    )

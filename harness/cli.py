@@ -29,7 +29,7 @@ from rich.markup import escape
 from rich.status import Status
 
 from kafka_replay import __version__
-from kafka_replay.checker import GUARANTEES, OUTPUT_FORMATS
+from kafka_replay.checker import OUTPUT_FORMATS
 from kafka_replay.cli_capture import add_capture_command
 from kafka_replay.cli_compare import add_compare_command
 from kafka_replay.cli_report import add_report_command
@@ -41,7 +41,6 @@ from kafka_replay.cluster.backends import (
 )
 from kafka_replay.cluster.images import build_kafka_image
 from kafka_replay.cluster.nodes import NodeCluster
-from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
 from kafka_replay.console import log_handler, make_console, print_exception
 from kafka_replay.definitions.model import PROFILES
 from kafka_replay.history.store import EventStream
@@ -58,6 +57,10 @@ console = make_console(stderr=True)
 #: run plays on (a run with another broker config starts its own in about 1.5 s); no more, so
 #: idle brokers do not take CPU from the runs beside it.
 LANE_CLUSTERS = 2
+#: The run options ``up`` takes, as ``run`` takes them (help, types and checks).
+CLUSTER_OPTIONS = ("kafka_version", "kafka_backend", "broker_config")
+#: The run options ``check`` takes, as ``run`` takes them.
+CHECK_OPTIONS = ("guarantee", "kafka_bootstrap", "output_id", "spark_master")
 
 
 def _interrupt_on_sigterm() -> None:
@@ -67,41 +70,22 @@ def _interrupt_on_sigterm() -> None:
 
 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--kafka-version",
-        default=None,
-        help=f"Apache Kafka release (default: $KAFKA_REPLAY_VERSION, else {DEFAULT_KAFKA_VERSION})",
-    )
+    add_to_parser(parser, RUN, only=CLUSTER_OPTIONS)
     parser.add_argument("--brokers", type=int, default=1, help="number of KRaft nodes (default 1)")
-    parser.add_argument(
-        "--broker-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a server.properties override; repeat for more",
-    )
     parser.add_argument(
         "--log-dir", type=Path, default=None, help="keep broker logs here (default: a temp dir)"
     )
-    _add_backend_option(parser)
-
-
-def _add_backend_option(parser: argparse.ArgumentParser) -> None:
-    add_to_parser(parser, RUN, only=("kafka_backend",))
 
 
 def _cluster_from(args: argparse.Namespace) -> NodeCluster:
-    overrides = {}
-    for item in args.broker_config:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--broker-config expects KEY=VALUE, got {item!r}")
-        overrides[key] = value
+    """The cluster ``up`` starts; its settings checked and typed as ``run`` does, before it is
+    made (a bad ``--broker-config`` gets ``run``'s refusal)."""
+    settings = RunSettings.from_args(args, only=CLUSTER_OPTIONS)
     return make_cluster(
-        choose_backend(args.kafka_backend),
-        args.kafka_version,
+        choose_backend(settings.kafka_backend),
+        settings.kafka_version,
         args.brokers,
-        overrides,
+        settings.run_options().broker,
         args.log_dir,
     )
 
@@ -144,12 +128,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kafka_replay.checker.spark import SMALL_HISTORY_BYTES
     from kafka_replay.servers.maven import jdbc_driver_class, maven_jars
 
+    settings = RunSettings.from_args(args, only=CHECK_OPTIONS)  # checked as run checks them
     if args.output_topic:
-        if not args.kafka_bootstrap:
+        if not settings.kafka_bootstrap:
             raise ValueError("--output-topic needs --kafka-bootstrap")
-        extractor = load_extractor(args.output_id) if args.output_id else None
+        extractor = load_extractor(settings.output_id) if settings.output_id else None
         output: KafkaOutput | FileOutput | JdbcOutput = KafkaOutput(
-            args.kafka_bootstrap, args.output_topic, extractor
+            settings.kafka_bootstrap, args.output_topic, extractor
         )
     elif args.output_files:
         output = FileOutput(args.output_files, args.output_format)
@@ -170,17 +155,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     source = None
     if args.input_topic:
-        if not args.kafka_bootstrap:
+        if not settings.kafka_bootstrap:
             raise ValueError("--input-topic needs --kafka-bootstrap")
-        source = KafkaOutput(args.kafka_bootstrap, args.input_topic)
+        source = KafkaOutput(settings.kafka_bootstrap, args.input_topic)
     small = history_bytes(args.run_dir) <= SMALL_HISTORY_BYTES
     with console.status("Starting Spark…"):
         spark = spark_session(
-            args.spark_master, extra_jars=maven_jars(args.jdbc_driver), small_runs=small
+            settings.spark_master, extra_jars=maven_jars(args.jdbc_driver), small_runs=small
         )
     try:
         with console.status("Checking every record…"):
-            result = check_run(spark, args.run_dir, output, args.guarantee, source=source)
+            result = check_run(spark, args.run_dir, output, settings.guarantee, source=source)
     finally:
         spark.stop()
     report = args.run_dir / "check.json"
@@ -217,12 +202,17 @@ def build_parser() -> argparse.ArgumentParser:
     build = image_commands.add_parser(
         "build", help="build kafka-replay/kafka:VERSION from Debian packages and Maven Central"
     )
-    build.add_argument("--kafka-version", default=None)
+    add_to_parser(build, RUN, only=("kafka_version",))
     build.set_defaults(run=cmd_image_build)
-    check = commands.add_parser("check", help="what happened to every record of a run (Spark)")
+    check = commands.add_parser(
+        "check",
+        help="what happened to every record of a run (Spark)",
+        description="What happened to every record of a run, judged by Spark against "
+        "--guarantee (here at-least-once unless given: there is no incident to take it from).",
+    )
     check.add_argument("run_dir", type=Path, help="the run's history directory")
-    check.add_argument("--guarantee", choices=GUARANTEES, default="at-least-once")
-    check.add_argument("--kafka-bootstrap", help="the cluster holding the output topic")
+    add_to_parser(check, RUN, only=CHECK_OPTIONS)
+    check.set_defaults(guarantee="at-least-once")
     check.add_argument("--output-topic", help="the app's output topic")
     check.add_argument(
         "--input-topic",
@@ -230,7 +220,6 @@ def build_parser() -> argparse.ArgumentParser:
         "(lost_write, log_duplicate, log_reordered), and where its log starts now "
         "(deleted_by_retention)",
     )
-    check.add_argument("--output-id", help="module:function(record) -> event_id for the output")
     check.add_argument("--output-files", help="output written as files with an event_id column")
     check.add_argument("--output-format", default="json", choices=OUTPUT_FORMATS)
     check.add_argument("--jdbc-url", help="output written to a database: its JDBC URL")
@@ -256,7 +245,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GROUP:ARTIFACT:VERSION",
         help="the JDBC driver, from Maven Central (e.g. org.xerial:sqlite-jdbc:3.54.1.0)",
     )
-    check.add_argument("--spark-master", default=None, help="default: local[2]")
     check.set_defaults(run=cmd_check)
     listing = commands.add_parser("list", help="the incidents: the catalog and your own")
     _add_incidents_option(listing)

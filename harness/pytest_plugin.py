@@ -53,7 +53,7 @@ from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.cluster.versions import choose_version
 from kafka_replay.definitions.catalog import incident_directories
 from kafka_replay.definitions.model import PROFILES, DefinitionError
-from kafka_replay.replay.settings import RunSettings, add_to_pytest
+from kafka_replay.replay.settings import OPTIONS, RunSettings, add_to_pytest
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from kafka_replay.cluster.nodes import NodeCluster
     from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
     from kafka_replay.definitions.model import Incident
+    from kafka_replay.playing.run_options import RunOptions
     from kafka_replay.replay.compare import Setup
     from kafka_replay.report.outcome import Outcome
     from kafka_replay.servers.reaper import Lease
@@ -476,10 +477,8 @@ def replay_incident(
     see ``pytest --help``); ``setup`` (a :class:`kafka_replay.replay.compare.Setup`) puts one
     side of a comparison over them (Kafka release, backend, group protocol, settings), and
     keywords named like :class:`kafka_replay.playing.run_options.RunOptions`' fields override both
-    (``client`` / ``broker`` put settings over the profile's).
+    (``client`` / ``broker`` put settings over the profile's; see :func:`keyword_options`).
     """
-    import dataclasses
-
     from kafka_replay.definitions.catalog import at_scale, load_incidents, select
     from kafka_replay.playing.runner import run_incident
     from kafka_replay.replay.preflight import check_before_starting
@@ -493,8 +492,8 @@ def replay_incident(
             settings = settings.with_argv(setup.options)
         incidents = select(load_incidents(tuple(config.stash[DIRECTORIES_KEY])), [name])
         (incident,) = at_scale(incidents, settings.scale)
-        chosen = dataclasses.replace(settings.run_options(), **options)
         try:  # before any broker starts, as kafka-replay run checks it (the pool fetches Kafka)
+            chosen = keyword_options(settings, options)
             check_before_starting(settings, chosen, [incident], kafka=False)
         except ValueError as exc:
             pytest.fail(str(exc), pytrace=False)
@@ -522,6 +521,25 @@ def replay_incident(
         )
 
     return replay
+
+
+def keyword_options(settings: RunSettings, keywords: Mapping[str, Any]) -> RunOptions:
+    """``replay_incident``'s keywords over the settings. One named like a run option (``app``,
+    ``guarantee``, ``payload``, ...) goes through the settings, so a bad value gets that
+    option's own refusal (a string typed as on the command line); the other fields
+    (``client``, ``broker``, ``settle_timeout_s``) are put over the run's options as given."""
+    import dataclasses
+
+    from kafka_replay.playing.run_options import RunOptions
+
+    named = {f.name for f in dataclasses.fields(RunOptions)} & OPTIONS.keys()
+    checked = {
+        name: OPTIONS[name].type(value) if isinstance(value, str) else value
+        for name, value in keywords.items()
+        if name in named
+    }
+    rest = {name: value for name, value in keywords.items() if name not in named}
+    return dataclasses.replace(settings.replace(**checked).run_options(), **rest)
 
 
 @pytest.hookimpl(wrapper=True)

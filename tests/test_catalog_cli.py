@@ -237,3 +237,68 @@ def test_the_longest_runs_start_first(tmp_path: Path, monkeypatch: pytest.Monkey
                         ran("long", "remediated", 40)])  # fmt: skip
     assert longest_first(runs) == [("long", "remediated"), ("short", "vulnerable"),
                                    ("long", "vulnerable"), ("new", "vulnerable")]  # fmt: skip
+
+
+#: Refused by ``run`` before anything starts: no value, an empty one, a key the harness sets.
+BAD_BROKER_SETTINGS = ["log.retention.ms", "log.retention.ms=", "node.id=3"]
+
+
+@pytest.mark.parametrize("setting", BAD_BROKER_SETTINGS)
+def test_up_refuses_a_broker_setting_as_run_does(
+    setting: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kafka_replay import cli
+
+    monkeypatch.setattr(cli, "make_cluster", lambda *args: pytest.fail("a cluster was made"))
+    said: dict[str, str] = {}
+    for command in (["up"], ["run", "zombie-commit"]):
+        assert cli.main([*command, "--broker-config", setting]) == 2
+        said[command[0]] = " ".join(capsys.readouterr().err.split())  # one line, however wide
+    assert said["up"].startswith("error: ") and said["up"] == said["run"]
+
+
+def test_up_types_its_broker_settings_as_run_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka_replay import cli
+
+    made: list[tuple[object, ...]] = []
+    monkeypatch.setattr(cli, "make_cluster", lambda *args: made.append(args))
+    argv = ["up", "--broker-config", "log.retention.ms=1000", "--broker-config",
+            "auto.create.topics.enable=false", "--kafka-version", "3.9.2",
+            "--brokers", "3"]  # fmt: skip
+    cli._cluster_from(cli.build_parser().parse_args(argv))
+    ((_, version, brokers, overrides, _),) = made
+    assert (version, brokers) == ("3.9.2", 3)
+    assert overrides == {"log.retention.ms": 1000, "auto.create.topics.enable": False}
+
+
+@pytest.mark.parametrize(
+    ("command", "names"),
+    [
+        (["up"], ("kafka_version", "kafka_backend", "broker_config")),
+        (["image", "build"], ("kafka_version",)),
+        (["check"], ("guarantee", "kafka_bootstrap", "output_id", "spark_master")),
+    ],
+    ids=["up", "image-build", "check"],
+)
+def test_a_command_offers_the_run_options_it_takes_with_their_help(
+    command: list[str], names: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kafka_replay.cli import main
+    from kafka_replay.replay.settings import OPTIONS
+
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())  # as one line, however wide
+    for name in names:
+        option = OPTIONS[name]
+        text = option.help() if callable(option.help) else option.help
+        assert f"{option.flag} " in shown and " ".join(text.split()) in shown, name
+
+
+def test_check_declares_at_least_once_unless_told() -> None:
+    from kafka_replay.cli import build_parser
+
+    assert build_parser().parse_args(["check", "run"]).guarantee == "at-least-once"
+    given = build_parser().parse_args(["check", "run", "--guarantee", "exactly-once"])
+    assert given.guarantee == "exactly-once"

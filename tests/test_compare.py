@@ -17,6 +17,7 @@ from kafka_replay.replay.compare import (
     load_matrix,
     parse_setup,
 )
+from kafka_replay.replay.settings import RunSettings
 
 
 def run(profile: str = "remediated", **fields: Any) -> dict[str, Any]:
@@ -138,11 +139,30 @@ def test_a_setup_becomes_run_options(text: str, options: tuple[str, ...]) -> Non
         ("client.max.poll.records=many", "must be an integer"),
         ("broker.node.id=3", "set by the harness"),
         ("client=kafka-python==2.0", "give confluent-kafka==VERSION"),
+        ("backend=nope", "setup item backend=nope: argument --kafka-backend: Kafka backend 'nope'"),
     ],
 )
 def test_a_bad_setup_is_refused_naming_the_item(text: str, named: str) -> None:
     with pytest.raises(ValueError, match=named):
         parse_setup(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "argv"),
+    [
+        ("backend=nope", ["--kafka-backend", "nope"]),
+        ("protocol=kip848", ["--group-protocol", "kip848"]),
+        ("client=kafka-python==2.0", ["--client-library", "kafka-python==2.0"]),
+        ("client.max.poll.records=many", ["--client-config", "max.poll.records=many"]),
+        ("broker.node.id=3", ["--broker-config", "node.id=3"]),
+    ],
+)
+def test_a_bad_setup_gets_the_run_options_own_refusal(text: str, argv: list[str]) -> None:
+    with pytest.raises(ValueError) as as_option:
+        RunSettings().with_argv(argv)
+    with pytest.raises(ValueError) as as_setup:
+        parse_setup(text)
+    assert str(as_setup.value) == f"setup item {text}: {as_option.value}"
 
 
 def test_a_definition_states_its_drift_tolerances(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 
+from kafka_replay.pytest_plugin import keyword_options
 from kafka_replay.replay.settings import COMPARE, PYTEST, RUN, RunSettings, add_to_parser, options
 
 
@@ -88,3 +89,39 @@ def test_a_password_reaches_a_child_through_its_environment_not_its_command_line
     monkeypatch.setenv("KAFKA_REPLAY_DATABASE_URL", url)  # what the child inherits
     assert parsed(settings.argv()).to_json() == settings.to_json()
     assert "s3cret" not in str(settings.to_json())
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"guarantee": "twice"}, "--guarantee is one of exactly-once, at-least-once, got 'twice'"),
+        ({"group_protocol": "kip848"}, "--group-protocol is one of classic, consumer"),
+        ({"app": " "}, "--app is empty"),
+        ({"payload": "no-such.toml"}, "--payload no-such.toml: no such file"),
+        ({"client_library": "kafka-python==2.0"}, "give confluent-kafka==VERSION"),
+    ],
+)
+def test_a_keyword_of_replay_incident_is_refused_as_its_option(
+    keywords: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        keyword_options(parsed(GIVEN), keywords)
+
+
+def test_the_keywords_of_replay_incident_go_over_the_settings() -> None:
+    run = keyword_options(
+        parsed(GIVEN),
+        {"guarantee": "at-least-once", "client": {"max.poll.records": 7}, "settle_timeout_s": 5.0},
+    )
+    assert (run.app, run.guarantee, run.settings["guarantee"]) == (
+        "python -m myapp", "at-least-once", "at-least-once"
+    )  # fmt: skip
+    assert run.client == {"max.poll.records": 7}  # as given: a RunOptions field, not an option
+    assert run.settle_timeout_s == 5.0
+
+
+def test_a_setup_keeps_a_setting_its_options_do_not_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_REPLAY_DATABASE_URL", "postgresql://env@127.0.0.1/other")
+    mine = "postgresql://team@127.0.0.1/orders"
+    settings = parsed([*GIVEN, "--database-url", mine]).with_argv(["--kafka-version", "4.0.2"])
+    assert settings.database_url == mine  # not the environment's default

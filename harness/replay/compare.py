@@ -18,10 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_replay.apps.client_libraries import parse_client
-from kafka_replay.cluster.backends import choose_backend
-from kafka_replay.definitions.model import GROUP_PROTOCOLS, PROFILES
-from kafka_replay.definitions.overrides import client_settings, parse_settings
+from kafka_replay.definitions.model import PROFILES
+from kafka_replay.replay.settings import RunSettings
 
 #: ``key=value`` of a setup and the ``kafka-replay run`` option it becomes.
 SETUP_OPTIONS = {
@@ -79,51 +77,35 @@ def parse_setup(text: str) -> Setup:
     """``"kafka=3.9.2, client.max.poll.records=500"`` as a :class:`Setup`.
 
     Items are separated by spaces or commas; an unknown key or a bad value is refused here,
-    before anything starts.
+    before anything starts, by the run option the item becomes (its own check and message).
     """
     items = [item for item in text.replace(",", " ").split() if item]
-    fields: dict[str, Any] = {"client_config": {}, "broker_config": {}}
+    fields: dict[str, Any] = {}
+    settings = RunSettings()
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not value:
             raise ValueError(f"setup item {item!r} is not KEY=VALUE ({_known()})")
         prefix = next((p for p in SETTING_PREFIXES if key.startswith(p)), None)
         if prefix is not None:
-            setting = f"{key.removeprefix(prefix)}={value}"
-            check = client_settings if prefix == "client." else _broker_settings
-            fields[f"{prefix.rstrip('.')}_config"].update(check([setting]))
+            option = [SETTING_PREFIXES[prefix], f"{key.removeprefix(prefix)}={value}"]
         elif key in SETUP_OPTIONS:
-            _check_choice(key, value)
+            option = [SETUP_OPTIONS[key], value]
             fields[SETUP_FIELDS[key]] = value
         else:
             raise ValueError(f"setup item {item!r}: unknown key {key!r} ({_known()})")
-    return Setup(" ".join(items) or DEFAULTS, **fields)
+        try:
+            settings = settings.with_argv(option)
+        except ValueError as exc:
+            raise ValueError(f"setup item {item}: {exc}") from None
+    run = settings.run_options()  # the settings typed as a run types them
+    return Setup(
+        " ".join(items) or DEFAULTS, **fields, client_config=run.client, broker_config=run.broker
+    )
 
 
 def _setting_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _broker_settings(items: Sequence[str]) -> dict[str, Any]:
-    from kafka_replay.cluster.broker_config import validate_overrides
-
-    settings = parse_settings(items, "broker.KEY")
-    validate_overrides(settings)
-    return settings
-
-
-def _check_choice(key: str, value: str) -> None:
-    if key == "backend":
-        try:
-            choose_backend(value)  # tansu may name its release: tansu:0.6.0
-        except ValueError as exc:
-            raise ValueError(f"setup item {key}={value}: {exc}") from None
-        return
-    choices = {"protocol": GROUP_PROTOCOLS}.get(key)
-    if choices and value not in choices:
-        raise ValueError(f"setup item {key}={value}: {key} is one of {', '.join(choices)}")
-    if key == "client":
-        parse_client(value)
 
 
 def _known() -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_replay.apps.client_libraries import parse_client
 from kafka_replay.apps.supervisor import RESTART_MODES, parse_restart
 from kafka_replay.checker import GUARANTEES
 from kafka_replay.cluster.backends import backend_argument, backends_help
@@ -215,7 +216,7 @@ for _option in (
     Option("client_library", "the client release the apps run with: confluent-kafka==VERSION "
            "(Python apps; installed from PyPI once, cached; the harness keeps its own) or "
            "kafka-clients==VERSION (the JVM reference apps)",
-           metavar="confluent-kafka==VERSION"),
+           metavar="confluent-kafka==VERSION", check=parse_client),
     Option("client_config", "a client setting (Apache Kafka's name) over every profile's "
            "[client]; repeatable", metavar="KEY=VALUE", repeat=True, check=client_settings),
     Option("broker_config", "a server.properties setting over every profile's [broker]; "
@@ -297,7 +298,13 @@ class RunSettings:
             option = OPTIONS.get(name)
             if option is None:
                 raise ValueError(f"no run option {name!r}")
-            if option.check is not None and _given(value):
+            if not _given(value):
+                continue
+            if option.choices is not None and value not in option.choices:
+                raise ValueError(
+                    f"{option.flag} is one of {', '.join(option.choices)}, got {value!r}"
+                )
+            if option.check is not None:
                 option.check(value)  # its message names the option
 
     def __getattr__(self, name: str) -> Any:
@@ -306,9 +313,15 @@ class RunSettings:
         raise AttributeError(name)
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, face: str = RUN) -> RunSettings:
-        """From the arguments of ``face`` (options it does not offer keep their defaults)."""
-        return cls({o.name: getattr(args, o.name) for o in options(face)})
+    def from_args(
+        cls, args: argparse.Namespace, face: str = RUN, only: Iterable[str] = ()
+    ) -> RunSettings:
+        """From the arguments of ``face``, or just those named in ``only`` (as
+        :func:`add_to_parser` added them); options not taken keep their defaults."""
+        wanted = set(only)
+        return cls(
+            {o.name: getattr(args, o.name) for o in options(face) if not wanted or o.name in wanted}
+        )
 
     @classmethod
     def from_pytest(cls, config: pytest.Config) -> RunSettings:
@@ -326,7 +339,10 @@ class RunSettings:
         """These settings with ``kafka-replay run`` options over them (a setup of ``compare``):
         a repeatable option adds its items, any other replaces the value."""
         parser = argparse.ArgumentParser(prog="setup", add_help=False, exit_on_error=False)
-        add_to_parser(parser, RUN)
+        for option in options(RUN):
+            kwargs = option.argparse_kwargs()
+            kwargs.pop("choices", None)  # checked when the settings are made, like a keyword's
+            parser.add_argument(option.flag, **kwargs)
         try:
             given = vars(parser.parse_args(list(argv)))
         except argparse.ArgumentError as exc:
@@ -334,7 +350,7 @@ class RunSettings:
         values = dict(self.values)
         for option in options(RUN):
             value = given[option.name]
-            if value == option.empty:
+            if value == parser.get_default(option.name):  # not in argv (an env default is not)
                 continue
             values[option.name] = [*getattr(self, option.name), *value] if option.repeat else value
         return RunSettings(values)

@@ -20,7 +20,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.capabilities import lacks_by_version
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.definitions.model import DefinitionError
-from kafka_replay.faults.share_groups import (
+from kafka_replay.faults.share_group_admin import (
     ShareAdminError,
     ShareGroupWatch,
     configure_share_group,

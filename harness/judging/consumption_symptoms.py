@@ -176,7 +176,7 @@ def _share_start_offsets(evidence: Evidence) -> dict[int, int] | None:
     drains = [e for e in evidence.steps if e.get("do") == "drain" and e.get("share_group")]
     if not drains:
         return None
-    from kafka_replay.faults.share_groups import done_below  # the SPSO's reading, in one place
+    from kafka_replay.faults.share_group_admin import done_below  # the SPSO's reading, in one place
 
     rows = drains[-1]["share_group"]["partitions"]
     return {row["partition"]: done_below(row) or 0 for row in rows}

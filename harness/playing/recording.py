@@ -18,7 +18,7 @@ from .settling import written
 from .stage import Stage, StepFailed, run_steps, stop_background
 
 if TYPE_CHECKING:
-    from kafka_replay.faults.share_groups import ShareGroupWatch
+    from kafka_replay.faults.share_group_admin import ShareGroupWatch
 
 LAG_SAMPLE_S = 0.5
 

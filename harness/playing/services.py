@@ -23,7 +23,7 @@ from .share_group import members_ready
 
 if TYPE_CHECKING:
     from kafka_replay.cluster import Cluster
-    from kafka_replay.faults.share_groups import ShareGroupWatch
+    from kafka_replay.faults.share_group_admin import ShareGroupWatch
     from kafka_replay.sinks.database import Database
 
 #: Client settings the KIP-848 ``consumer`` protocol moves to the broker.

@@ -5,8 +5,8 @@ acknowledged, archived) and the share-partition start offset (SPSO) moves past t
 is done with. So the run gives the group its settings before any member joins (Kafka's
 ``share.auto.offset.reset`` is ``latest``: the backlog produced before would be skipped), sees
 the app join in the group's own description, and drains until the broker is done with every
-record (every partition's lag 0);
-confluent-kafka can ask none of that, so :mod:`kafka_replay.faults.share_groups`' JVM tool does.
+record (every partition's lag 0); confluent-kafka can ask none of that, so the JVM tool of
+:mod:`kafka_replay.faults.share_group_admin` does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.capabilities import lacks_by_version
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.definitions.model import GROUP_TYPE_NEEDS
-from kafka_replay.faults.share_groups import (
+from kafka_replay.faults.share_group_admin import (
     GROUP_DEFAULTS,
     ShareGroupWatch,
     configure_share_group,

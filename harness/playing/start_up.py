@@ -32,7 +32,7 @@ from .topics import create_topics, delete_topics
 from .workloads import needs_registry, registered, start_registry, with_expectations, with_payload
 
 if TYPE_CHECKING:
-    from kafka_replay.faults.share_groups import ShareGroupWatch
+    from kafka_replay.faults.share_group_admin import ShareGroupWatch
     from kafka_replay.sinks.database import Database
     from kafka_replay.workload.schema_registry import SchemaRegistry
 

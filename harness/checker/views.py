@@ -62,24 +62,34 @@ class AnalysisViews:
 
     @cached_property
     def matched(self) -> DataFrame:
-        """The matching, computed once and checkpointed: every query after it starts from a
-        scan of its rows, not from the plan that made them. That plan Spark would analyse again
-        for each query (zombie-commit's run: 6.9 s instead of 7.6 s a check, warm, alternating
-        in one session), and a cache of it is not found under the anomalies' SQL texts, which
-        then read and matched the sources again in every branch (1M inputs: 33 s a check
-        instead of 110 to 131 s).
+        """The matching, computed once: every query after it starts from its rows, not from
+        the plan that made them. That plan Spark would analyse again for each query
+        (zombie-commit's run: 6.9 s instead of 7.6 s a check, warm, alternating in one
+        session), and its reads would run again under every query that missed a cache.
 
-        On a large run the checkpoint is also cached as a table of columns in memory, which
-        the SQL texts read by name (:attr:`views`): a checkpoint's scan reads whole rows, the
-        table only the columns a query needs (10M inputs: 180 s a check instead of 288 s; the
-        anomalies made as frames still scan the checkpoint)."""
-        matched = match(self.inputs).localCheckpoint()
+        On a small run it is checkpointed, its rows kept in the plan itself. On a large run
+        it is cached as a table of columns in memory, filled by one job, which the SQL texts
+        read by name (:attr:`views`) and the frames made from this one find: scans read only
+        the columns a query needs (10M inputs: 150 s a check, against 195 s with a checkpoint
+        beneath the table and 288 s scanning a checkpoint's whole rows). A cache is not found
+        under a frame handed to ``spark.sql`` (:meth:`sql`), so what is handed over as a frame
+        starts from :attr:`_matched_rows`.
+        """
+        matched = match(self.inputs)
         if self.small:  # a checkpoint's scan does not always keep its plan's one partition
-            return matched.coalesce(1)
+            return matched.localCheckpoint().coalesce(1)
+        spark = matched.sparkSession
         self._table = f"kafka_replay_matched_{uuid.uuid4().hex}"
         matched.createOrReplaceTempView(self._table)
-        matched.sparkSession.sql(f"CACHE TABLE {self._table}")
-        return matched
+        spark.sql(f"CACHE TABLE {self._table}")  # eager: the one job that matches
+        return spark.table(self._table)
+
+    @cached_property
+    def _matched_rows(self) -> DataFrame:
+        """The matching with its rows in its plan, for the frames :meth:`sql` hands to Spark as
+        frames (under which a cache is not found): on a large run a checkpoint of the cached
+        table, made only where a log start moved or a transaction held the output."""
+        return self.matched if self.small else self.matched.localCheckpoint()
 
     @cached_property
     def commits(self) -> DataFrame:
@@ -141,7 +151,7 @@ class AnalysisViews:
         ``log_start_to``."""
         side = F.col("side")
         acked_input = (side == ACK_SIDE) | ((side == OUT_SIDE) & F.col("acked") & F.col("first"))
-        acked = self.matched.filter(acked_input)
+        acked = self._matched_rows.filter(acked_input)
         if self.log_start_moves is None:
             return acked.select("*", *(F.lit(None).cast("long").alias(c) for c in MOVEMENT_COLUMNS))
         return passed_by_log_start(acked, self.log_start_moves)
@@ -236,8 +246,9 @@ class AnalysisViews:
         if self._table is not None:
             self.matched.sparkSession.sql(f"UNCACHE TABLE IF EXISTS {self._table}")
             self.matched.sparkSession.catalog.dropTempView(self._table)
-        if "matched" in self.__dict__:
-            self.matched.unpersist()  # a checkpoint's rows go with it once unreferenced
+        for name in ("matched", "_matched_rows"):  # a checkpoint's rows go once unreferenced
+            if name in self.__dict__:
+                self.__dict__[name].unpersist()
 
 
 #: Views every check has, as SQL texts (:meth:`AnalysisViews.sql`); ``retention`` and

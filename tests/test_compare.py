@@ -156,6 +156,7 @@ def test_a_bad_setup_is_refused_naming_the_item(text: str, named: str) -> None:
         ("client.max.poll.records=many", ["--client-config", "max.poll.records=many"]),
         ("broker.node.id=3", ["--broker-config", "node.id=3"]),
     ],
+    ids=["backend", "protocol", "client", "client-setting", "broker-setting"],
 )
 def test_a_bad_setup_gets_the_run_options_own_refusal(text: str, argv: list[str]) -> None:
     with pytest.raises(ValueError) as as_option:

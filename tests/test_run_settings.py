@@ -100,15 +100,14 @@ def test_a_password_reaches_a_child_through_its_environment_not_its_command_line
         ({"payload": "no-such.toml"}, "--payload no-such.toml: no such file"),
         ({"client_library": "kafka-python==2.0"}, "give confluent-kafka==VERSION"),
     ],
+    ids=["guarantee", "group_protocol", "app", "payload", "client_library"],
 )
-def test_a_keyword_of_replay_incident_is_refused_as_its_option(
-    keywords: dict[str, str], message: str
-) -> None:
+def test_a_replay_keyword_is_refused_as_its_option(keywords: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         keyword_options(parsed(GIVEN), keywords)
 
 
-def test_the_keywords_of_replay_incident_go_over_the_settings() -> None:
+def test_the_replay_keywords_go_over_the_settings() -> None:
     run = keyword_options(
         parsed(GIVEN),
         {"guarantee": "at-least-once", "client": {"max.poll.records": 7}, "settle_timeout_s": 5.0},

@@ -166,10 +166,10 @@ def test_the_admin_tool_configures_a_share_group_and_sees_its_member_and_progres
 
 
 def test_the_admin_tool_names_a_broker_that_does_not_answer() -> None:
-    from kafka_replay.faults import share_groups
+    from kafka_replay.faults import share_group_admin
 
     with pytest.raises(ShareAdminError, match=r"ShareAdmin describe 127\.0\.0\.1:1 g t failed"):
-        share_groups._run("describe", "127.0.0.1:1", "g", "t", timeout=3)
+        share_group_admin._run("describe", "127.0.0.1:1", "g", "t", timeout=3)
 
 
 # --- the JVM reference app, and where it does not apply ----------------------------------------

@@ -32,6 +32,7 @@ from kafka_replay import __version__
 from kafka_replay.checker import OUTPUT_FORMATS
 from kafka_replay.cli_capture import add_capture_command
 from kafka_replay.cli_compare import add_compare_command
+from kafka_replay.cli_explore import add_explore_command
 from kafka_replay.cli_report import add_report_command
 from kafka_replay.cluster import ClusterError, choose_version
 from kafka_replay.cluster.backends import (
@@ -261,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lane", action="store_true", help=argparse.SUPPRESS)
     run.set_defaults(run=cmd_run)
     add_compare_command(commands)
+    add_explore_command(commands)
     add_capture_command(commands)
     return parser
 

@@ -1,0 +1,121 @@
+"""``kafka-replay explore``: search for the incident a service has not had yet.
+
+Options the runs share with ``kafka-replay run`` are parsed and checked by the run settings;
+the exploration's own (budget, seed, families, how many findings) are here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from kafka_replay.console import make_console
+from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
+
+#: The run options an exploration takes: the service, its guarantee and its messages, and the
+#: cluster and Spark it runs on.
+SHARED = ("app", "guarantee", "payload", "output_id", "client_config", "broker_config",
+          "group_protocol", "client_library", "kafka_version", "kafka_backend", "kafka_image",
+          "spark_master")  # fmt: skip
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h)?$")
+
+
+def parse_budget(text: str) -> float:
+    """``90s``, ``15m``, ``1h`` or plain seconds -> seconds."""
+    match = _DURATION.match(text.strip())
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"a duration like 15m, 90s or 1h, got {text!r}")
+    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2) or "s"]
+
+
+def add_explore_command(commands: Any) -> None:
+    explore = commands.add_parser(
+        "explore",
+        help="draw fault schedules against your app until one breaks its guarantee, shrink it "
+        "and write it as an incident definition",
+    )
+    add_to_parser(explore, RUN, only=SHARED)
+    explore.add_argument(
+        "--budget",
+        type=parse_budget,
+        default=900.0,
+        metavar="DURATION",
+        help="how long to search, e.g. 15m, 90s, 1h (default 15m)",
+    )
+    explore.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the same seed draws the same schedules (default: a new one, printed)",
+    )
+    explore.add_argument(
+        "--families",
+        default=None,
+        metavar="NAMES",
+        help="fault families to draw from, comma separated (default: every "
+        "one that needs no extra component; see docs/explore.md)",
+    )
+    explore.add_argument(
+        "--findings", type=int, default=1, metavar="N", help="stop after N findings (default 1)"
+    )
+    explore.add_argument(
+        "--ordered",
+        action="store_true",
+        help="your app promises each key's order: results out of order break it",
+    )
+    explore.add_argument("--out", type=Path, default=Path("explored"), metavar="DIR",
+                         help="where findings (DIR/NAME.toml) and the report go (default: "
+                         "./explored)")  # fmt: skip
+    explore.set_defaults(run=cmd_explore)
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from kafka_replay.exploring.explorer import Explorer
+    from kafka_replay.exploring.families import choose_families
+    from kafka_replay.exploring.findings import write_report
+    from kafka_replay.playing.session import CatalogSession
+    from kafka_replay.servers.reaper import leased_temp_dir
+
+    settings = RunSettings.from_args(args, only=SHARED)
+    if not settings.app:
+        raise ValueError("--app is required: the service to explore (a command or module:function)")
+    if not settings.guarantee:
+        raise ValueError("--guarantee is required: exactly-once or at-least-once")
+    if args.findings < 1:
+        raise ValueError(f"--findings must be 1 or more, got {args.findings}")
+    families = choose_families(args.families)
+    seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
+    options = settings.replace(app=None, guarantee=None).run_options()
+    out = make_console(highlight=False, soft_wrap=True)
+    out.print(escape(
+        f"Exploring with seed {seed} for {args.budget:.0f} s, families: "
+        + ", ".join(f.name for f in families)
+    ))  # fmt: skip
+    with leased_temp_dir("kafka-replay-explore-") as scratch:
+        session = CatalogSession(
+            scratch, settings.kafka_version, settings.kafka_backend, image=settings.kafka_image,
+            spark_master=settings.spark_master,
+        )  # fmt: skip
+        explorer = Explorer(
+            session, options, app=settings.app, guarantee=settings.guarantee, families=families,
+            seed=seed, budget_s=args.budget, out_dir=args.out, work_dir=scratch / "schedules",
+            ordered=args.ordered, wanted=args.findings,
+            progress=lambda line: out.print(escape(line)),
+        )  # fmt: skip
+        try:
+            with session:
+                explorer.explore()
+        finally:  # Ctrl-C too: what was found is kept
+            path = write_report(explorer.result, args.budget, args.out)
+            result = explorer.result
+            out.print(escape(
+                f"{result.schedules} schedule(s), {len(result.tried)} play(s), "
+                f"{len(result.findings)} finding(s); report: {path}"
+            ))  # fmt: skip
+    return 1 if explorer.result.findings else 0

@@ -1,0 +1,123 @@
+"""The fault families an exploration draws from, each a few of the incident format's own step
+kinds with drawn values.
+
+Every fault a family draws heals on its own before the schedule's drain: a killed app is
+restarted by its supervisor, a frozen broker resumes, a network fault lasts a set time, an
+extra member leaves again. What no correct service survives (retention shorter than the run,
+an unclean election) is in no family drawn by default.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Step = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a drawn run looks like, which the faults are drawn against."""
+
+    partitions: int
+    instances: int
+    records: int
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    summary: str
+    #: Drawn unless ``--families`` says otherwise.
+    default: bool
+    #: One fault: its steps, played in order once the workload has that many acks.
+    draw: Callable[[random.Random, Shape], tuple[Step, ...]]
+
+
+def _seconds(rng: random.Random, low: float, high: float) -> float:
+    return round(rng.uniform(low, high), 1)
+
+
+def _app(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+    instance = rng.randrange(shape.instances)
+    if rng.random() < 0.6:
+        low = _seconds(rng, 0.5, 2.0)
+        gap = [low, round(low + rng.uniform(0.5, 2.0), 1)]
+        times = rng.randint(1, 3)
+        return ({"do": "kill_at_random", "instance": instance, "times": times, "gap_s": gap,
+                 "background": False},)  # fmt: skip
+    return ({"do": "restart_instance", "instance": instance},)
+
+
+def _groups(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+    extra = shape.instances  # one more member than the schedule starts with
+    return (
+        {"do": "start_instance", "instance": extra},
+        {"do": "idle", "seconds": _seconds(rng, 1.0, 6.0)},
+        {"do": "stop_instance", "instance": extra},
+    )
+
+
+def _brokers(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+    if rng.random() < 0.7:
+        return ({"do": "pause_broker", "role": "any", "seconds": _seconds(rng, 1.0, 8.0)},)
+    return ({"do": "rolling_restart"},)
+
+
+def _network(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+    seconds = _seconds(rng, 1.0, 6.0)
+    fault = rng.choice(("latency", "blackhole", "reset", "cut_off"))
+    step: dict[str, Any] = {"do": "network_fault", "fault": fault, "role": "all",
+                            "seconds": seconds}  # fmt: skip
+    if fault == "latency":
+        step["latency_ms"] = rng.choice((50, 200, 1000))
+    return (step,)
+
+
+def _requests(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+    api, action = rng.choice(
+        (("Produce", "lose_answer"), ("OffsetCommit", "lose_answer"), ("Fetch", "delay"),
+         ("OffsetCommit", "delay"), ("Produce", "cut"))
+    )  # fmt: skip
+    step: dict[str, Any] = {"do": "kafka_fault", "api": api, "action": action, "clients": "app",
+                            "nth": rng.randint(1, 20), "count": rng.randint(1, 4)}  # fmt: skip
+    if action == "delay":
+        step["delay_ms"] = rng.choice((500, 2000, 5000))
+    return (step,)
+
+
+def _partitions(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+    return ({"do": "add_partitions", "topic": "input",
+             "count": shape.partitions + rng.randint(1, 4)},)  # fmt: skip
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("app", "the app's instances killed (SIGKILL, restarted) or restarted", True, _app),
+        Family("groups", "a member joins the group for a few seconds, then leaves", True, _groups),
+        Family("brokers", "a broker frozen for seconds, or every broker restarted in turn", True,
+               _brokers),
+        Family("network", "latency, a black hole, resets or a cut between clients and brokers",
+               True, _network),
+        Family("requests", "the app's Kafka requests answered late, cut, or their answer lost "
+               "after the broker acted", True, _requests),
+        Family("partitions", "the input topic's partitions raised mid-stream", True, _partitions),
+    )
+}  # fmt: skip
+
+
+def choose_families(names: str | None) -> tuple[Family, ...]:
+    """``app,brokers`` -> those families; None -> the defaults. An unknown name is refused."""
+    if names is None:
+        return tuple(f for f in FAMILIES.values() if f.default)
+    chosen = [name.strip() for name in names.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in FAMILIES]
+    if unknown or not chosen:
+        raise ValueError(
+            f"--families: unknown family {', '.join(unknown) or '(none given)'}; "
+            f"allowed: {', '.join(FAMILIES)}"
+        )
+    return tuple(FAMILIES[name] for name in dict.fromkeys(chosen))

@@ -1,0 +1,186 @@
+"""A schedule: a workload and the faults played over it, drawn from a seed, written down as an
+incident definition.
+
+The same seed and index draw the same schedule on every machine (:func:`draw`); a schedule is
+only data, so shrinking one is making smaller copies (:func:`simpler_faults`), and a finding is
+its definition text (:func:`definition_text`), which ``kafka-replay run --incidents DIR``
+replays.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .families import Family, Shape, Step
+
+#: The workload every schedule plays: onboarding events, 80 a second for 15 s.
+RECORDS = 1200
+RATE = 80.0
+KEYS = 60
+#: Faults start once this share of the records is acknowledged, at the earliest and latest.
+EARLIEST, LATEST = 0.08, 0.75
+MAX_FAULTS = 3
+DRAIN_S = 60
+#: The reference service for each guarantee: the catalog's correct app, which must survive a
+#: schedule for a finding to count as the service's (not Kafka's or the harness's).
+REFERENCE_APPS = {
+    "exactly-once": "{python} -m kafka_replay_incidents.apps.eos_processor",
+    "at-least-once": "{python} -m kafka_replay_incidents.apps.batch_forwarder",
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    family: str
+    #: Played once the workload has this many acknowledgements.
+    after_acks: int
+    steps: tuple[Step, ...]
+
+    def describe(self) -> str:
+        steps = "; ".join(_step_text(step) for step in self.steps)
+        return f"{steps} (after {self.after_acks} acks)"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    index: int
+    shape: Shape
+    faults: tuple[Fault, ...]
+
+    @property
+    def name(self) -> str:
+        return f"explored-{self.seed}-{self.index}"
+
+    def timeline(self) -> list[str]:
+        return [fault.describe() for fault in self.faults]
+
+
+def draw(seed: int, index: int, families: Sequence[Family]) -> Schedule:
+    """The ``index``-th schedule of ``seed``: 1 to 3 faults from ``families`` over the workload."""
+    rng = random.Random(f"{seed}:{index}")
+    shape = Shape(partitions=rng.choice((2, 3, 4)), instances=rng.choice((1, 2)), records=RECORDS)
+    faults = []
+    for _ in range(rng.randint(1, MAX_FAULTS)):
+        family = rng.choice(list(families))
+        after = rng.randint(int(RECORDS * EARLIEST), int(RECORDS * LATEST))
+        faults.append(Fault(family.name, after, family.draw(rng, shape)))
+    return Schedule(seed, index, shape, tuple(sorted(faults, key=lambda f: f.after_acks)))
+
+
+def simpler_faults(fault: Fault) -> Iterator[Fault]:
+    """Smaller versions of one fault, the simplest first: fewer times and counts, shorter
+    durations, a later start."""
+    for i, step in enumerate(fault.steps):
+        for key, value in step.items():
+            smaller = _smaller(key, value)
+            if smaller is not None:
+                steps = (*fault.steps[:i], {**step, key: smaller}, *fault.steps[i + 1 :])
+                yield replace(fault, steps=steps)
+    later = (fault.after_acks + int(RECORDS * LATEST)) // 2
+    if later > fault.after_acks + 20:
+        yield replace(fault, after_acks=later)
+
+
+def _smaller(key: str, value: Any) -> Any:
+    if key in ("times", "count") and isinstance(value, int) and value > 1:
+        return 1
+    if key in ("seconds", "delay_ms", "latency_ms") and isinstance(value, (int, float)):
+        floor = {"seconds": 1.0, "delay_ms": 500, "latency_ms": 50}[key]
+        half = type(value)(round(value / 2, 1)) if isinstance(value, float) else value // 2
+        return half if half >= floor and half < value else None
+    if key == "gap_s" and value[1] > value[0]:
+        return [value[0], value[0]]
+    return None
+
+
+def steps_of(schedule: Schedule) -> list[dict[str, Any]]:
+    """The definition's steps: apps up, the workload in the background, each fault once its
+    acks are in, then every record produced and the backlog drained."""
+    steps: list[dict[str, Any]] = [
+        {"do": "start_apps"},
+        {"do": "produce", "workload": "events", "background": True},
+    ]
+    for fault in schedule.faults:
+        steps.append({"do": "wait_acks", "count": fault.after_acks})
+        steps.extend(dict(step) for step in fault.steps)
+    steps += [{"do": "wait_produced"}, {"do": "drain", "budget_s": DRAIN_S}]
+    return steps
+
+
+def definition_text(
+    schedule: Schedule,
+    app: str,
+    guarantee: str,
+    signature: Mapping[str, str],
+    *,
+    name: str | None = None,
+    description: str = "",
+) -> str:
+    """The incident definition that plays ``schedule`` against ``app`` (profile vulnerable)
+    and against the reference service for ``guarantee`` (profile remediated)."""
+    shape = schedule.shape
+    post = f"kafka-replay explore --seed {schedule.seed} (schedule {schedule.index})"
+    lines = [
+        f"name = {_value(name or schedule.name)}",
+        f"title = {_value(description or 'A schedule drawn by kafka-replay explore')}",
+        f"post = {_value(post)}",
+        f"guarantee = {_value(guarantee)}",
+        f"seed = {schedule.seed}",
+        "time_scale = "
+        + _value(
+            f"Drawn, not from a post: {RECORDS} onboarding events at {RATE:g} a second over "
+            f"{shape.partitions} partitions, {shape.instances} instance(s) of the app, and "
+            f"{len(schedule.faults)} fault(s) that each heal within seconds, before the drain. "
+            "Each fault stands for the same event in production (a crash, a broker's pause, "
+            "a network fault): only its order among the records matters, not the hours around it."
+        ),
+        "",
+        "[topics]",
+        f"input = {shape.partitions}",
+        f"output = {shape.partitions}",
+        "",
+        "[client]",
+        '"session.timeout.ms" = 6000',
+        '"heartbeat.interval.ms" = 1000',
+        "",
+        "[app]",
+        f"command = {_value(app)}",
+        f"instances = {shape.instances}",
+        "",
+        "[workloads.events]",
+        'generator = "student_onboarding"',
+        f"count = {RECORDS}",
+        f"students = {KEYS}",
+        f"rate = {RATE}",
+        f"seed = {schedule.seed}",
+    ]
+    for step in steps_of(schedule):
+        lines += ["", "[[steps]]", *(f"{key} = {_value(value)}" for key, value in step.items())]
+    lines += ["", "[signature]", *(f"{key} = {_value(cond)}" for key, cond in signature.items())]
+    lines += [
+        "",
+        "[profiles.vulnerable]",
+        f"description = {_value('the service under test')}",
+        "",
+        "[profiles.remediated]",
+        f"description = {_value(f'the catalog reference service for {guarantee}')}",
+        f"app.command = {_value(REFERENCE_APPS[guarantee])}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _value(value: Any) -> str:
+    """A TOML value: JSON writes strings, numbers, booleans and arrays the way TOML reads them."""
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_value(k)} = {_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def _step_text(step: Step) -> str:
+    rest = ", ".join(f"{k}={v}" for k, v in step.items() if k != "do")
+    return f"{step['do']}({rest})"

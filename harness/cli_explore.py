@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import secrets
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
 from kafka_replay.console import make_console
+from kafka_replay.exploring.schedule import RECORDS
 from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
 
 #: The run options an exploration takes: the service, its guarantee and its messages, and the
@@ -65,6 +65,13 @@ def add_explore_command(commands: Any) -> None:
         "--findings", type=int, default=1, metavar="N", help="stop after N findings (default 1)"
     )
     explore.add_argument(
+        "--records",
+        type=int,
+        default=RECORDS,
+        metavar="N",
+        help=f"records each schedule's workload writes, 80 a second (default {RECORDS}: 15 s)",
+    )
+    explore.add_argument(
         "--ordered",
         action="store_true",
         help="your app promises each key's order: results out of order break it",
@@ -76,46 +83,20 @@ def add_explore_command(commands: Any) -> None:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from kafka_replay.exploring.explorer import Explorer
-    from kafka_replay.exploring.families import choose_families
-    from kafka_replay.exploring.findings import write_report
-    from kafka_replay.playing.session import CatalogSession
-    from kafka_replay.servers.reaper import leased_temp_dir
+    from kafka_replay.exploring.exploration import explore
 
     settings = RunSettings.from_args(args, only=SHARED)
     if not settings.app:
         raise ValueError("--app is required: the service to explore (a command or module:function)")
     if not settings.guarantee:
         raise ValueError("--guarantee is required: exactly-once or at-least-once")
-    if args.findings < 1:
-        raise ValueError(f"--findings must be 1 or more, got {args.findings}")
-    families = choose_families(args.families)
-    seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
-    options = settings.replace(app=None, guarantee=None).run_options()
     out = make_console(highlight=False, soft_wrap=True)
-    out.print(escape(
-        f"Exploring with seed {seed} for {args.budget:.0f} s, families: "
-        + ", ".join(f.name for f in families)
-    ))  # fmt: skip
-    with leased_temp_dir("kafka-replay-explore-") as scratch:
-        session = CatalogSession(
-            scratch, settings.kafka_version, settings.kafka_backend, image=settings.kafka_image,
-            spark_master=settings.spark_master,
-        )  # fmt: skip
-        explorer = Explorer(
-            session, options, app=settings.app, guarantee=settings.guarantee, families=families,
-            seed=seed, budget_s=args.budget, out_dir=args.out, work_dir=scratch / "schedules",
-            ordered=args.ordered, wanted=args.findings,
-            progress=lambda line: out.print(escape(line)),
-        )  # fmt: skip
-        try:
-            with session:
-                explorer.explore()
-        finally:  # Ctrl-C too: what was found is kept
-            path = write_report(explorer.result, args.budget, args.out)
-            result = explorer.result
-            out.print(escape(
-                f"{result.schedules} schedule(s), {len(result.tried)} play(s), "
-                f"{len(result.findings)} finding(s); report: {path}"
-            ))  # fmt: skip
-    return 1 if explorer.result.findings else 0
+    result = explore(
+        settings.app, settings.guarantee, budget_s=args.budget, seed=args.seed,
+        families=args.families, out=args.out, findings=args.findings, records=args.records,
+        ordered=args.ordered, options=settings.replace(app=None, guarantee=None).run_options(),
+        kafka_version=settings.kafka_version, kafka_backend=settings.kafka_backend,
+        kafka_image=settings.kafka_image, spark_master=settings.spark_master,
+        progress=lambda line: out.print(escape(line)),
+    )  # fmt: skip
+    return 1 if result.findings else 0

@@ -30,7 +30,9 @@ from benchmarks.__main__ import BENCHMARKS
 from benchmarks.matrix import GROUPS as MATRIX_GROUPS
 from kafka_replay.apps import AppSpec
 from kafka_replay.cli import build_parser
+from kafka_replay.cli_explore import SHARED as EXPLORE_OPTIONS
 from kafka_replay.definitions.app_option import named_app
+from kafka_replay.exploring.families import choose_families
 from kafka_replay.replay.compare import parse_setup
 from kafka_replay.replay.settings import COMPARE, RUN, RunSettings
 from kafka_replay.servers.ports import free_ports
@@ -92,6 +94,9 @@ def check_kafka_replay(argv: list[str]) -> None:
     args = build_parser().parse_args(argv)
     if args.command in ("run", "compare"):
         RunSettings.from_args(args, RUN if args.command == "run" else COMPARE)
+    if args.command == "explore":
+        RunSettings.from_args(args, only=EXPLORE_OPTIONS)
+        choose_families(args.families)
     if args.command == "compare":
         for setup in (args.baseline, args.candidate):
             if setup is not None:

@@ -37,7 +37,7 @@ def test_every_drawn_schedule_is_a_definition_the_engine_reads(family: str, tmp_
             incident = load_incident(path)
             assert incident.name == schedule.name
             fault_steps = [s for f in schedule.faults for s in f.steps]
-            assert len(incident.steps) == 4 + len(schedule.faults) + len(fault_steps)
+            assert len(incident.steps) == 5 + len(schedule.faults) + len(fault_steps)
 
 
 def test_unknown_families_are_refused_naming_the_allowed_ones() -> None:

@@ -282,7 +282,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "replay": {"apps", "checker", "cluster", "definitions", "judging", "playing", "plugins",
                    "servers", "sinks"},
         # drawing, playing and shrinking schedules: over the engine
-        "exploring": {"definitions", "playing", "report"},
+        "exploring": {"definitions", "playing", "report", "servers"},
         # the faces
         "cli": {"apps", "checker", "cli_capture", "cli_compare", "cli_explore", "cli_report",
                 "cluster", "console", "definitions", "history", "interrupts", "kafka_replay",
@@ -290,7 +290,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "cli_capture": {"console", "workload"},
         "cli_compare": {"checker", "console", "definitions", "history", "playing", "replay",
                         "report", "servers"},
-        "cli_explore": {"console", "exploring", "playing", "replay", "servers"},
+        "cli_explore": {"console", "exploring", "replay"},
         "cli_report": {"console", "playing", "report"},
         "pytest_plugin": {"checker", "cluster", "definitions", "playing", "replay", "report",
                           "servers"},

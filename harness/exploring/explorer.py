@@ -9,7 +9,7 @@ one after another in one session, so brokers and Spark stay warm between them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from kafka_replay.playing.session import CatalogSession
 from kafka_replay.report.outcome import Outcome
 
 from .families import Family
-from .schedule import Fault, Schedule, definition_text, draw, simpler_faults
+from .schedule import RECORDS, Fault, Schedule, definition_text, draw, simpler_faults
 from .shrinking import shrink
 
 #: What breaks a service, the worst first, with the symptom that says so in a definition.
@@ -44,7 +44,10 @@ def kinds_of(outcome: Outcome, guarantee: str, ordered: bool) -> set[str]:
         found.add("duplicated")
     if ordered and outcome.anomalies.get("reordered", 0):
         found.add("reordered")
-    if outcome.symptoms.get("backlog_drained") is False:
+    unseen = ("unseen_at_deadline", "behind_open_transaction")
+    if outcome.symptoms.get("backlog_drained") is False or any(
+        outcome.anomalies.get(name, 0) for name in unseen
+    ):
         found.add("not drained")
     if outcome.symptoms.get("crash_loops"):
         found.add("crash loop")
@@ -84,6 +87,8 @@ class Exploration:
     apart: list[str] = field(default_factory=list)
     schedules: int = 0
     started: float = field(default_factory=time.monotonic)
+    #: ``explore.md``, once written.
+    report: Path | None = None
 
 
 class Explorer:
@@ -103,11 +108,12 @@ class Explorer:
         work_dir: Path,
         ordered: bool = False,
         wanted: int = 1,
+        records: int = RECORDS,
         progress: Callable[[str], None] = print,
     ) -> None:
         self.session, self.options, self.app, self.guarantee = session, options, app, guarantee
         self.families, self.budget_s = families, budget_s
-        self.ordered, self.wanted = ordered, wanted
+        self.ordered, self.wanted, self.records = ordered, wanted, records
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
         self.result = Exploration(seed)
         self._plays = 0
@@ -118,7 +124,7 @@ class Explorer:
     def explore(self) -> Exploration:
         """Draw and play schedules until the budget is spent; the result, as far as it got."""
         while not self.out_of_time() and len(self.result.findings) < self.wanted:
-            schedule = draw(self.result.seed, self.result.schedules, self.families)
+            schedule = draw(self.result.seed, self.result.schedules, self.families, self.records)
             self.result.schedules += 1
             self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
             found = self.play(schedule, "vulnerable")
@@ -133,7 +139,12 @@ class Explorer:
                 self.result.apart.append(schedule.name)
                 continue
             self.progress(f"  {kind}, confirmed; shrinking {len(schedule.faults)} fault(s)")
-            self._keep(kind, schedule, self._shrunk(kind, schedule))
+            smallest = [schedule]  # the smallest confirmed so far: kept on Ctrl-C as well
+            try:
+                self._keep(kind, schedule, self._shrunk(kind, schedule, smallest))
+            except KeyboardInterrupt:
+                self._keep(kind, schedule, smallest[-1])
+                raise
         return self.result
 
     def play(self, schedule: Schedule, profile: str, kind: str | None = None) -> set[str]:
@@ -142,7 +153,8 @@ class Explorer:
         name = f"{schedule.name}-play-{self._plays}"
         path = self.work_dir / f"{name}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        signature = dict([KINDS[kind or "lost"]])
+        # every kind's symptom named, so that each is measured; only ``kind``'s when confirming
+        signature = dict([KINDS[kind]]) if kind else dict(KINDS.values())
         path.write_text(definition_text(schedule, self.app, self.guarantee, signature, name=name))
         incident = load_incident(path)
         started = time.monotonic()
@@ -155,17 +167,26 @@ class Explorer:
         )  # fmt: skip
         said = ", ".join(sorted(found)) or (f"did not play: {outcome.error}" if outcome.error
                                              else f"{self.guarantee} held")  # fmt: skip
-        self.progress(f"  {service}: {said} ({time.monotonic() - started:.0f} s)")
+        stages = ", ".join(f"{stage} {s:.0f} s" for stage, s in outcome.stage_s.items() if s >= 1)
+        self.progress(f"  {service}: {said} ({time.monotonic() - started:.0f} s: {stages})")
         return found
 
-    def confirmed(self, schedule: Schedule, kind: str, already: int = 0) -> bool:
-        """Whether ``kind`` comes back in 2 of 3 plays (``already``: plays that showed it)."""
+    def confirmed(
+        self, schedule: Schedule, kind: str, already: int = 0, eager: bool = False
+    ) -> bool:
+        """Whether ``kind`` comes back in 2 of 3 plays (``already``: plays that showed it).
+
+        ``eager``: a first play without it rejects the schedule (a shrinking candidate: a
+        smaller finding missed costs less than a play).
+        """
         hits, plays = already, already
         while plays < CONFIRM_PLAYS:
             if hits >= CONFIRM_NEEDED or hits + CONFIRM_PLAYS - plays < CONFIRM_NEEDED:
                 break
             hits += kind in self.play(schedule, "vulnerable", kind)
             plays += 1
+            if eager and plays == 1 and not hits:
+                break
         return hits >= CONFIRM_NEEDED
 
     def reference_breaks(self, schedule: Schedule) -> bool:
@@ -176,13 +197,19 @@ class Explorer:
                           "the schedule, not the service; reported apart")  # fmt: skip
         return bool(found)
 
-    def _shrunk(self, kind: str, schedule: Schedule) -> Schedule:
+    def _shrunk(self, kind: str, schedule: Schedule, smallest: list[Schedule]) -> Schedule:
         def still_fails(faults: tuple[Fault, ...]) -> bool:
             candidate = replace(schedule, faults=faults)
             self.progress("  trying " + ("; ".join(candidate.timeline()) or "no fault"))
-            return self.confirmed(candidate, kind)
+            if self.confirmed(candidate, kind, eager=True):
+                smallest.append(candidate)
+                return True
+            return False
 
-        faults = shrink(schedule.faults, still_fails, simpler_faults, self.out_of_time)
+        def simpler(fault: Fault) -> Iterator[Fault]:
+            return simpler_faults(fault, schedule.shape.records)
+
+        faults = shrink(schedule.faults, still_fails, simpler, self.out_of_time)
         shrunk = replace(schedule, faults=faults)
         if faults != schedule.faults and self.reference_breaks(shrunk):
             return schedule

@@ -82,7 +82,7 @@ def _requests(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
          ("OffsetCommit", "delay"), ("Produce", "cut"))
     )  # fmt: skip
     step: dict[str, Any] = {"do": "kafka_fault", "api": api, "action": action, "clients": "app",
-                            "nth": rng.randint(1, 20), "count": rng.randint(1, 4)}  # fmt: skip
+                            "nth": rng.randint(1, 8), "count": rng.randint(1, 3)}  # fmt: skip
     if action == "delay":
         step["delay_ms"] = rng.choice((500, 2000, 5000))
     return (step,)

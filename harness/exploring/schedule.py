@@ -17,14 +17,17 @@ from typing import Any
 
 from .families import Family, Shape, Step
 
-#: The workload every schedule plays: onboarding events, 80 a second for 15 s.
+#: The workload every schedule plays: onboarding events, 80 a second (1,200: 15 s).
 RECORDS = 1200
 RATE = 80.0
 KEYS = 60
-#: Faults start once this share of the records is acknowledged, at the earliest and latest.
-EARLIEST, LATEST = 0.08, 0.75
+#: Faults start once this share of the records is acknowledged, at the earliest ...
+EARLIEST = 0.08
+#: ... and at the latest while this many seconds of records are still to come (or halfway):
+#: what a fault does must reach the records that follow it, in every play alike.
+TAIL_S = 5.0
 MAX_FAULTS = 3
-DRAIN_S = 60
+DRAIN_S = 30
 #: The reference service for each guarantee: the catalog's correct app, which must survive a
 #: schedule for a finding to count as the service's (not Kafka's or the harness's).
 REFERENCE_APPS = {
@@ -60,34 +63,40 @@ class Schedule:
         return [fault.describe() for fault in self.faults]
 
 
-def draw(seed: int, index: int, families: Sequence[Family]) -> Schedule:
-    """The ``index``-th schedule of ``seed``: 1 to 3 faults from ``families`` over the workload."""
+def draw(seed: int, index: int, families: Sequence[Family], records: int = RECORDS) -> Schedule:
+    """The ``index``-th schedule of ``seed``: 1 to 3 faults from ``families`` over ``records``."""
     rng = random.Random(f"{seed}:{index}")
-    shape = Shape(partitions=rng.choice((2, 3, 4)), instances=rng.choice((1, 2)), records=RECORDS)
+    shape = Shape(partitions=rng.choice((2, 3, 4)), instances=rng.choice((1, 2)), records=records)
     faults = []
     for _ in range(rng.randint(1, MAX_FAULTS)):
         family = rng.choice(list(families))
-        after = rng.randint(int(RECORDS * EARLIEST), int(RECORDS * LATEST))
+        after = rng.randint(int(records * EARLIEST), latest_ack(records))
         faults.append(Fault(family.name, after, family.draw(rng, shape)))
     return Schedule(seed, index, shape, tuple(sorted(faults, key=lambda f: f.after_acks)))
 
 
-def simpler_faults(fault: Fault) -> Iterator[Fault]:
+def latest_ack(records: int) -> int:
+    """The most acks a fault waits for: ``TAIL_S`` of records after it, or half of them."""
+    return max(records // 2, records - int(RATE * TAIL_S))
+
+
+def simpler_faults(fault: Fault, records: int = RECORDS) -> Iterator[Fault]:
     """Smaller versions of one fault, the simplest first: fewer times and counts, shorter
-    durations, a later start."""
+    durations, a later start (as late as faults are drawn, in a workload of ``records``)."""
     for i, step in enumerate(fault.steps):
         for key, value in step.items():
-            smaller = _smaller(key, value)
+            smaller = _smaller(step["do"], key, value)
             if smaller is not None:
                 steps = (*fault.steps[:i], {**step, key: smaller}, *fault.steps[i + 1 :])
                 yield replace(fault, steps=steps)
-    later = (fault.after_acks + int(RECORDS * LATEST)) // 2
-    if later > fault.after_acks + 20:
-        yield replace(fault, after_acks=later)
+    if fault.after_acks < latest_ack(records):
+        yield replace(fault, after_acks=latest_ack(records))
 
 
-def _smaller(key: str, value: Any) -> Any:
-    if key in ("times", "count") and isinstance(value, int) and value > 1:
+def _smaller(step_kind: str, key: str, value: Any) -> Any:
+    """A smaller value of one field, or None (a partition count is a topic's size, not a
+    fault's strength: it stays)."""
+    if key in ("times", "count") and step_kind != "add_partitions" and value > 1:
         return 1
     if key in ("seconds", "delay_ms", "latency_ms") and isinstance(value, (int, float)):
         floor = {"seconds": 1.0, "delay_ms": 500, "latency_ms": 50}[key]
@@ -103,6 +112,8 @@ def steps_of(schedule: Schedule) -> list[dict[str, Any]]:
     acks are in, then every record produced and the backlog drained."""
     steps: list[dict[str, Any]] = [
         {"do": "start_apps"},
+        # as in production, the service has its partitions before records flow
+        {"do": "idle", "seconds": 3, "label": "service up"},
         {"do": "produce", "workload": "events", "background": True},
     ]
     for fault in schedule.faults:
@@ -133,20 +144,26 @@ def definition_text(
         f"seed = {schedule.seed}",
         "time_scale = "
         + _value(
-            f"Drawn, not from a post: {RECORDS} onboarding events at {RATE:g} a second over "
+            f"Drawn, not from a post: {shape.records} onboarding events at {RATE:g} a second over "
             f"{shape.partitions} partitions, {shape.instances} instance(s) of the app, and "
             f"{len(schedule.faults)} fault(s) that each heal within seconds, before the drain. "
             "Each fault stands for the same event in production (a crash, a broker's pause, "
-            "a network fault): only its order among the records matters, not the hours around it."
+            "a network fault): only its order among the records matters, not the hours around it. "
+            "Clients learn of new partitions within seconds (the workload producer's metadata "
+            "every second, the service's every 2 s), where production takes up to 5 minutes."
         ),
         "",
         "[topics]",
         f"input = {shape.partitions}",
         f"output = {shape.partitions}",
         "",
+        "[producer]",
+        '"topic.metadata.refresh.interval.ms" = 1000',
+        "",
         "[client]",
         '"session.timeout.ms" = 6000',
         '"heartbeat.interval.ms" = 1000',
+        '"metadata.max.age.ms" = 2000',
         "",
         "[app]",
         f"command = {_value(app)}",
@@ -154,7 +171,7 @@ def definition_text(
         "",
         "[workloads.events]",
         'generator = "student_onboarding"',
-        f"count = {RECORDS}",
+        f"count = {shape.records}",
         f"students = {KEYS}",
         f"rate = {RATE}",
         f"seed = {schedule.seed}",

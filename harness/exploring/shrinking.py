@@ -22,10 +22,11 @@ def shrink(
     simpler: Callable[[Fault], Iterable[Fault]],
     out_of_time: Callable[[], bool] = lambda: False,
 ) -> tuple[Fault, ...]:
-    """The smallest faults found that ``still_fails``; ``faults`` itself is known to fail."""
+    """The smallest faults found that ``still_fails``; ``faults`` itself is known to fail.
+    None at all when the service fails without any fault."""
     kept = tuple(faults)
     removed = True
-    while removed and len(kept) > 1:
+    while removed and kept:
         removed = False
         for i in range(len(kept)):
             if out_of_time():

@@ -1,0 +1,82 @@
+"""``kafka-replay explore`` end to end on real Kafka: a service written from the contract alone
+with a defect (``auto.offset.reset = latest``) is found broken under drawn partition growth,
+the finding confirmed, checked against the reference service, shrunk, written as a definition,
+and that definition replays it; bad input is one ``error:`` line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.exploring.families import choose_families
+from kafka_replay.exploring.schedule import draw
+from tests.test_catalog_cli import kafka_replay
+
+LATEST_START = f"{sys.executable} -m tests.apps.latest_start"
+#: Its first schedule over the partitions family is one fault: the input topic grown mid-stream.
+SEED, RECORDS = 26, 800
+
+
+def test_the_seed_draws_one_partition_growth_first() -> None:
+    (fault,) = draw(SEED, 0, choose_families("partitions"), RECORDS).faults
+    assert fault.steps[0]["do"] == "add_partitions"
+
+
+def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> None:
+    out = tmp_path / "found"
+    explored = subprocess.run(
+        kafka_replay(
+            "explore", "--app", LATEST_START, "--guarantee", "at-least-once",
+            "--families", "partitions", "--seed", str(SEED), "--records", str(RECORDS),
+            "--budget", "8m", "--out", str(out),
+        ),
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    said = explored.stdout + explored.stderr
+    assert explored.returncode == 1, said
+    assert "reference: at-least-once held" in said, said
+    (written,) = out.glob("*.toml")
+    assert written.name == f"lost-{SEED}-0.toml"
+    finding = load_incident(written)
+    assert [str(c) for c in finding.signature] == ["inputs_lost >= 1"]
+    faults = [
+        s
+        for s in finding.steps
+        if s.do not in ("start_apps", "idle", "produce", "wait_acks", "wait_produced", "drain")
+    ]
+    assert [s.do for s in faults] == ["add_partitions"], said  # no fault alone loses nothing
+    report = (out / "explore.md").read_text()
+    assert f"## lost: `{written.name}`" in report and "| reference |" in report
+
+    replayed = subprocess.run(
+        kafka_replay("run", "--incidents", str(out), written.stem, "--profile", "vulnerable"),
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "reproduced (vulnerable)" in replayed.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--guarantee", "at-least-once"], "--app is required"),
+        (["--app", LATEST_START], "--guarantee is required"),
+        (["--app", LATEST_START, "--guarantee", "at-least-once", "--families", "disks"],
+         "unknown family disks"),
+        (["--app", LATEST_START, "--guarantee", "at-least-once", "--records", "5"],
+         "--records must be 100 or more"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_error_line(argv: list[str], message: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        kafka_replay("explore", *argv, "--out", str(tmp_path / "out")),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and message in errors[0], done.stderr
+    assert not (tmp_path / "out").exists()

@@ -20,6 +20,7 @@ from benchmarks import (
     checker_warm,
     collection,
     compare_matrix,
+    explore,
     installers,
     lanes,
     leaks,
@@ -49,6 +50,7 @@ BENCHMARKS = {
     "installers": installers.run,
     "matrix": matrix.run,
     "shards": shards.run,
+    "explore": explore.run,
 }
 # long: only when named
 ON_REQUEST = (
@@ -63,6 +65,7 @@ ON_REQUEST = (
     "installers",
     "matrix",
     "shards",
+    "explore",
 )
 
 
@@ -94,12 +97,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--shards", type=int, default=3, help="shards: how many parts the catalog is split into"
     )
+    parser.add_argument(
+        "--budget-s", type=float, default=900.0, help="explore: each service's budget in seconds"
+    )
     args = parser.parse_intermixed_args(argv)  # stability's incidents may follow its options
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries
         logging.getLogger(noisy).setLevel(logging.ERROR)
     names, args.incidents = list(args.names), []
-    taking_runs = ("stability", "checker-warm", "producer-findings", "matrix")
+    taking_runs = ("stability", "checker-warm", "producer-findings", "matrix", "explore")
     for taking in taking_runs:  # the names after it are its runs
         if taking in names:
             cut = names.index(taking) + 1

@@ -72,6 +72,8 @@ class Finding:
     drawn: Schedule
     shrunk: Schedule
     path: Path
+    #: Seconds from the exploration's start until it was written.
+    found_s: float
 
 
 @dataclass
@@ -226,5 +228,6 @@ class Explorer:
                 + "; ".join(shrunk.timeline()),
             )
         )  # fmt: skip
-        self.result.findings.append(Finding(kind, drawn, shrunk, path))
+        found_s = time.monotonic() - self.result.started
+        self.result.findings.append(Finding(kind, drawn, shrunk, path, found_s))
         self.progress(f"finding: {kind} under {len(shrunk.faults)} fault(s), written to {path}")

@@ -10,10 +10,11 @@ import pytest
 
 from kafka_replay.cli_explore import parse_budget
 from kafka_replay.definitions.definition import load_incident
-from kafka_replay.exploring.explorer import KINDS, kinds_of
+from kafka_replay.exploring.explorer import KINDS, ExploreError, Explorer, kinds_of
 from kafka_replay.exploring.families import FAMILIES, choose_families
 from kafka_replay.exploring.schedule import Fault, definition_text, draw, simpler_faults
 from kafka_replay.exploring.shrinking import shrink
+from kafka_replay.playing.run_options import RunOptions
 from kafka_replay.report.outcome import Outcome
 
 APP = "{python} -m tests.apps.commit_first"
@@ -103,3 +104,59 @@ def test_what_breaks_a_guarantee() -> None:
     assert (
         kinds_of(_outcome({}, backlog_drained=True, crash_loops=0), "exactly-once", True) == set()
     )
+
+
+class ScriptedSession:
+    """Stands in for the brokers and Spark in tests of the exploration's own decisions (which
+    play confirms, which is set apart, when to give up): each run's outcome is scripted by
+    profile. The real plays are in tests/test_explore_cli.py."""
+
+    def __init__(self, yours: list[dict[str, int] | str], reference: dict[str, int]) -> None:
+        self.yours, self.reference, self.played = list(yours), reference, []
+
+    def run(self, incident: object, profile: str, options: object) -> Outcome:
+        self.played.append(profile)
+        if profile == "remediated":
+            return _outcome(self.reference)
+        script = self.yours.pop(0) if self.yours else {}
+        if isinstance(script, str):
+            outcome = _outcome({})
+            outcome.error = script
+            return outcome
+        return _outcome(script)
+
+
+def _explorer(session: ScriptedSession, tmp_path: Path) -> Explorer:
+    return Explorer(
+        session, RunOptions(), app=APP, guarantee="at-least-once",  # type: ignore[arg-type]
+        families=choose_families("app"), seed=5, budget_s=600, out_dir=tmp_path / "out",
+        work_dir=tmp_path / "work", progress=lambda line: None,
+    )  # fmt: skip
+
+
+def test_a_finding_is_kept_when_it_comes_back_and_the_reference_survives(tmp_path: Path) -> None:
+    lost = {"lost": 3}
+    # drawn, missed once, back; the reference holds; then each shrinking candidate misses
+    session = ScriptedSession([lost, {}, lost], reference={})
+    result = _explorer(session, tmp_path).explore()
+    (finding,) = result.findings
+    assert finding.kind == "lost" and finding.shrunk == finding.drawn
+    assert session.played[:4] == ["vulnerable", "vulnerable", "vulnerable", "remediated"]
+    written = load_incident(finding.path)
+    assert [str(c) for c in written.signature] == ["inputs_lost >= 1"]
+
+
+def test_a_schedule_the_reference_service_breaks_too_is_set_apart(tmp_path: Path) -> None:
+    lost = {"lost": 3}
+    session = ScriptedSession([lost, lost], reference={"lost": 1})
+    explorer = _explorer(session, tmp_path)
+    explorer.out_of_time = lambda: len(session.played) >= 3  # type: ignore[method-assign]
+    result = explorer.explore()
+    assert not result.findings and result.apart == ["explored-5-0"]
+
+
+def test_a_service_that_never_plays_stops_the_exploration(tmp_path: Path) -> None:
+    session = ScriptedSession(["exited with code 3"] * 5, reference={})
+    with pytest.raises(ExploreError, match="3 times in a row; the last time: exited with code 3"):
+        _explorer(session, tmp_path).explore()
+    assert session.played == ["vulnerable"] * 3

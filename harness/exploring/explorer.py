@@ -32,6 +32,13 @@ KINDS: dict[str, tuple[str, str]] = {
 }
 #: A finding must come back in this many of its plays.
 CONFIRM_PLAYS, CONFIRM_NEEDED = 3, 2
+#: Plays of the service in a row that could not be played before the exploration gives up:
+#: a service that does not start, or a cluster that does not serve, would spend the budget.
+ERRORS_IN_A_ROW = 3
+
+
+class ExploreError(ValueError):
+    """The exploration cannot go on (its message is the one ``error:`` line)."""
 
 
 def kinds_of(outcome: Outcome, guarantee: str, ordered: bool) -> set[str]:
@@ -119,6 +126,7 @@ class Explorer:
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
         self.result = Exploration(seed)
         self._plays = 0
+        self._errors_in_a_row = 0
 
     def out_of_time(self) -> bool:
         return time.monotonic() - self.result.started >= self.budget_s
@@ -171,7 +179,18 @@ class Explorer:
                                              else f"{self.guarantee} held")  # fmt: skip
         stages = ", ".join(f"{stage} {s:.0f} s" for stage, s in outcome.stage_s.items() if s >= 1)
         self.progress(f"  {service}: {said} ({time.monotonic() - started:.0f} s: {stages})")
+        self._give_up_after(service, outcome.error)
         return found
+
+    def _give_up_after(self, service: str, error: str | None) -> None:
+        if service != "yours":
+            return
+        self._errors_in_a_row = self._errors_in_a_row + 1 if error else 0
+        if self._errors_in_a_row >= ERRORS_IN_A_ROW:
+            raise ExploreError(
+                f"your service could not be played {ERRORS_IN_A_ROW} times in a row; the last "
+                f"time: {error}"
+            )
 
     def confirmed(
         self, schedule: Schedule, kind: str, already: int = 0, eager: bool = False

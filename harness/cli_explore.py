@@ -22,6 +22,11 @@ from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
 SHARED = ("app", "guarantee", "payload", "output_id", "client_config", "broker_config",
           "group_protocol", "client_library", "kafka_version", "kafka_backend", "kafka_image",
           "spark_master")  # fmt: skip
+EXPLORE_HELP = {
+    "app": "your service (required): a command line (the contract's placeholders allowed) or "
+    "module:function",
+    "guarantee": "what your service promises (required): a schedule that breaks it is a finding",
+}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h)?$")
 
 
@@ -40,6 +45,8 @@ def add_explore_command(commands: Any) -> None:
         "and write it as an incident definition",
     )
     add_to_parser(explore, RUN, only=SHARED)
+    for action in explore._actions:  # the same options, said of the service explored
+        action.help = EXPLORE_HELP.get(action.dest, action.help)
     explore.add_argument(
         "--budget",
         type=parse_budget,

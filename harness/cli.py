@@ -345,7 +345,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     with leased_temp_dir("kafka-replay-") as scratch:
         work_dir = settings.report or scratch
         if args.lane:
-            _run_lane(settings, {i.name: i for i in incidents}, work_dir, args.runs_dir)
+            from kafka_replay.definitions.catalog import IncidentsByName, incident_directories
+
+            known = IncidentsByName(
+                {i.name: i for i in incidents}, incident_directories(args.incidents)
+            )
+            _run_lane(settings, known, work_dir, args.runs_dir)
             return 0
         if not runs:
             outcomes = []

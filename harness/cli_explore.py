@@ -72,6 +72,14 @@ def add_explore_command(commands: Any) -> None:
         "--findings", type=int, default=1, metavar="N", help="stop after N findings (default 1)"
     )
     explore.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="play N schedules side by side, each lane with brokers and Spark of its own "
+        "(default 1)",
+    )
+    explore.add_argument(
         "--records",
         type=int,
         default=RECORDS,
@@ -101,9 +109,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     result = explore(
         settings.app, settings.guarantee, budget_s=args.budget, seed=args.seed,
         families=args.families, out=args.out, findings=args.findings, records=args.records,
-        ordered=args.ordered, options=settings.replace(app=None, guarantee=None).run_options(),
-        kafka_version=settings.kafka_version, kafka_backend=settings.kafka_backend,
-        kafka_image=settings.kafka_image, spark_master=settings.spark_master,
+        ordered=args.ordered, jobs=args.jobs, settings=settings,
         progress=lambda line: out.print(escape(line)),
     )  # fmt: skip
     return 1 if result.findings else 0

@@ -1,7 +1,7 @@
 """``kafka-replay explore`` end to end on real Kafka: a service written from the contract alone
 with a defect (``auto.offset.reset = latest``) is found broken under drawn partition growth,
-the finding confirmed, checked against the reference service, shrunk, written as a definition,
-and that definition replays it; bad input is one ``error:`` line."""
+in two lanes, the finding confirmed, checked against the reference service, shrunk, written as
+a definition, and that definition replays it; bad input is one ``error:`` line."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> 
         kafka_replay(
             "explore", "--app", LATEST_START, "--guarantee", "at-least-once",
             "--families", "partitions", "--seed", str(SEED), "--records", str(RECORDS),
-            "--budget", "8m", "--out", str(out),
+            "--budget", "8m", "--jobs", "2", "--out", str(out),
         ),
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip

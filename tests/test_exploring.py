@@ -14,7 +14,6 @@ from kafka_replay.exploring.explorer import KINDS, ExploreError, Explorer, kinds
 from kafka_replay.exploring.families import FAMILIES, choose_families
 from kafka_replay.exploring.schedule import Fault, definition_text, draw, simpler_faults
 from kafka_replay.exploring.shrinking import shrink
-from kafka_replay.playing.run_options import RunOptions
 from kafka_replay.report.outcome import Outcome
 
 APP = "{python} -m tests.apps.commit_first"
@@ -39,6 +38,13 @@ def test_every_drawn_schedule_is_a_definition_the_engine_reads(family: str, tmp_
             assert incident.name == schedule.name
             fault_steps = [s for f in schedule.faults for s in f.steps]
             assert len(incident.steps) == 5 + len(schedule.faults) + len(fault_steps)
+
+
+def test_partitions_grow_at_every_drawn_increase() -> None:
+    for index in range(40):
+        schedule = draw(9, index, choose_families("partitions"))
+        counts = [s["count"] for f in schedule.faults for s in f.steps]
+        assert counts == sorted(set(counts)) and counts[0] > schedule.shape.partitions
 
 
 def test_unknown_families_are_refused_naming_the_allowed_ones() -> None:
@@ -106,15 +112,23 @@ def test_what_breaks_a_guarantee() -> None:
     )
 
 
-class ScriptedSession:
+class ScriptedPlayer:
     """Stands in for the brokers and Spark in tests of the exploration's own decisions (which
-    play confirms, which is set apart, when to give up): each run's outcome is scripted by
+    play confirms, which is set apart, when to give up): each play's outcome is scripted by
     profile. The real plays are in tests/test_explore_cli.py."""
 
-    def __init__(self, yours: list[dict[str, int] | str], reference: dict[str, int]) -> None:
-        self.yours, self.reference, self.played = list(yours), reference, []
+    def __init__(
+        self, yours: list[dict[str, int] | str], reference: dict[str, int], jobs: int = 1
+    ) -> None:
+        self.yours, self.reference, self.jobs = list(yours), reference, jobs
+        self.played: list[str] = []
+        self.rounds: list[int] = []
 
-    def run(self, incident: object, profile: str, options: object) -> Outcome:
+    def play(self, plays: list[tuple[Path, str]]) -> list[Outcome]:
+        self.rounds.append(len(plays))
+        return [self._one(profile) for _, profile in plays]
+
+    def _one(self, profile: str) -> Outcome:
         self.played.append(profile)
         if profile == "remediated":
             return _outcome(self.reference)
@@ -125,38 +139,54 @@ class ScriptedSession:
             return outcome
         return _outcome(script)
 
+    def close(self) -> None:
+        pass
 
-def _explorer(session: ScriptedSession, tmp_path: Path) -> Explorer:
+
+def _explorer(player: ScriptedPlayer, tmp_path: Path) -> Explorer:
     return Explorer(
-        session, RunOptions(), app=APP, guarantee="at-least-once",  # type: ignore[arg-type]
-        families=choose_families("app"), seed=5, budget_s=600, out_dir=tmp_path / "out",
-        work_dir=tmp_path / "work", progress=lambda line: None,
+        player, app=APP, guarantee="at-least-once", families=choose_families("app"), seed=5,
+        budget_s=600, out_dir=tmp_path / "out", work_dir=tmp_path / "work",
+        progress=lambda line: None,
     )  # fmt: skip
 
 
 def test_a_finding_is_kept_when_it_comes_back_and_the_reference_survives(tmp_path: Path) -> None:
     lost = {"lost": 3}
     # drawn, missed once, back; the reference holds; then each shrinking candidate misses
-    session = ScriptedSession([lost, {}, lost], reference={})
-    result = _explorer(session, tmp_path).explore()
+    player = ScriptedPlayer([lost, {}, lost], reference={})
+    result = _explorer(player, tmp_path).explore()
     (finding,) = result.findings
     assert finding.kind == "lost" and finding.shrunk == finding.drawn
-    assert session.played[:4] == ["vulnerable", "vulnerable", "vulnerable", "remediated"]
+    assert player.played[:4] == ["vulnerable", "vulnerable", "vulnerable", "remediated"]
     written = load_incident(finding.path)
     assert [str(c) for c in written.signature] == ["inputs_lost >= 1"]
 
 
 def test_a_schedule_the_reference_service_breaks_too_is_set_apart(tmp_path: Path) -> None:
     lost = {"lost": 3}
-    session = ScriptedSession([lost, lost], reference={"lost": 1})
-    explorer = _explorer(session, tmp_path)
-    explorer.out_of_time = lambda: len(session.played) >= 3  # type: ignore[method-assign]
+    player = ScriptedPlayer([lost, lost], reference={"lost": 1})
+    explorer = _explorer(player, tmp_path)
+    explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
     result = explorer.explore()
     assert not result.findings and result.apart == ["explored-5-0"]
 
 
 def test_a_service_that_never_plays_stops_the_exploration(tmp_path: Path) -> None:
-    session = ScriptedSession(["exited with code 3"] * 5, reference={})
+    player = ScriptedPlayer(["exited with code 3"] * 5, reference={})
     with pytest.raises(ExploreError, match="3 times in a row; the last time: exited with code 3"):
-        _explorer(session, tmp_path).explore()
-    assert session.played == ["vulnerable"] * 3
+        _explorer(player, tmp_path).explore()
+    assert player.played == ["vulnerable"] * 3
+
+
+def test_side_by_side_schedules_are_drawn_and_confirmed_in_rounds(tmp_path: Path) -> None:
+    lost = {"lost": 3}
+    # two drawn at once, the second breaks; one more play confirms it (2 of 2 needed at once
+    # would be one too many); the reference; a shrinking candidate's round of two misses
+    player = ScriptedPlayer([{}, lost, lost], reference={}, jobs=2)
+    explorer = _explorer(player, tmp_path)
+    result = explorer.explore()
+    (finding,) = result.findings
+    assert finding.drawn.index == 1
+    assert player.rounds[:3] == [2, 1, 1]
+    assert player.played[:4] == ["vulnerable", "vulnerable", "vulnerable", "remediated"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -60,6 +60,26 @@ def incident_directories(extra: Iterable[str | Path] = (), start: Path | None = 
         if directory is not None:
             unique.setdefault(directory.resolve(), None)
     return list(unique)
+
+
+class IncidentsByName(dict[str, Incident]):
+    """Incidents by name; a name not among them is read from ``NAME.toml`` in one of
+    ``directories`` when first asked (a lane of ``kafka-replay explore`` is given definitions
+    drawn after it started)."""
+
+    def __init__(self, incidents: Mapping[str, Incident], directories: Iterable[Path]) -> None:
+        super().__init__(incidents)
+        self.directories = tuple(directories)
+
+    def __missing__(self, name: str) -> Incident:
+        from .definition import load_incident
+
+        for directory in self.directories:
+            path = directory / f"{name}.toml"
+            if path.is_file():
+                self[name] = incident = load_incident(path)
+                return incident
+        raise KeyError(name)
 
 
 @cache

@@ -1,19 +1,22 @@
 """One exploration from start to end, for the command line and for a team's own tests:
-brokers and Spark for its plays, the explorer, and the report written whatever happens."""
+where its plays run, the explorer, and the report written whatever happens."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from kafka_replay.playing.run_options import RunOptions
+from kafka_replay.playing.parallel import WorkerFailed
 from kafka_replay.playing.session import CatalogSession
+from kafka_replay.replay.settings import RunSettings
 from kafka_replay.servers.reaper import leased_temp_dir
 
-from .explorer import Exploration, Explorer
+from .explorer import Exploration, ExploreError, Explorer
 from .families import choose_families
 from .findings import write_report
+from .players import InLanes, InTurn, Player
 from .schedule import RECORDS, REFERENCE_APPS
 
 
@@ -28,44 +31,46 @@ def explore(
     findings: int = 1,
     records: int = RECORDS,
     ordered: bool = False,
-    options: RunOptions | None = None,
-    kafka_version: str | None = None,
-    kafka_backend: str | None = None,
-    kafka_image: str | None = None,
-    spark_master: str | None = None,
+    jobs: int = 1,
+    settings: RunSettings | None = None,
     progress: Callable[[str], None] = print,
 ) -> Exploration:
     """Search for a schedule of faults under which ``app`` breaks ``guarantee``.
 
     Findings are written to ``out`` as ``NAME.toml`` with ``explore.md`` and ``explore.html``;
     the report is written on Ctrl-C too, with what was found so far. ``families``: comma
-    separated names (default: every family that needs no extra component).
+    separated names (default: every family that needs no extra component). ``jobs``: plays
+    side by side, each lane with brokers and Spark of its own. ``settings``: what runs share
+    with ``kafka-replay run`` (the Kafka release and backend, client settings, a payload).
     """
     if guarantee not in REFERENCE_APPS:
         raise ValueError(f"guarantee is one of {', '.join(REFERENCE_APPS)}, got {guarantee!r}")
-    if findings < 1:
-        raise ValueError(f"--findings must be 1 or more, got {findings}")
-    if records < 100:
-        raise ValueError(f"--records must be 100 or more, got {records}")
+    for name, value, least in (("--findings", findings, 1), ("--records", records, 100),
+                               ("--jobs", jobs, 1)):  # fmt: skip
+        if value < least:
+            raise ValueError(f"{name} must be {least} or more, got {value}")
     drawn_from = choose_families(families)
+    settings = (settings or RunSettings()).replace(app=None, guarantee=None)
     seed = seed if seed is not None else secrets.randbelow(10**6)
     progress(
-        f"Exploring with seed {seed} for {budget_s:.0f} s, families: "
+        f"Exploring with seed {seed} for {budget_s:.0f} s, {jobs} play(s) at a time, families: "
         + ", ".join(f.name for f in drawn_from)
     )
     with leased_temp_dir("kafka-replay-explore-") as scratch:
-        session = CatalogSession(
-            scratch, kafka_version, kafka_backend, image=kafka_image, spark_master=spark_master
-        )
+        definitions = scratch / "schedules"
+        definitions.mkdir()
+        player = _player(jobs, settings, definitions, scratch)
         explorer = Explorer(
-            session, options or RunOptions(), app=app, guarantee=guarantee, families=drawn_from,
-            seed=seed, budget_s=budget_s, out_dir=out, work_dir=scratch / "schedules",
-            ordered=ordered, wanted=findings, records=records, progress=progress,
+            player, app=app, guarantee=guarantee, families=drawn_from, seed=seed,
+            budget_s=budget_s, out_dir=out, work_dir=definitions, ordered=ordered,
+            wanted=findings, records=records, progress=progress,
         )  # fmt: skip
         try:
-            with session:
-                explorer.explore()
+            explorer.explore()
+        except WorkerFailed as exc:
+            raise ExploreError(f"a lane of the exploration stopped: {exc}") from exc
         finally:  # Ctrl-C too: what was found is kept
+            player.close()
             result = explorer.result
             result.report = write_report(result, budget_s, out)
             progress(
@@ -73,3 +78,14 @@ def explore(
                 f"{len(result.findings)} finding(s); report: {result.report}"
             )
     return result
+
+
+def _player(jobs: int, settings: RunSettings, definitions: Path, scratch: Path) -> Player:
+    if jobs == 1:
+        session = CatalogSession(
+            scratch, settings.kafka_version, settings.kafka_backend, image=settings.kafka_image,
+            bootstrap_servers=settings.kafka_bootstrap, spark_master=settings.spark_master,
+        )  # fmt: skip
+        return InTurn(session, settings.run_options())
+    os.environ.update(settings.child_environment())  # the lanes inherit it
+    return InLanes(jobs, settings.argv(), definitions, scratch)

@@ -3,7 +3,8 @@ guarantee breaks, confirm it, check that the reference service survives it, shri
 write it down.
 
 Every play is a real run of the engine (brokers, the app as processes, the checker on Spark),
-one after another in one session, so brokers and Spark stay warm between them.
+given to a player (:mod:`.players`): one after another in this process, or side by side in
+lanes, each keeping its brokers and Spark warm between plays.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kafka_replay.definitions.definition import load_incident
-from kafka_replay.playing.run_options import RunOptions
-from kafka_replay.playing.session import CatalogSession
 from kafka_replay.report.outcome import Outcome
 
 from .families import Family
+from .players import Player
 from .schedule import RECORDS, Fault, Schedule, definition_text, draw, simpler_faults
 from .shrinking import shrink
 
@@ -105,8 +104,7 @@ class Explorer:
 
     def __init__(
         self,
-        session: CatalogSession,
-        options: RunOptions,
+        player: Player,
         *,
         app: str,
         guarantee: str,
@@ -120,7 +118,7 @@ class Explorer:
         records: int = RECORDS,
         progress: Callable[[str], None] = print,
     ) -> None:
-        self.session, self.options, self.app, self.guarantee = session, options, app, guarantee
+        self.player, self.app, self.guarantee = player, app, guarantee
         self.families, self.budget_s = families, budget_s
         self.ordered, self.wanted, self.records = ordered, wanted, records
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
@@ -132,55 +130,80 @@ class Explorer:
         return time.monotonic() - self.result.started >= self.budget_s
 
     def explore(self) -> Exploration:
-        """Draw and play schedules until the budget is spent; the result, as far as it got."""
+        """Draw and play schedules until the budget is spent; the result, as far as it got.
+
+        As many schedules are drawn at a time as the player plays side by side."""
         while not self.out_of_time() and len(self.result.findings) < self.wanted:
-            schedule = draw(self.result.seed, self.result.schedules, self.families, self.records)
-            self.result.schedules += 1
-            self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
-            found = self.play(schedule, "vulnerable")
-            if not found:
-                continue
-            kind = next(k for k in KINDS if k in found)
-            if not self.confirmed(schedule, kind, already=1):
-                self.result.unconfirmed.append(schedule.name)
-                self.progress(f"  {kind} did not come back: not kept")
-                continue
-            if self.reference_breaks(schedule):
-                self.result.apart.append(schedule.name)
-                continue
-            self.progress(f"  {kind}, confirmed; shrinking {len(schedule.faults)} fault(s)")
-            smallest = [schedule]  # the smallest confirmed so far: kept on Ctrl-C as well
-            try:
-                self._keep(kind, schedule, self._shrunk(kind, schedule, smallest))
-            except KeyboardInterrupt:
-                self._keep(kind, schedule, smallest[-1])
-                raise
+            drawn = [self._draw() for _ in range(self.player.jobs)]
+            found = self.play_all([(schedule, "vulnerable", None) for schedule in drawn])
+            for schedule, kinds in zip(drawn, found, strict=True):
+                if kinds and len(self.result.findings) < self.wanted:
+                    self._follow(schedule, next(k for k in KINDS if k in kinds))
         return self.result
+
+    def _draw(self) -> Schedule:
+        schedule = draw(self.result.seed, self.result.schedules, self.families, self.records)
+        self.result.schedules += 1
+        self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
+        return schedule
+
+    def _follow(self, schedule: Schedule, kind: str) -> None:
+        """Confirm a schedule that broke the service, check it is fair, shrink and keep it."""
+        if not self.confirmed(schedule, kind, already=1):
+            self.result.unconfirmed.append(schedule.name)
+            self.progress(f"  {schedule.name}: {kind} did not come back: not kept")
+            return
+        if self.reference_breaks(schedule):
+            self.result.apart.append(schedule.name)
+            return
+        self.progress(f"  {kind}, confirmed; shrinking {len(schedule.faults)} fault(s)")
+        smallest = [schedule]  # the smallest confirmed so far: kept on Ctrl-C as well
+        try:
+            self._keep(kind, schedule, self._shrunk(kind, schedule, smallest))
+        except KeyboardInterrupt:
+            self._keep(kind, schedule, smallest[-1])
+            raise
 
     def play(self, schedule: Schedule, profile: str, kind: str | None = None) -> set[str]:
         """One real run of ``schedule``; what broke (nothing when the run itself failed)."""
-        self._plays += 1
-        name = f"{schedule.name}-play-{self._plays}"
-        path = self.work_dir / f"{name}.toml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # every kind's symptom named, so that each is measured; only ``kind``'s when confirming
-        signature = dict([KINDS[kind]]) if kind else dict(KINDS.values())
-        path.write_text(definition_text(schedule, self.app, self.guarantee, signature, name=name))
-        incident = load_incident(path)
+        return self.play_all([(schedule, profile, kind)])[0]
+
+    def play_all(self, plays: Sequence[tuple[Schedule, str, str | None]]) -> list[set[str]]:
+        """Real runs of each ``(schedule, profile, kind looked for)``, side by side as the
+        player can; what broke in each."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        given = []
+        for schedule, profile, kind in plays:
+            self._plays += 1
+            name = f"{schedule.name}-play-{self._plays}"
+            path = self.work_dir / f"{name}.toml"
+            # every kind's symptom named, so that each is measured; only ``kind``'s when confirming
+            signature = dict([KINDS[kind]]) if kind else dict(KINDS.values())
+            path.write_text(
+                definition_text(schedule, self.app, self.guarantee, signature, name=name)
+            )
+            given.append((path, profile))
         started = time.monotonic()
-        outcome = self.session.run(incident, profile, self.options)
-        found = set() if outcome.error else kinds_of(outcome, self.guarantee, self.ordered)
-        service = "yours" if profile == "vulnerable" else "reference"
-        self.result.tried.append(
-            Tried(schedule.name, len(schedule.faults), service, sorted(found), outcome.error,
-                  round(time.monotonic() - started, 1))
-        )  # fmt: skip
-        said = ", ".join(sorted(found)) or (f"did not play: {outcome.error}" if outcome.error
-                                             else f"{self.guarantee} held")  # fmt: skip
-        stages = ", ".join(f"{stage} {s:.0f} s" for stage, s in outcome.stage_s.items() if s >= 1)
-        self.progress(f"  {service}: {said} ({time.monotonic() - started:.0f} s: {stages})")
-        self._give_up_after(service, outcome.error)
-        return found
+        outcomes = self.player.play(given)
+        seconds = time.monotonic() - started
+        found_each = []
+        for (schedule, profile, _), outcome in zip(plays, outcomes, strict=True):
+            found = set() if outcome.error else kinds_of(outcome, self.guarantee, self.ordered)
+            found_each.append(found)
+            service = "yours" if profile == "vulnerable" else "reference"
+            self.result.tried.append(
+                Tried(schedule.name, len(schedule.faults), service, sorted(found), outcome.error,
+                      round(outcome.duration_s, 1))
+            )  # fmt: skip
+            said = ", ".join(sorted(found)) or (f"did not play: {outcome.error}" if outcome.error
+                                                 else f"{self.guarantee} held")  # fmt: skip
+            stages = ", ".join(f"{stage} {s:.0f} s" for stage, s in outcome.stage_s.items()
+                               if s >= 1)  # fmt: skip
+            self.progress(f"  {schedule.name}, {service}: {said} ({stages})")
+            self._give_up_after(service, outcome.error)
+        if len(plays) > 1:
+            self.progress(f"  {len(plays)} plays side by side in {seconds:.0f} s")
+        return found_each
 
     def _give_up_after(self, service: str, error: str | None) -> None:
         if service != "yours":
@@ -195,19 +218,20 @@ class Explorer:
     def confirmed(
         self, schedule: Schedule, kind: str, already: int = 0, eager: bool = False
     ) -> bool:
-        """Whether ``kind`` comes back in 2 of 3 plays (``already``: plays that showed it).
+        """Whether ``kind`` comes back in 2 of 3 plays (``already``: plays that showed it),
+        playing as many at once as may still be needed and the player plays side by side.
 
-        ``eager``: a first play without it rejects the schedule (a shrinking candidate: a
+        ``eager``: a first round without it rejects the schedule (a shrinking candidate: a
         smaller finding missed costs less than a play).
         """
         hits, plays = already, already
-        while plays < CONFIRM_PLAYS:
-            if hits >= CONFIRM_NEEDED or hits + CONFIRM_PLAYS - plays < CONFIRM_NEEDED:
-                break
-            hits += kind in self.play(schedule, "vulnerable", kind)
-            plays += 1
-            if eager and plays == 1 and not hits:
-                break
+        while hits < CONFIRM_NEEDED and hits + CONFIRM_PLAYS - plays >= CONFIRM_NEEDED:
+            at_once = min(self.player.jobs, CONFIRM_NEEDED - hits)
+            found = self.play_all([(schedule, "vulnerable", kind)] * at_once)
+            got = sum(kind in kinds for kinds in found)
+            if eager and plays == already and not got:
+                return False
+            hits, plays = hits + got, plays + at_once
         return hits >= CONFIRM_NEEDED
 
     def reference_breaks(self, schedule: Schedule) -> bool:

@@ -72,7 +72,22 @@ def draw(seed: int, index: int, families: Sequence[Family], records: int = RECOR
         family = rng.choice(list(families))
         after = rng.randint(int(records * EARLIEST), latest_ack(records))
         faults.append(Fault(family.name, after, family.draw(rng, shape)))
-    return Schedule(seed, index, shape, tuple(sorted(faults, key=lambda f: f.after_acks)))
+    in_order = sorted(faults, key=lambda f: f.after_acks)
+    return Schedule(seed, index, shape, tuple(_growing(in_order, shape.partitions)))
+
+
+def _growing(faults: list[Fault], first: int) -> Iterator[Fault]:
+    """Each partition increase over the one before it: each was drawn as a growth of the
+    topic's first size, and a count that is no increase is refused by the brokers."""
+    partitions = first
+    for fault in faults:
+        steps = []
+        for step in fault.steps:
+            if step["do"] == "add_partitions":
+                partitions += step["count"] - first
+                step = {**step, "count": partitions}
+            steps.append(step)
+        yield replace(fault, steps=tuple(steps))
 
 
 def latest_ack(records: int) -> int:

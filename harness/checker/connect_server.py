@@ -28,6 +28,7 @@ from kafka_replay.servers.reaper import Lease
 from kafka_replay.servers.server_errors import ServerError
 
 from .spark import (
+    C1_ONLY,
     CALL_SITES_OFF,
     DEFAULT_MASTER,
     LOG_CONFIG,
@@ -73,7 +74,7 @@ class SparkConnectServer:
     def command(self, port: int) -> list[str]:
         jars = ",".join(str(jar) for jar in kafka_connector_jars())
         submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-        java_options = f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+        java_options = " ".join([*C1_ONLY, f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"])
         settings = {
             "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(port),

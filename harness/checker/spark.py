@@ -192,6 +192,12 @@ def fit_to_history(spark: SparkSession, history_bytes: int) -> int:
     return partitions
 
 
+#: C1 only, with the code cache tiered compilation would have: C1 alone gets 48 MB, which a
+#: driver checking run after run fills within minutes (an exploration's lane did in 7), and
+#: the JVM then stops compiling for the rest of its life.
+C1_ONLY = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
+
+
 def spark_session(
     master: str | None = None,
     app_name: str = "kafka-replay-checker",
@@ -220,7 +226,7 @@ def spark_session(
     archive = spark_class_archive() if class_sharing else None
     driver_options = [
         *([f"-XX:SharedArchiveFile={archive}"] if archive else []),
-        *(["-XX:TieredStopAtLevel=1"] if small_runs else []),
+        *(C1_ONLY if small_runs else []),
         f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
         *java_options,
     ]

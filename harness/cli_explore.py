@@ -99,6 +99,7 @@ def add_explore_command(commands: Any) -> None:
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from kafka_replay.exploring.exploration import explore
+    from kafka_replay.interrupts import stop_on_signals
 
     settings = RunSettings.from_args(args, only=SHARED)
     if not settings.app:
@@ -106,6 +107,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if not settings.guarantee:
         raise ValueError("--guarantee is required: exactly-once or at-least-once")
     out = make_console(highlight=False, soft_wrap=True)
+    stop_on_signals()  # SIGTERM (a CI job cancelled) stops it as Ctrl-C does: lanes, brokers
     result = explore(
         settings.app, settings.guarantee, budget_s=args.budget, seed=args.seed,
         families=args.families, out=args.out, findings=args.findings, records=args.records,

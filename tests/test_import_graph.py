@@ -290,7 +290,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "cli_capture": {"console", "workload"},
         "cli_compare": {"checker", "console", "definitions", "history", "playing", "replay",
                         "report", "servers"},
-        "cli_explore": {"console", "exploring", "replay"},
+        "cli_explore": {"console", "exploring", "interrupts", "replay"},
         "cli_report": {"console", "playing", "report"},
         "pytest_plugin": {"checker", "cluster", "definitions", "playing", "replay", "report",
                           "servers"},

@@ -27,7 +27,6 @@ KINDS: dict[str, tuple[str, str]] = {
     "duplicated": ("reprocessed", ">= 1"),
     "reordered": ("reordered", ">= 1"),
     "not drained": ("backlog_drained", "== false"),
-    "crash loop": ("crash_loops", ">= 1"),
 }
 #: A finding must come back in this many of its plays.
 CONFIRM_PLAYS, CONFIRM_NEEDED = 3, 2
@@ -42,7 +41,11 @@ class ExploreError(ValueError):
 
 def kinds_of(outcome: Outcome, guarantee: str, ordered: bool) -> set[str]:
     """What a played run says broke: lost or (under exactly-once) duplicated inputs, results
-    out of their keys' order (when order is promised), a backlog never drained, a crash loop."""
+    out of their keys' order (when order is promised), a backlog never drained.
+
+    Not a crash loop by itself: the supervisor counts the harness's own kills toward one, as a
+    deployment counts every exit, so drawn kills make one of any service, the reference's too.
+    A service that loops on its own leaves its backlog undrained, which is the finding."""
     found = set()
     if outcome.anomalies.get("lost", 0) or outcome.anomalies.get("misrouted", 0):
         found.add("lost")
@@ -55,8 +58,6 @@ def kinds_of(outcome: Outcome, guarantee: str, ordered: bool) -> set[str]:
         outcome.anomalies.get(name, 0) for name in unseen
     ):
         found.add("not drained")
-    if outcome.symptoms.get("crash_loops"):
-        found.add("crash loop")
     return found
 
 

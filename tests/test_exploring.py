@@ -12,6 +12,7 @@ from kafka_replay.cli_explore import parse_budget
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.exploring.explorer import KINDS, ExploreError, Explorer, kinds_of
 from kafka_replay.exploring.families import FAMILIES, choose_families
+from kafka_replay.exploring.findings import html_page
 from kafka_replay.exploring.schedule import Fault, definition_text, draw, simpler_faults
 from kafka_replay.exploring.shrinking import shrink
 from kafka_replay.report.outcome import Outcome
@@ -190,3 +191,14 @@ def test_side_by_side_schedules_are_drawn_and_confirmed_in_rounds(tmp_path: Path
     assert finding.drawn.index == 1
     assert player.rounds[:3] == [2, 1, 1]
     assert player.played[:4] == ["vulnerable", "vulnerable", "vulnerable", "remediated"]
+
+
+def test_the_html_report_escapes_and_groups_what_the_markdown_says() -> None:
+    page = html_page(
+        ["# Exploration, seed 1", "## lost: `a.toml`", "1. kill(<3>)", "1. idle", "",
+         "| a | b |", "|---|---|", "| 1 | x & y |"]
+    )  # fmt: skip
+    assert "<h2>lost: <code>a.toml</code></h2>" in page
+    assert "<ul><li>kill(&lt;3&gt;)</li><li>idle</li></ul>" in page
+    rows = "<tr><td>a</td><td>b</td></tr><tr><td>1</td><td>x &amp; y</td></tr>"
+    assert f"<table>{rows}</table>" in page

@@ -48,12 +48,55 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
     return lines
 
 
+def html_page(lines: list[str]) -> str:
+    """The report's Markdown as a page of its own: headings, lists, the plays' table."""
+    body = []
+    for line in lines:
+        text = _inline(line)
+        if line.startswith("## "):
+            body.append(f"<h2>{_inline(line[3:])}</h2>")
+        elif line.startswith("# "):
+            body.append(f"<h1>{_inline(line[2:])}</h1>")
+        elif line.startswith(("1. ", "- ")):
+            body.append(f"<li>{_inline(line[line.index(' ') + 1 :])}</li>")
+        elif line.startswith("|---"):
+            continue
+        elif line.startswith("|"):
+            cells = [_inline(cell.strip()) for cell in line.strip("|").split("|")]
+            body.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+        elif line:
+            body.append(f"<p>{text}</p>")
+    return (
+        "<!doctype html><meta charset=utf-8><title>Exploration</title><style>body{font-family:"
+        "sans-serif;max-width:70em;margin:2em auto}td{border-bottom:1px solid #ddd;padding:"
+        "2px 8px}code{background:#f4f4f4}</style>" + "\n".join(_grouped(body))
+    )
+
+
+def _inline(text: str) -> str:
+    """``code`` spans, the rest escaped."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def _grouped(body: list[str]) -> list[str]:
+    """List items in a list, table rows in a table."""
+    out: list[str] = []
+    for element in body:
+        kind = "ul" if element.startswith("<li>") else "table" if element.startswith("<tr>") else ""
+        last = out[-1] if out else ""
+        if kind and last.startswith(f"<{kind}>"):
+            out[-1] = last[: -len(f"</{kind}>")] + element + f"</{kind}>"
+        else:
+            out.append(f"<{kind}>{element}</{kind}>" if kind else element)
+    return out
+
+
 def write_report(result: Exploration, budget_s: float, out_dir: Path) -> Path:
     """``explore.md`` and ``explore.html`` in ``out_dir``; the markdown's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = report_lines(result, budget_s)
     markdown = out_dir / "explore.md"
     markdown.write_text("\n".join(lines) + "\n")
-    page = "<!doctype html><meta charset=utf-8><title>Exploration</title><pre>{}</pre>"
-    (out_dir / "explore.html").write_text(page.format(html.escape("\n".join(lines))))
+    (out_dir / "explore.html").write_text(html_page(lines))
     return markdown

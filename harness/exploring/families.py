@@ -45,7 +45,7 @@ def _app(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     if rng.random() < 0.6:
         low = _seconds(rng, 0.5, 2.0)
         gap = [low, round(low + rng.uniform(0.5, 2.0), 1)]
-        times = rng.randint(1, 3)
+        times = rng.randint(1, 5)
         return ({"do": "kill_at_random", "instance": instance, "times": times, "gap_s": gap,
                  "background": False},)  # fmt: skip
     return ({"do": "restart_instance", "instance": instance},)

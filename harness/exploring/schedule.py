@@ -59,8 +59,12 @@ class Schedule:
     def name(self) -> str:
         return f"explored-{self.seed}-{self.index}"
 
+    def in_order(self) -> list[Fault]:
+        """The faults in the order they are played (a later start may pass another fault)."""
+        return sorted(self.faults, key=lambda fault: fault.after_acks)
+
     def timeline(self) -> list[str]:
-        return [fault.describe() for fault in self.faults]
+        return [fault.describe() for fault in self.in_order()]
 
 
 def draw(seed: int, index: int, families: Sequence[Family], records: int = RECORDS) -> Schedule:
@@ -131,7 +135,7 @@ def steps_of(schedule: Schedule) -> list[dict[str, Any]]:
         {"do": "idle", "seconds": 3, "label": "service up"},
         {"do": "produce", "workload": "events", "background": True},
     ]
-    for fault in schedule.faults:
+    for fault in schedule.in_order():
         steps.append({"do": "wait_acks", "count": fault.after_acks})
         steps.extend(dict(step) for step in fault.steps)
     steps += [{"do": "wait_produced"}, {"do": "drain", "budget_s": DRAIN_S}]

@@ -175,7 +175,7 @@ def test_a_schedule_the_reference_service_breaks_too_is_set_apart(tmp_path: Path
 
 def test_a_service_that_never_plays_stops_the_exploration(tmp_path: Path) -> None:
     player = ScriptedPlayer(["exited with code 3"] * 5, reference={})
-    with pytest.raises(ExploreError, match="3 times in a row; the last time: exited with code 3"):
+    with pytest.raises(ExploreError, match="the first 3 times; the last time: exited with code 3"):
         _explorer(player, tmp_path).explore()
     assert player.played == ["vulnerable"] * 3
 
@@ -202,3 +202,12 @@ def test_the_html_report_escapes_and_groups_what_the_markdown_says() -> None:
     assert "<ul><li>kill(&lt;3&gt;)</li><li>idle</li></ul>" in page
     rows = "<tr><td>a</td><td>b</td></tr><tr><td>1</td><td>x &amp; y</td></tr>"
     assert f"<table>{rows}</table>" in page
+
+
+def test_a_service_that_played_once_is_not_given_up_on(tmp_path: Path) -> None:
+    failing = "the Produce fault acted 0 of 3 times within 60s"
+    player = ScriptedPlayer([{}, failing, failing, failing, {}], reference={})
+    explorer = _explorer(player, tmp_path)
+    explorer.out_of_time = lambda: len(player.played) >= 5  # type: ignore[method-assign]
+    result = explorer.explore()
+    assert [t.error for t in result.tried].count(failing) == 3 and not result.findings

@@ -30,8 +30,8 @@ KINDS: dict[str, tuple[str, str]] = {
 }
 #: A finding must come back in this many of its plays.
 CONFIRM_PLAYS, CONFIRM_NEEDED = 3, 2
-#: Plays of the service in a row that could not be played before the exploration gives up:
-#: a service that does not start, or a cluster that does not serve, would spend the budget.
+#: The service's first plays that could not be played before the exploration gives up: a
+#: service that does not start, or a cluster that does not serve, would spend the budget.
 ERRORS_IN_A_ROW = 3
 
 
@@ -126,6 +126,7 @@ class Explorer:
         self.result = Exploration(seed)
         self._plays = 0
         self._errors_in_a_row = 0
+        self._played_once = False
 
     def out_of_time(self) -> bool:
         return time.monotonic() - self.result.started >= self.budget_s
@@ -207,12 +208,16 @@ class Explorer:
         return found_each
 
     def _give_up_after(self, service: str, error: str | None) -> None:
-        if service != "yours":
+        """Stop when the service's first plays all failed to play: once it has played, a play
+        that fails is the schedule's (a fault waiting for requests a stalled service no longer
+        sends), not a service that cannot run."""
+        if service != "yours" or self._played_once:
             return
+        self._played_once = not error
         self._errors_in_a_row = self._errors_in_a_row + 1 if error else 0
         if self._errors_in_a_row >= ERRORS_IN_A_ROW:
             raise ExploreError(
-                f"your service could not be played {ERRORS_IN_A_ROW} times in a row; the last "
+                f"your service could not be played the first {ERRORS_IN_A_ROW} times; the last "
                 f"time: {error}"
             )
 

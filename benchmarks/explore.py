@@ -22,14 +22,14 @@ from kafka_replay.exploring.exploration import explore
 
 #: name -> (the service, its guarantee, the seed); every one but the last has a defect.
 SERVICES: dict[str, tuple[str, str, int]] = {
-    "commit-first": ("{python} -m tests.apps.commit_first", "at-least-once", 1),
-    "retrying-forwarder": ("{python} -m tests.apps.retrying_forwarder", "exactly-once", 2),
+    "commit-first": ("{python} -m tests.apps.flawed commit-first", "at-least-once", 1),
+    "retrying-forwarder": ("{python} -m tests.apps.flawed retrying", "exactly-once", 2),
     "non-owner-commits": (
         "{python} -m kafka_replay_incidents.apps.periodic_committer --commit-every-s 1 "
         "--work-ms 50", "exactly-once", 3,
     ),
-    "buffering": ("{python} -m tests.apps.buffering", "at-least-once", 4),
-    "latest-start": ("{python} -m tests.apps.latest_start", "at-least-once", 5),
+    "buffering": ("{python} -m tests.apps.flawed buffering", "at-least-once", 4),
+    "latest-start": ("{python} -m tests.apps.flawed latest-start", "at-least-once", 5),
     "correct": ("{python} -m kafka_replay_incidents.apps.eos_processor", "exactly-once", 6),
 }  # fmt: skip
 

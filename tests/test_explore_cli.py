@@ -16,7 +16,7 @@ from kafka_replay.exploring.families import choose_families
 from kafka_replay.exploring.schedule import draw
 from tests.test_catalog_cli import kafka_replay
 
-LATEST_START = f"{sys.executable} -m tests.apps.latest_start"
+LATEST_START = f"{sys.executable} -m tests.apps.flawed latest-start"
 #: Its first schedule over the partitions family is one fault: the input topic grown mid-stream.
 SEED, RECORDS = 26, 800
 

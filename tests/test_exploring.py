@@ -17,7 +17,7 @@ from kafka_replay.exploring.schedule import Fault, definition_text, draw, simple
 from kafka_replay.exploring.shrinking import shrink
 from kafka_replay.report.outcome import Outcome
 
-APP = "{python} -m tests.apps.commit_first"
+APP = "{python} -m tests.apps.flawed commit-first"
 
 
 def test_the_same_seed_draws_the_same_schedules() -> None:

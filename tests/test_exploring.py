@@ -31,9 +31,10 @@ def test_the_same_seed_draws_the_same_schedules() -> None:
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_drawn_schedule_is_a_definition_the_engine_reads(family: str, tmp_path: Path) -> None:
     for index in range(15):
-        schedule = draw(3, index, choose_families(family))
-        path = tmp_path / f"{schedule.name}.toml"
         for guarantee in ("at-least-once", "exactly-once"):
+            transactional = guarantee == "exactly-once"
+            schedule = draw(3, index, choose_families(family), transactional=transactional)
+            path = tmp_path / f"{schedule.name}.toml"
             path.write_text(definition_text(schedule, APP, guarantee, dict([KINDS["lost"]])))
             incident = load_incident(path)
             assert incident.name == schedule.name

@@ -144,7 +144,10 @@ class Explorer:
         return self.result
 
     def _draw(self) -> Schedule:
-        schedule = draw(self.result.seed, self.result.schedules, self.families, self.records)
+        schedule = draw(
+            self.result.seed, self.result.schedules, self.families, self.records,
+            transactional=self.guarantee == "exactly-once",
+        )  # fmt: skip
         self.result.schedules += 1
         self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
         return schedule

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 Step = Mapping[str, Any]
+#: How long a drawn request fault waits for the requests it acts on: a service that stalled
+#: sends none, and the play is over sooner.
+REQUESTS_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,9 @@ class Shape:
     partitions: int
     instances: int
     records: int
+    #: The service commits its offsets in transactions (exactly-once): TxnOffsetCommit, not
+    #: OffsetCommit, carries them.
+    transactional: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,12 +83,14 @@ def _network(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
 
 
 def _requests(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+    commit = "TxnOffsetCommit" if shape.transactional else "OffsetCommit"
     api, action = rng.choice(
-        (("Produce", "lose_answer"), ("OffsetCommit", "lose_answer"), ("Fetch", "delay"),
-         ("OffsetCommit", "delay"), ("Produce", "cut"))
+        (("Produce", "lose_answer"), (commit, "lose_answer"), ("Fetch", "delay"),
+         (commit, "delay"), ("Produce", "cut"))
     )  # fmt: skip
     step: dict[str, Any] = {"do": "kafka_fault", "api": api, "action": action, "clients": "app",
-                            "nth": rng.randint(1, 8), "count": rng.randint(1, 3)}  # fmt: skip
+                            "nth": rng.randint(1, 8), "count": rng.randint(1, 3),
+                            "timeout_s": REQUESTS_TIMEOUT_S}  # fmt: skip
     if action == "delay":
         step["delay_ms"] = rng.choice((500, 2000, 5000))
     return (step,)

@@ -67,10 +67,18 @@ class Schedule:
         return [fault.describe() for fault in self.in_order()]
 
 
-def draw(seed: int, index: int, families: Sequence[Family], records: int = RECORDS) -> Schedule:
-    """The ``index``-th schedule of ``seed``: 1 to 3 faults from ``families`` over ``records``."""
+def draw(
+    seed: int,
+    index: int,
+    families: Sequence[Family],
+    records: int = RECORDS,
+    transactional: bool = False,
+) -> Schedule:
+    """The ``index``-th schedule of ``seed``: 1 to 3 faults from ``families`` over ``records``
+    (``transactional``: the service commits its offsets in transactions)."""
     rng = random.Random(f"{seed}:{index}")
-    shape = Shape(partitions=rng.choice((2, 3, 4)), instances=rng.choice((1, 2)), records=records)
+    partitions, instances = rng.choice((2, 3, 4)), rng.choice((1, 2))
+    shape = Shape(partitions, instances, records, transactional)
     faults = []
     for _ in range(rng.randint(1, MAX_FAULTS)):
         family = rng.choice(list(families))

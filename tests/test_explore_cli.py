@@ -5,6 +5,7 @@ a definition, and that definition replays it; bad input is one ``error:`` line."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,8 @@ def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> 
     assert explored.returncode == 1, said
     assert "reference: at-least-once held" in said, said
     (written,) = out.glob("*.toml")
-    assert written.name == f"lost-{SEED}-0.toml"
+    # two schedules are drawn at once and either may be the one found first: both grow the topic
+    assert re.fullmatch(rf"lost-{SEED}-[01]\.toml", written.name), written.name
     finding = load_incident(written)
     assert [str(c) for c in finding.signature] == ["inputs_lost >= 1"]
     faults = [

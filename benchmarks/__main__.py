@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
         "--jobs",
         type=int,
         default=3,
-        help="stability, compare-matrix, lanes, matrix, shards: runs side by side",
+        help="stability, compare-matrix, lanes, matrix, shards, explore: runs side by side",
     )
     parser.add_argument(
         "--shards", type=int, default=3, help="shards: how many parts the catalog is split into"

@@ -5,7 +5,7 @@ shrunk sizes, and the written definition replayed ``--times`` times (its vulnera
 which must reproduce). The correct exactly-once service must give no finding; the number of
 schedules it survived is printed.
 
-    ./dev bench explore [--budget-s 900] [--times 3] [SERVICE ...]
+    ./dev bench explore [--budget-s 900] [--times 3] [--jobs 2] [SERVICE ...]
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> None:
         load = os.getloadavg()[0]
         started = time.monotonic()
         result = explore(
-            app, guarantee, budget_s=args.budget_s, seed=seed, out=out,
+            app, guarantee, budget_s=args.budget_s, seed=seed, out=out, jobs=args.jobs,
             progress=lambda line, n=name: print(f"[{n}] {line}", flush=True),
         )  # fmt: skip
         spent = time.monotonic() - started

@@ -130,6 +130,15 @@ def test_an_app_that_writes_only_rows_has_no_output_topic(tmp_path: Path) -> Non
         (('do = "produce"', 'do = "explode"'), "steps[0].do", "unknown step"),
         (('workload = "w"\n', 'workload = "w"\nspeed = 3\n'), "steps[0].speed", "unknown"),
         (('workload = "w"\n', 'workload = "nope"\n'), "steps[0].workload", "no workload"),
+        (
+            (
+                'do = "produce"\nworkload = "w"',
+                'do = "kafka_fault"\napi = "OffsetCommit"\n'
+                'action = "kill_sender"\nclients = "workload"',
+            ),
+            "steps[0].clients",
+            'kill_sender needs clients = "app"',
+        ),
         (('rejected_commits = ">= 1"', 'no_such = ">= 1"'), "signature.no_such", "unknown"),
         (('rejected_commits = ">= 1"', 'rejected_commits = "lots"'), "signature", "like"),
         (

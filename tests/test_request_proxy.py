@@ -18,6 +18,7 @@ import io
 import json
 import re
 import struct
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -405,3 +406,43 @@ def test_a_fault_waiting_on_an_app_without_partitions_says_which_instance_holds_
     assert outcome.error is not None
     assert "the OffsetCommit fault acted 0 of 1 times within 12s" in outcome.error
     assert re.search(r"; meanwhile app-0 has held no partition for \d+ s$", outcome.error)
+
+
+COMMIT_KILLS_SENDER = """do = "kafka_fault"
+api = "OffsetCommit"
+action = "kill_sender"
+clients = "app"
+nth = 3"""
+
+
+def test_a_service_killed_once_its_commit_is_applied_loses_what_it_committed_before_writing(
+    tmp_path: Path, pool: ClusterPool, spark: SparkSession
+) -> None:
+    """kill_sender: the broker applies the commit, its answer is held back and the instance that
+    sent it is killed; a service that commits before it writes loses that batch, every time."""
+    quick_rejoin = (
+        'brokers = 1\n\n[client]\n"session.timeout.ms" = 6000\n"heartbeat.interval.ms" = 1000'
+    )
+    definition = write_incident(
+        tmp_path, "killed-at-commit", [COMMIT_KILLS_SENDER], brokers=quick_rejoin
+    )
+    app = f"{sys.executable} -m tests.apps.flawed commit-first"
+    definition.write_text(
+        definition.read_text().replace(
+            '"{python} -m kafka_replay_incidents.apps.batch_forwarder"', json.dumps(app)
+        )
+    )
+    outcome, _ = replay_on_pool(definition, pool, spark, tmp_path / "run")
+    assert outcome.failed_stage is None, outcome.explain()
+    (fault,) = [
+        s
+        for s in read_stream(tmp_path / "run" / "events" / "steps.jsonl")
+        if s["do"] == "kafka_fault"
+    ]
+    (killed,) = fault["killed"]
+    assert killed["instance"] == 0 and killed["app"] == "app"
+    assert [r["client_port"] for r in fault["requests"]] == [killed["port"]]
+    lifecycle = read_stream(tmp_path / "run" / "events" / "lifecycle.jsonl")
+    assert any(e["kind"] == "signal" and e["signal"] == "SIGKILL" for e in lifecycle)
+    check = json.loads((tmp_path / "run" / "check.json").read_text())
+    assert check["anomalies"]["lost"]["count"] > 0

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from kafka_replay.servers.process import spawn
 from kafka_replay.servers.reaper import Lease
 
@@ -248,6 +250,26 @@ class Supervisor:
                 {"kind": "signal", "instance": index, "pid": process.pid, "signal": sig.name}
             )
             self._signal_group(process, sig)
+
+    def instance_holding(self, port: int) -> int | None:
+        """The running instance one of whose processes has a TCP connection from ``port`` on
+        this host (the client end a proxy saw), or None: none does, or its processes cannot be
+        looked into (a container run as another user)."""
+        with self._lock:
+            processes = {
+                i: inst.process
+                for i, inst in self._instances.items()
+                if isinstance(inst.process, subprocess.Popen) and inst.process.poll() is None
+            }
+        for index, process in sorted(processes.items()):
+            with contextlib.suppress(psutil.Error):
+                root = psutil.Process(process.pid)
+                for member in (root, *root.children(recursive=True)):
+                    with contextlib.suppress(psutil.Error):
+                        if any(c.laddr and c.laddr.port == port
+                               for c in member.net_connections(kind="tcp")):  # fmt: skip
+                            return index
+        return None
 
     def running(self) -> list[int]:
         with self._lock:

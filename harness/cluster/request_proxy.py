@@ -13,8 +13,10 @@ disabled proxy closes its connections and refuses new ones. A :class:`RequestFau
 requests by API and client and loses a request's answer after the broker acted on it (the
 connection is reset when the answer arrives), answers it with an error the broker never sent
 (the broker is asked something harmless in its place, so the answer comes in its turn),
-delays it, or cuts the connection before it is forwarded: what a TCP-level fault only does
-when it happens to catch a request in flight.
+delays it, cuts the connection before it is forwarded, or holds the answer back for good and
+tells whoever asked which client port sent it, so its process can be killed before it learns
+what the broker did: what a TCP-level fault only does when it happens to catch a request in
+flight.
 Every request fault's action is recorded (:attr:`RequestProxy.actions`).
 
 It runs on its own event loop in a daemon thread of the process that started it, so nothing
@@ -50,12 +52,12 @@ from .kafka_wire import frame as framed
 
 log = logging.getLogger(__name__)
 
-#: What a pump does with each frame: what to send on and after what delay, or None to end the
-#: connection.
+#: What a pump does with each frame: what to send on and after what delay (empty bytes: nothing,
+#: the connection kept open), or None to end the connection.
 Decide = Callable[[bytes], "tuple[bytes, float] | None"]
 
 #: What a request fault does to a request it chose.
-ACTIONS = ("lose_answer", "error", "delay", "cut")
+ACTIONS = ("lose_answer", "error", "delay", "cut", "kill_sender")
 #: The network faults a proxy takes, per direction (see the module's docstring).
 TOXICS = ("latency", "bandwidth", "timeout", "reset_peer")
 DIRECTIONS = ("to_broker", "from_broker")
@@ -76,6 +78,9 @@ class RequestFault:
     requests, it acts on those from the ``nth`` (1-based) on, every ``every``-th, at most
     ``count`` of them (None: no limit). ``error`` (action ``error``): the error code the
     request is answered with, the broker never seeing it (:mod:`.kafka_answers`).
+    ``kill_sender``: the answer is held back, the connection kept open, and the client port
+    that sent the request is put on :attr:`answered` once the broker has answered it (acted on
+    it), for the caller to kill that client's process.
     """
 
     api: str
@@ -90,6 +95,7 @@ class RequestFault:
     brokers: frozenset[str] | None = None
     matched: int = field(default=0, init=False)
     acted: int = field(default=0, init=False)
+    answered: list[int] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         if self.api not in api_keys():
@@ -307,7 +313,9 @@ class RequestProxy:
             broker_reader, broker_writer = await asyncio.open_connection(
                 "127.0.0.1", route.upstream
             )
-            answers: dict[int, bytes | None] = {}  # by correlation id: None to lose it
+            # by correlation id: None to lose it, a fault to hold it for (kill_sender)
+            answers: dict[int, bytes | RequestFault | None] = {}
+            port = int(client_writer.get_extra_info("peername")[1])
             pumps = [
                 asyncio.ensure_future(
                     self._pump(
@@ -315,11 +323,13 @@ class RequestProxy:
                         "to_broker",
                         client_reader,
                         broker_writer,
-                        self._request(name, answers),
+                        self._request(name, answers, port),
                     )
                 ),
                 asyncio.ensure_future(
-                    self._pump(route, "from_broker", broker_reader, client_writer, _answer(answers))
+                    self._pump(
+                        route, "from_broker", broker_reader, client_writer, _answer(answers, port)
+                    )
                 ),
             ]
             try:
@@ -338,9 +348,12 @@ class RequestProxy:
                 if writer is not None:
                     _reset(writer)
 
-    def _request(self, name: str, answers: dict[int, bytes | None]) -> Decide:
+    def _request(
+        self, name: str, answers: dict[int, bytes | RequestFault | None], port: int
+    ) -> Decide:
         """What to do with each request: what to forward and after what delay, or None to end
-        the connection. ``answers`` gets what replaces the answer to a request (None: lose it).
+        the connection. ``answers`` gets what replaces the answer to a request (None: lose it; a
+        fault: hold it for that fault). ``port``: the client's end of the connection.
         """
 
         def decide(request: bytes) -> tuple[bytes, float] | None:
@@ -358,13 +371,15 @@ class RequestProxy:
                 except AnswerError as exc:
                     log.warning("%s: %s; forwarded as it was", name, exc)
                     return request, 0.0
-                self._record(name, header, fault)
+                self._record(name, header, fault, port)
                 return _harmless(header), 0.0
-            self._record(name, header, fault)
+            self._record(name, header, fault, port)
             if fault.action == "cut":
                 return None
             if fault.action == "lose_answer":
                 answers[header.correlation_id] = None
+            if fault.action == "kill_sender":
+                answers[header.correlation_id] = fault
             return request, fault.delay_ms / 1000 if fault.action == "delay" else 0.0
 
         return decide
@@ -373,7 +388,7 @@ class RequestProxy:
         with self._lock:
             return next((f for f in self._faults if f.chooses(name, header)), None)
 
-    def _record(self, name: str, header: RequestHeader, fault: RequestFault) -> None:
+    def _record(self, name: str, header: RequestHeader, fault: RequestFault, port: int) -> None:
         self.actions.append(
             {
                 "ts": time.time(),
@@ -384,6 +399,7 @@ class RequestProxy:
                 "api_version": header.api_version,
                 "correlation_id": header.correlation_id,
                 "client_id": header.client_id,
+                "client_port": port,
                 **({"error": fault.error} if fault.action == "error" else {}),
             }
         )
@@ -409,6 +425,8 @@ class RequestProxy:
                 if decided is None:
                     return
                 frame, extra = decided
+                if not frame:
+                    continue  # held back, the connection kept open
                 toxics = self._toxics(route, direction)
                 if "reset_peer" in toxics:
                     await asyncio.sleep(float(toxics["reset_peer"].get("timeout", 0)) / 1000)
@@ -441,9 +459,10 @@ class RequestProxy:
             await writer.drain()
 
 
-def _answer(answers: dict[int, bytes | None]) -> Decide:
-    """Each answer as it came, or what replaces it: an error answer, or None (the answer is
-    lost: the connection ends)."""
+def _answer(answers: dict[int, bytes | RequestFault | None], port: int) -> Decide:
+    """Each answer as it came, or what replaces it: an error answer, None (the answer is
+    lost: the connection ends), or nothing (held for a ``kill_sender`` fault, which is told the
+    client's ``port``)."""
 
     def decide(answer: bytes) -> tuple[bytes, float] | None:
         try:
@@ -453,6 +472,9 @@ def _answer(answers: dict[int, bytes | None]) -> Decide:
         if correlation_id not in answers:
             return answer, 0.0
         replaced = answers.pop(correlation_id)
+        if isinstance(replaced, RequestFault):
+            replaced.answered.append(port)
+            return b"", 0.0
         return None if replaced is None else (replaced, 0.0)
 
     return decide

@@ -86,7 +86,8 @@ def _requests(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     commit = "TxnOffsetCommit" if shape.transactional else "OffsetCommit"
     api, action = rng.choice(
         (("Produce", "lose_answer"), (commit, "lose_answer"), ("Fetch", "delay"),
-         (commit, "delay"), ("Produce", "cut"))
+         (commit, "delay"), ("Produce", "cut"), (commit, "kill_sender"),
+         ("Produce", "kill_sender"))
     )  # fmt: skip
     step: dict[str, Any] = {"do": "kafka_fault", "api": api, "action": action, "clients": "app",
                             "nth": rng.randint(1, 8), "count": rng.randint(1, 3),
@@ -111,7 +112,7 @@ FAMILIES: dict[str, Family] = {
         Family("network", "latency, a black hole, resets or a cut between clients and brokers",
                True, _network),
         Family("requests", "the app's Kafka requests answered late, cut, or their answer lost "
-               "after the broker acted", True, _requests),
+               "after the broker acted, or their sender killed then", True, _requests),
         Family("partitions", "the input topic's partitions raised mid-stream", True, _partitions),
     )
 }  # fmt: skip

@@ -1,5 +1,5 @@
 """Faults aimed at Kafka requests: the answer to a chosen Produce lost, a commit answered
-with an error, a request delayed.
+with an error, a request delayed, the app that sent a commit killed before it is answered.
 
 A network fault hits whatever is in flight when it starts, so whether it catches a request
 after the broker acted on it is chance. These act on the requests themselves, through the proxy
@@ -12,6 +12,7 @@ a run that says it lost three Produce answers lost exactly three.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kafka_replay.cluster.kafka_answers import AnswerError, error_code
@@ -39,13 +40,16 @@ class RequestFaults(NetworkFaults):
         target: dict[str, Any],
         options: dict[str, Any],
         timeout: float,
+        kill_sender: Callable[[int], Any] | None = None,
     ) -> dict[str, Any]:
         """Act on the chosen requests ``count`` times, then remove the fault.
 
         ``options``: ``api``, ``action``, ``clients`` (a :data:`CLIENTS` key), ``nth``,
         ``every``, ``count``, ``delay_ms``, ``error`` (an error's name, for ``error``).
-        Raises :class:`BrokerFaultError` when the fault has not acted ``count`` times within
-        ``timeout`` seconds, saying how many it matched.
+        ``kill_sender`` (action ``kill_sender``) is called with the client port of each chosen
+        request once the broker answered it, while its answer is held back; what it returns is
+        listed under ``killed``. Raises :class:`BrokerFaultError` when the fault has not acted
+        ``count`` times within ``timeout`` seconds, saying how many it matched.
         """
         nodes = self.nodes(target["role"], target["topic"], target["partition"])
         taking, passing = CLIENTS[options["clients"]]
@@ -64,12 +68,20 @@ class RequestFaults(NetworkFaults):
             )
         except (RequestProxyError, AnswerError) as exc:
             raise BrokerFaultError(str(exc)) from exc
+        holding = options["action"] == "kill_sender"
+        if holding and kill_sender is None:
+            raise BrokerFaultError("a kill_sender fault needs a way to kill the sender")
         before, started = self.leaders(), time.time()
+        killed: list[Any] = []
         self.proxy.add_fault(fault)
         try:
             deadline = time.monotonic() + timeout
             count = options["count"]
-            while fault.acted < count and not self.stop.wait(0.05):
+            while not self.stop.wait(0.01 if holding else 0.05):
+                while holding and len(killed) < len(fault.answered):
+                    killed.append(kill_sender(fault.answered[len(killed)]))  # type: ignore[misc]
+                if fault.acted >= count and (not holding or len(killed) >= count):
+                    break
                 if time.monotonic() > deadline:
                     raise BrokerFaultError(
                         f"the {options['api']} fault acted {fault.acted} of {count} times "
@@ -86,6 +98,7 @@ class RequestFaults(NetworkFaults):
             "ended": time.time(),
             "matched": fault.matched,
             "acted": fault.acted,
+            **({"killed": killed} if killed else {}),
             "requests": [
                 {key: value for key, value in action.items() if key != "fault"}
                 for action in self.proxy.actions

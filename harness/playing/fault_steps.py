@@ -363,7 +363,33 @@ def _kafka_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str,
     for name in ("nth", "every", "count"):
         if options[name] < 1:
             return name, f"must be 1 or more, got {options[name]}"
+    if options["action"] == "kill_sender" and options["clients"] != "app":
+        return "clients", 'the sender killed is an app\'s: kill_sender needs clients = "app"'
     return _broker_target(options, context)
+
+
+def _kill_sender(stage: Stage) -> Any:
+    """What kills the app instance whose client sent a request from a port: SIGKILL to its
+    process group, restarted by its supervisor like any crash. An instance that cannot be
+    looked into (a container) is found only when it is the one running."""
+
+    def kill(port: int) -> dict[str, Any]:
+        services = stage.services or {"app": stage.apps}
+        holding = [
+            (n, i) for n, apps in services.items() if (i := apps.instance_holding(port)) is not None
+        ]
+        running = [(n, i) for n, apps in services.items() for i in apps.running()]
+        if not holding and len(running) != 1:
+            raise BrokerFaultError(
+                f"no app instance holds the connection from port {port} that sent the "
+                f"request ({len(running)} instances running)"
+            )
+        name, instance = (holding or running)[0]
+        with contextlib.suppress(RuntimeError):  # it died on its own meanwhile
+            services[name].signal(instance, signal.SIGKILL)
+        return {"app": name, "instance": instance, "port": port}
+
+    return kill
 
 
 @step_kind(
@@ -386,11 +412,14 @@ def _kafka_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str,
 def _request_fault(stage: Stage, step: Step) -> dict[str, Any]:
     """A fault aimed at Kafka requests (an API's, from the app or the workload producer):
     their answer lost after the broker acted, an error answer the broker never sent, a delay,
-    or a cut; waits until it acted ``count`` times."""
+    a cut, or the app instance that sent it killed before it is answered; waits until it acted
+    ``count`` times."""
     target = {name: step[name] for name in BROKER_TARGET}
     with _refused():
         try:
-            return stage.network().play_request_fault(target, dict(step.options), step["timeout_s"])
+            return stage.network().play_request_fault(
+                target, dict(step.options), step["timeout_s"], kill_sender=_kill_sender(stage)
+            )
         except BrokerFaultError as exc:  # an app given no partition sends no group requests
             idle = None if step["clients"] == "workload" else idle_apps(stage.history, time.time())
             if idle is None:

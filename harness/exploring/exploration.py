@@ -87,5 +87,5 @@ def _player(jobs: int, settings: RunSettings, definitions: Path, scratch: Path) 
             bootstrap_servers=settings.kafka_bootstrap, spark_master=settings.spark_master,
         )  # fmt: skip
         return InTurn(session, settings.run_options())
-    os.environ.update(settings.child_environment())  # the lanes inherit it
-    return InLanes(jobs, settings.argv(), definitions, scratch)
+    env = {**os.environ, **settings.child_environment()}  # this process's is left as it was
+    return InLanes(jobs, settings.argv(), definitions, scratch, env)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -52,12 +52,19 @@ class InLanes:
     """Plays side by side, ``jobs`` lanes given the definitions as they are drawn (each lane
     reads ``NAME.toml`` from the definitions' directory when it is first named)."""
 
-    def __init__(self, jobs: int, options: Sequence[str], definitions: Path, scratch: Path) -> None:
+    def __init__(
+        self,
+        jobs: int,
+        options: Sequence[str],
+        definitions: Path,
+        scratch: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.jobs = jobs
         self.lease = Lease.take()
         runs_dir = scratch / "runs"
         argv = lane_argv([*options, "--incidents", str(definitions)], runs_dir)
-        self.lanes = [Lane(argv, scratch / f"lane-{i}.log", runs_dir) for i in range(jobs)]
+        self.lanes = [Lane(argv, scratch / f"lane-{i}.log", runs_dir, env) for i in range(jobs)]
         try:
             for lane in self.lanes:
                 lane.start(self.lease)

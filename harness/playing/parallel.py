@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from kafka_replay.report.outcome import Outcome
@@ -125,15 +125,18 @@ class Lane(Child):
     brokers and its Spark session between them, and concludes each beside the next one's
     steps (:mod:`kafka_replay.playing.lane`): it holds two runs at most."""
 
-    def __init__(self, argv: list[str], log_path: Path, runs_dir: Path) -> None:
+    def __init__(
+        self, argv: list[str], log_path: Path, runs_dir: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(argv, log_path)
         self.runs_dir = runs_dir
+        self.env = env  # None: this process's
         self.given: list[Run] = []  # given, their outcome not back yet; the last one newest
 
     def start(self, lease: Lease) -> None:
         """Start it in its own session, dying with this process (SIGKILL included)."""
         with open(self.log_path, "ab") as log:
-            self.process = spawn(self.argv, log, lease, stdin=subprocess.PIPE)
+            self.process = spawn(self.argv, log, lease, env=self.env, stdin=subprocess.PIPE)
 
     def _dir(self, run: Run) -> Path:
         return self.runs_dir / f"{run[0]}-{run[1]}"

@@ -12,7 +12,7 @@ from kafka_replay.cli_explore import parse_budget
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.exploring.explorer import KINDS, ExploreError, Explorer, kinds_of
 from kafka_replay.exploring.families import FAMILIES, choose_families
-from kafka_replay.exploring.findings import html_page
+from kafka_replay.exploring.findings import html_page, write_report
 from kafka_replay.exploring.schedule import Fault, definition_text, draw, simpler_faults
 from kafka_replay.exploring.shrinking import shrink
 from kafka_replay.report.outcome import Outcome
@@ -172,6 +172,18 @@ def test_a_schedule_the_reference_service_breaks_too_is_set_apart(tmp_path: Path
     explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
     result = explorer.explore()
     assert not result.findings and result.apart == ["explored-5-0"]
+
+
+def test_a_finding_whose_shrinking_the_budget_cut_says_so(tmp_path: Path) -> None:
+    lost = {"lost": 3}
+    player = ScriptedPlayer([lost, lost], reference={})
+    explorer = _explorer(player, tmp_path)
+    explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
+    result = explorer.explore()
+    (finding,) = result.findings
+    assert finding.cut_short == "the budget ran out" and finding.shrunk == finding.drawn
+    report = write_report(result, 600, tmp_path / "out").read_text()
+    assert "before shrinking was done (the budget ran out: explore again" in report
 
 
 def test_a_service_that_never_plays_stops_the_exploration(tmp_path: Path) -> None:

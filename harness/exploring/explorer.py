@@ -81,6 +81,8 @@ class Finding:
     path: Path
     #: Seconds from the exploration's start until it was written.
     found_s: float
+    #: Why shrinking stopped before it was done (the budget ran out, Ctrl-C), if it did.
+    cut_short: str | None = None
 
 
 @dataclass
@@ -163,11 +165,13 @@ class Explorer:
             return
         self.progress(f"  {kind}, confirmed; shrinking {len(schedule.faults)} fault(s)")
         smallest = [schedule]  # the smallest confirmed so far: kept on Ctrl-C as well
+        cut_short: list[str] = []
         try:
-            self._keep(kind, schedule, self._shrunk(kind, schedule, smallest))
+            shrunk = self._shrunk(kind, schedule, smallest, cut_short)
         except KeyboardInterrupt:
-            self._keep(kind, schedule, smallest[-1])
+            self._keep(kind, schedule, smallest[-1], "interrupted")
             raise
+        self._keep(kind, schedule, shrunk, cut_short[0] if cut_short else None)
 
     def play(self, schedule: Schedule, profile: str, kind: str | None = None) -> set[str]:
         """One real run of ``schedule``; what broke (nothing when the run itself failed)."""
@@ -251,7 +255,9 @@ class Explorer:
                           "the schedule, not the service; reported apart")  # fmt: skip
         return bool(found)
 
-    def _shrunk(self, kind: str, schedule: Schedule, smallest: list[Schedule]) -> Schedule:
+    def _shrunk(
+        self, kind: str, schedule: Schedule, smallest: list[Schedule], cut_short: list[str]
+    ) -> Schedule:
         def still_fails(faults: tuple[Fault, ...]) -> bool:
             candidate = replace(schedule, faults=faults)
             self.progress("  trying " + ("; ".join(candidate.timeline()) or "no fault"))
@@ -263,13 +269,21 @@ class Explorer:
         def simpler(fault: Fault) -> Iterator[Fault]:
             return simpler_faults(fault, schedule.shape.records)
 
-        faults = shrink(schedule.faults, still_fails, simpler, self.out_of_time)
+        def out_of_time() -> bool:
+            if self.out_of_time():
+                cut_short.append("the budget ran out")
+                return True
+            return False
+
+        faults = shrink(schedule.faults, still_fails, simpler, out_of_time)
         shrunk = replace(schedule, faults=faults)
         if faults != schedule.faults and self.reference_breaks(shrunk):
             return schedule
         return shrunk
 
-    def _keep(self, kind: str, drawn: Schedule, shrunk: Schedule) -> None:
+    def _keep(
+        self, kind: str, drawn: Schedule, shrunk: Schedule, cut_short: str | None = None
+    ) -> None:
         name = f"{kind.replace(' ', '-')}-{drawn.seed}-{drawn.index}"
         path = self.out_dir / f"{name}.toml"
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -281,5 +295,8 @@ class Explorer:
             )
         )  # fmt: skip
         found_s = time.monotonic() - self.result.started
-        self.result.findings.append(Finding(kind, drawn, shrunk, path, found_s))
-        self.progress(f"finding: {kind} under {len(shrunk.faults)} fault(s), written to {path}")
+        self.result.findings.append(Finding(kind, drawn, shrunk, path, found_s, cut_short))
+        short = f" (shrinking stopped: {cut_short})" if cut_short else ""
+        self.progress(
+            f"finding: {kind} under {len(shrunk.faults)} fault(s){short}, written to {path}"
+        )

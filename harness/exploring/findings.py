@@ -25,7 +25,13 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
             f"## {finding.kind}: `{finding.path.name}`",
             "",
             f"Drawn as schedule {finding.drawn.index} with {len(finding.drawn.faults)} fault(s), "
-            f"shrunk to {len(finding.shrunk.faults)}:",
+            f"shrunk to {len(finding.shrunk.faults)}"
+            + (
+                f" before shrinking was done ({finding.cut_short}: explore again with a larger "
+                "budget to shrink it further):"
+                if finding.cut_short
+                else ":"
+            ),
             "",
             *(f"1. {step}" for step in finding.shrunk.timeline()),
             "",

@@ -21,6 +21,7 @@ from benchmarks import (
     collection,
     compare_matrix,
     explore,
+    explore_hypothesis,
     installers,
     lanes,
     leaks,
@@ -51,6 +52,7 @@ BENCHMARKS = {
     "matrix": matrix.run,
     "shards": shards.run,
     "explore": explore.run,
+    "explore-hypothesis": explore_hypothesis.run,
 }
 # long: only when named
 ON_REQUEST = (
@@ -66,6 +68,7 @@ ON_REQUEST = (
     "matrix",
     "shards",
     "explore",
+    "explore-hypothesis",
 )
 
 
@@ -105,7 +108,14 @@ def main(argv: list[str]) -> int:
     for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries
         logging.getLogger(noisy).setLevel(logging.ERROR)
     names, args.incidents = list(args.names), []
-    taking_runs = ("stability", "checker-warm", "producer-findings", "matrix", "explore")
+    taking_runs = (
+        "stability",
+        "checker-warm",
+        "producer-findings",
+        "matrix",
+        "explore",
+        "explore-hypothesis",
+    )
     for taking in taking_runs:  # the names after it are its runs
         if taking in names:
             cut = names.index(taking) + 1

@@ -59,7 +59,7 @@ def explore(
     with leased_temp_dir("kafka-replay-explore-") as scratch:
         definitions = scratch / "schedules"
         definitions.mkdir()
-        player = _player(jobs, settings, definitions, scratch)
+        player = player_for(jobs, settings, definitions, scratch)
         explorer = Explorer(
             player, app=app, guarantee=guarantee, families=drawn_from, seed=seed,
             budget_s=budget_s, out_dir=out, work_dir=definitions, ordered=ordered,
@@ -80,7 +80,8 @@ def explore(
     return result
 
 
-def _player(jobs: int, settings: RunSettings, definitions: Path, scratch: Path) -> Player:
+def player_for(jobs: int, settings: RunSettings, definitions: Path, scratch: Path) -> Player:
+    """Where plays run: in this process's session (one at a time), or in ``jobs`` lanes."""
     if jobs == 1:
         session = CatalogSession(
             scratch, settings.kafka_version, settings.kafka_backend, image=settings.kafka_image,

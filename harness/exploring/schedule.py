@@ -84,6 +84,12 @@ def draw(
         family = rng.choice(list(families))
         after = rng.randint(int(records * EARLIEST), latest_ack(records))
         faults.append(Fault(family.name, after, family.draw(rng, shape)))
+    return composed(seed, index, shape, faults)
+
+
+def composed(seed: int, index: int, shape: Shape, faults: Sequence[Fault]) -> Schedule:
+    """A schedule of faults drawn one by one: in the order they are played, each partition
+    increase counted over the one before it."""
     in_order = sorted(faults, key=lambda f: f.after_acks)
     return Schedule(seed, index, shape, tuple(_growing(in_order, shape.partitions)))
 

@@ -370,7 +370,8 @@ def _kafka_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str,
 
 def _kill_sender(stage: Stage) -> Any:
     """What kills the app instance whose client sent a request from a port: SIGKILL to its
-    process group, restarted by its supervisor like any crash. An instance that cannot be
+    process group, restarted by its supervisor like any crash. A sender already gone (killed
+    for a request before, which was still in flight) is left so. An instance that cannot be
     looked into (a container) is found only when it is the one running."""
 
     def kill(port: int) -> dict[str, Any]:
@@ -378,11 +379,13 @@ def _kill_sender(stage: Stage) -> Any:
         holding = [
             (n, i) for n, apps in services.items() if (i := apps.instance_holding(port)) is not None
         ]
+        if not holding and all(apps.spec.image is None for apps in services.values()):
+            return {"port": port, "gone": True}  # every process was looked into
         running = [(n, i) for n, apps in services.items() for i in apps.running()]
         if not holding and len(running) != 1:
             raise BrokerFaultError(
                 f"no app instance holds the connection from port {port} that sent the "
-                f"request ({len(running)} instances running)"
+                f"request ({len(running)} containers running)"
             )
         name, instance = (holding or running)[0]
         with contextlib.suppress(RuntimeError):  # it died on its own meanwhile

@@ -120,7 +120,10 @@ class ScriptedPlayer:
     profile. The real plays are in tests/test_explore_cli.py."""
 
     def __init__(
-        self, yours: list[dict[str, int] | str], reference: dict[str, int], jobs: int = 1
+        self,
+        yours: list[dict[str, int] | str],
+        reference: dict[str, int] | list[dict[str, int]],
+        jobs: int = 1,
     ) -> None:
         self.yours, self.reference, self.jobs = list(yours), reference, jobs
         self.played: list[str] = []
@@ -132,7 +135,9 @@ class ScriptedPlayer:
 
     def _one(self, profile: str) -> Outcome:
         self.played.append(profile)
-        if profile == "remediated":
+        if profile == "remediated":  # a list: one play each, then none broken
+            if isinstance(self.reference, list):
+                return _outcome(self.reference.pop(0) if self.reference else {})
             return _outcome(self.reference)
         script = self.yours.pop(0) if self.yours else {}
         if isinstance(script, str):
@@ -160,7 +165,7 @@ def test_a_finding_is_kept_when_it_comes_back_and_the_reference_survives(tmp_pat
     result = _explorer(player, tmp_path).explore()
     (finding,) = result.findings
     assert finding.kind == "lost" and finding.shrunk == finding.drawn
-    assert player.played[:4] == ["vulnerable", "vulnerable", "vulnerable", "remediated"]
+    assert player.played[:5] == ["vulnerable"] * 3 + ["remediated"] * 2
     written = load_incident(finding.path)
     assert [str(c) for c in written.signature] == ["inputs_lost >= 1"]
 
@@ -172,6 +177,18 @@ def test_a_schedule_the_reference_service_breaks_too_is_set_apart(tmp_path: Path
     explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
     result = explorer.explore()
     assert not result.findings and result.apart == ["explored-5-0"]
+
+
+def test_a_schedule_the_reference_service_breaks_now_and_then_is_set_apart(
+    tmp_path: Path,
+) -> None:
+    lost = {"lost": 3}
+    player = ScriptedPlayer([lost, lost], reference=[{}, {"lost": 1}])
+    explorer = _explorer(player, tmp_path)
+    explorer.out_of_time = lambda: len(player.played) >= 4  # type: ignore[method-assign]
+    result = explorer.explore()
+    assert not result.findings and result.apart == ["explored-5-0"]
+    assert player.played == ["vulnerable"] * 2 + ["remediated"] * 2
 
 
 def test_a_finding_whose_shrinking_the_budget_cut_says_so(tmp_path: Path) -> None:
@@ -196,14 +213,14 @@ def test_a_service_that_never_plays_stops_the_exploration(tmp_path: Path) -> Non
 def test_side_by_side_schedules_are_drawn_and_confirmed_in_rounds(tmp_path: Path) -> None:
     lost = {"lost": 3}
     # two drawn at once, the second breaks; one more play confirms it (2 of 2 needed at once
-    # would be one too many); the reference; a shrinking candidate's round of two misses
+    # would be one too many); the reference twice at once; a shrinking candidate's round misses
     player = ScriptedPlayer([{}, lost, lost], reference={}, jobs=2)
     explorer = _explorer(player, tmp_path)
     result = explorer.explore()
     (finding,) = result.findings
     assert finding.drawn.index == 1
-    assert player.rounds[:3] == [2, 1, 1]
-    assert player.played[:4] == ["vulnerable", "vulnerable", "vulnerable", "remediated"]
+    assert player.rounds[:3] == [2, 1, 2]
+    assert player.played[:5] == ["vulnerable"] * 3 + ["remediated"] * 2
 
 
 def test_the_html_report_escapes_and_groups_what_the_markdown_says() -> None:

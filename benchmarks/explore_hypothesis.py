@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, Unsatisfiable
 
 from benchmarks.explore import SERVICES
 from kafka_replay.exploring.exploration import player_for
@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> None:
             verdict = f"found and shrunk ({exc})"
         except Flaky as exc:
             verdict = f"Flaky: {type(exc).__name__}"
+        except Unsatisfiable:  # the budget was spent before an example played
+            verdict = "none played"
         finally:
             player.close()
     failing = [p for p in plays if p[2]]

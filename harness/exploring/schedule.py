@@ -27,12 +27,10 @@ EARLIEST = 0.08
 #: what a fault does must reach the records that follow it, in every play alike.
 TAIL_S = 5.0
 MAX_FAULTS = 3
-#: How long the backlog may take to drain after the last record: 30 s, and for a service that
-#: writes in transactions Kafka's own recovery time on top (a transaction the service can no
-#: longer finish ends when ``transaction.timeout.ms``, 60 s by default, runs out: measured, the
-#: exactly-once reference stalled 40 to 60 s after a broker's restart, and drained then).
+#: How long the backlog may take to drain after the last record. A transactional service is
+#: given no more: a transaction left open until ``transaction.timeout.ms`` runs out is itself a
+#: defect the catalog replays (a restart that cannot fence it holds read_committed readers).
 DRAIN_S = 30
-TRANSACTION_RECOVERY_S = 60
 #: The reference service for each guarantee: the catalog's correct app, which must survive a
 #: schedule for a finding to count as the service's (not Kafka's or the harness's).
 REFERENCE_APPS = {
@@ -157,8 +155,7 @@ def steps_of(schedule: Schedule) -> list[dict[str, Any]]:
     for fault in schedule.in_order():
         steps.append({"do": "wait_acks", "count": fault.after_acks})
         steps.extend(dict(step) for step in fault.steps)
-    drain_s = DRAIN_S + (TRANSACTION_RECOVERY_S if schedule.shape.transactional else 0)
-    steps += [{"do": "wait_produced"}, {"do": "drain", "budget_s": drain_s}]
+    steps += [{"do": "wait_produced"}, {"do": "drain", "budget_s": DRAIN_S}]
     return steps
 
 

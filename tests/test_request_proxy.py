@@ -440,6 +440,7 @@ def test_a_service_killed_once_its_commit_is_applied_loses_what_it_committed_bef
         if s["do"] == "kafka_fault"
     ]
     (killed,) = fault["killed"]
+    assert fault["unanswered"] == 0
     assert killed["instance"] == 0 and killed["app"] == "app"
     assert [r["client_port"] for r in fault["requests"]] == [killed["port"]]
     lifecycle = read_stream(tmp_path / "run" / "events" / "lifecycle.jsonl")

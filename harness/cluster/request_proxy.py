@@ -96,6 +96,8 @@ class RequestFault:
     matched: int = field(default=0, init=False)
     acted: int = field(default=0, init=False)
     answered: list[int] = field(default_factory=list, init=False)
+    #: The client ports of chosen requests whose connection ended before their answer came.
+    unanswered: list[int] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         if self.api not in api_keys():
@@ -309,13 +311,13 @@ class RequestProxy:
         client_writer: asyncio.StreamWriter,
     ) -> None:
         broker_writer = None
+        # by correlation id: None to lose it, a fault to hold it for (kill_sender)
+        answers: dict[int, bytes | RequestFault | None] = {}
+        port = int(client_writer.get_extra_info("peername")[1])
         try:
             broker_reader, broker_writer = await asyncio.open_connection(
                 "127.0.0.1", route.upstream
             )
-            # by correlation id: None to lose it, a fault to hold it for (kill_sender)
-            answers: dict[int, bytes | RequestFault | None] = {}
-            port = int(client_writer.get_extra_info("peername")[1])
             pumps = [
                 asyncio.ensure_future(
                     self._pump(
@@ -347,6 +349,9 @@ class RequestProxy:
             for writer in (client_writer, broker_writer):
                 if writer is not None:
                     _reset(writer)
+            for held in answers.values():  # the connection ended before their answer came
+                if isinstance(held, RequestFault):
+                    held.unanswered.append(port)
 
     def _request(
         self, name: str, answers: dict[int, bytes | RequestFault | None], port: int

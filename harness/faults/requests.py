@@ -48,8 +48,10 @@ class RequestFaults(NetworkFaults):
         ``every``, ``count``, ``delay_ms``, ``error`` (an error's name, for ``error``).
         ``kill_sender`` (action ``kill_sender``) is called with the client port of each chosen
         request once the broker answered it, while its answer is held back; what it returns is
-        listed under ``killed``. Raises :class:`BrokerFaultError` when the fault has not acted
-        ``count`` times within ``timeout`` seconds, saying how many it matched.
+        listed under ``killed``; a chosen request whose connection ended before its answer came
+        (its sender gone already) counts as done, under ``unanswered``. Raises
+        :class:`BrokerFaultError` when the fault has not acted ``count`` times within
+        ``timeout`` seconds, saying how many it matched.
         """
         nodes = self.nodes(target["role"], target["topic"], target["partition"])
         taking, passing = CLIENTS[options["clients"]]
@@ -80,12 +82,14 @@ class RequestFaults(NetworkFaults):
             while not self.stop.wait(0.01 if holding else 0.05):
                 while holding and len(killed) < len(fault.answered):
                     killed.append(kill_sender(fault.answered[len(killed)]))  # type: ignore[misc]
-                if fault.acted >= count and (not holding or len(killed) >= count):
+                resolved = len(killed) + len(fault.unanswered)  # the latter's sender gone already
+                if fault.acted >= count and (not holding or resolved >= count):
                     break
                 if time.monotonic() > deadline:
+                    killing = f", its answer came for {len(killed)}" if holding else ""
                     raise BrokerFaultError(
-                        f"the {options['api']} fault acted {fault.acted} of {count} times "
-                        f"within {timeout:g}s ({fault.matched} matching requests)"
+                        f"the {options['api']} fault acted {fault.acted} of {count} times"
+                        f"{killing} within {timeout:g}s ({fault.matched} matching requests)"
                     )
         finally:
             self.proxy.remove_fault(fault)
@@ -98,7 +102,7 @@ class RequestFaults(NetworkFaults):
             "ended": time.time(),
             "matched": fault.matched,
             "acted": fault.acted,
-            **({"killed": killed} if killed else {}),
+            **({"killed": killed, "unanswered": len(fault.unanswered)} if holding else {}),
             "requests": [
                 {key: value for key, value in action.items() if key != "fault"}
                 for action in self.proxy.actions

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kafka_replay.cluster.log_end import LogEndError
@@ -368,7 +368,7 @@ def _kafka_fault(options: Mapping[str, Any], context: StepContext) -> tuple[str,
     return _broker_target(options, context)
 
 
-def _kill_sender(stage: Stage) -> Any:
+def _kill_sender(stage: Stage) -> Callable[[int], dict[str, Any]]:
     """What kills the app instance whose client sent a request from a port: SIGKILL to its
     process group, restarted by its supervisor like any crash. A sender already gone (killed
     for a request before, which was still in flight) is left so. An instance that cannot be

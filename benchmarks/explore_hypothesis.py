@@ -36,7 +36,6 @@ from kafka_replay.exploring.schedule import (
     composed,
     latest_ack,
 )
-from kafka_replay.replay.settings import RunSettings
 from kafka_replay.servers.reaper import leased_temp_dir
 
 
@@ -65,7 +64,7 @@ def run(args: argparse.Namespace) -> None:
     started = time.monotonic()
     with leased_temp_dir("kafka-replay-explore-hypothesis-") as scratch:
         definitions = scratch / "schedules"
-        player = player_for(1, RunSettings(), definitions, scratch)
+        player = player_for(1, None, definitions, scratch)
         explorer = Explorer(
             player, app=app, guarantee=guarantee, families=families, seed=service_seed,
             budget_s=args.budget_s, out_dir=Path(tempfile.mkdtemp()), work_dir=definitions,

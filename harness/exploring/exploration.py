@@ -80,8 +80,10 @@ def explore(
     return result
 
 
-def player_for(jobs: int, settings: RunSettings, definitions: Path, scratch: Path) -> Player:
-    """Where plays run: in this process's session (one at a time), or in ``jobs`` lanes."""
+def player_for(jobs: int, settings: RunSettings | None, definitions: Path, scratch: Path) -> Player:
+    """Where plays run: in this process's session (one at a time), or in ``jobs`` lanes;
+    ``settings`` None: the defaults of ``kafka-replay run``."""
+    settings = settings or RunSettings()
     if jobs == 1:
         session = CatalogSession(
             scratch, settings.kafka_version, settings.kafka_backend, image=settings.kafka_image,

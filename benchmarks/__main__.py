@@ -103,6 +103,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--budget-s", type=float, default=900.0, help="explore: each service's budget in seconds"
     )
+    parser.add_argument(
+        "--families", default=None, help="explore: fault families to draw from (default: explore's)"
+    )
     args = parser.parse_intermixed_args(argv)  # stability's incidents may follow its options
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries

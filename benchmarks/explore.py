@@ -5,7 +5,7 @@ shrunk sizes, and the written definition replayed ``--times`` times (its vulnera
 which must reproduce). The correct exactly-once service must give no finding; the number of
 schedules it survived is printed.
 
-    ./dev bench explore [--budget-s 900] [--times 3] [--jobs 2] [SERVICE ...]
+    ./dev bench explore [--budget-s 900] [--times 3] [--jobs 2] [--families NAMES] [SERVICE ...]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> None:
         started = time.monotonic()
         result = explore(
             app, guarantee, budget_s=args.budget_s, seed=seed, out=out, jobs=args.jobs,
+            families=args.families,
             progress=lambda line, n=name: print(f"[{n}] {line}", flush=True),
         )  # fmt: skip
         spent = time.monotonic() - started

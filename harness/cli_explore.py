@@ -19,12 +19,14 @@ from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
 
 #: The run options an exploration takes: the service, its guarantee and its messages, and the
 #: cluster and Spark it runs on.
-SHARED = ("app", "guarantee", "payload", "output_id", "client_config", "broker_config",
+SHARED = ("app", "app_image", "guarantee", "payload", "output_id", "client_config", "broker_config",
           "group_protocol", "client_library", "kafka_version", "kafka_backend", "kafka_image",
           "spark_master")  # fmt: skip
 EXPLORE_HELP = {
-    "app": "your service (required): a command line (the contract's placeholders allowed) or "
-    "module:function",
+    "app": "your service (this or --app-image): a command line (the contract's placeholders "
+    "allowed) or module:function; with --app-image, the container's arguments",
+    "app_image": "your service as a container image (IMAGE): each instance a container on the "
+    "host's network, the contract as its environment; needs Docker",
     "guarantee": "what your service promises (required): a schedule that breaks it is a finding",
 }
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h)?$")
@@ -102,14 +104,18 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from kafka_replay.interrupts import stop_on_signals
 
     settings = RunSettings.from_args(args, only=SHARED)
-    if not settings.app:
-        raise ValueError("--app is required: the service to explore (a command or module:function)")
+    if not (settings.app or settings.app_image):
+        raise ValueError(
+            "--app or --app-image is required: the service to explore (a command, "
+            "module:function or a container image)"
+        )
     if not settings.guarantee:
         raise ValueError("--guarantee is required: exactly-once or at-least-once")
     out = make_console(highlight=False, soft_wrap=True)
     stop_on_signals()  # SIGTERM (a CI job cancelled) stops it as Ctrl-C does: lanes, brokers
     result = explore(
-        settings.app, settings.guarantee, budget_s=args.budget, seed=args.seed,
+        settings.app, settings.guarantee, image=settings.app_image, budget_s=args.budget,
+        seed=args.seed,
         families=args.families, out=args.out, findings=args.findings, records=args.records,
         ordered=args.ordered, jobs=args.jobs, settings=settings,
         progress=lambda line: out.print(escape(line)),

@@ -65,7 +65,9 @@ def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--guarantee", "at-least-once"], "--app is required"),
+        (["--guarantee", "at-least-once"], "--app or --app-image is required"),
+        (["--app-image", "orders=team/orders:1", "--guarantee", "at-least-once"],
+         "explore takes one service's image"),
         (["--app", LATEST_START], "--guarantee is required"),
         (["--app", LATEST_START, "--guarantee", "at-least-once", "--families", "disks"],
          "unknown family disks"),

@@ -25,7 +25,8 @@ def test_the_same_seed_draws_the_same_schedules() -> None:
     first = [draw(11, i, families) for i in range(20)]
     assert first == [draw(11, i, families) for i in range(20)]
     assert first != [draw(12, i, families) for i in range(20)]
-    assert {f.family for s in first for f in s.faults} == set(FAMILIES)
+    assert {f.family for s in first for f in s.faults} == {f.name for f in families}
+    assert "retention" in FAMILIES and "retention" not in {f.name for f in families}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -49,9 +50,39 @@ def test_partitions_grow_at_every_drawn_increase() -> None:
         assert counts == sorted(set(counts)) and counts[0] > schedule.shape.partitions
 
 
+def test_offsets_expire_only_in_schedules_of_the_retention_family(tmp_path: Path) -> None:
+    """Its broker settings come with its faults alone, and shrinking never shortens the stop
+    (shorter, the offsets outlive it and the fault is gone)."""
+    families = choose_families("retention,app")
+    drawn = [draw(5, index, families) for index in range(12)]
+    for schedule in drawn:
+        path = tmp_path / f"{schedule.name}.toml"
+        path.write_text(definition_text(schedule, APP, "at-least-once", dict([KINDS["lost"]])))
+        broker = load_incident(path).profiles["vulnerable"].broker
+        expiring = any(f.family == "retention" for f in schedule.faults)
+        assert ("offsets.retention.minutes" in broker) == expiring, schedule.timeline()
+    stop = next(f for s in drawn for f in s.faults if f.family == "retention")
+    assert [s["do"] for s in stop.steps] == ["stop_apps", "idle", "start_apps"]
+    assert all(simpler.steps == stop.steps for simpler in simpler_faults(stop))
+
+
+def test_a_service_from_an_image_is_the_vulnerable_profile_alone(tmp_path: Path) -> None:
+    schedule = draw(3, 0, choose_families(None))
+    for arguments, command in (("", ""), ("--batch 10", "--batch 10")):
+        path = tmp_path / f"{schedule.name}.toml"
+        text = definition_text(schedule, arguments, "exactly-once", dict([KINDS["lost"]]),
+                               image="team/orders:1")  # fmt: skip
+        path.write_text(text)
+        profiles = load_incident(path).profiles
+        assert (profiles["vulnerable"].app.image, profiles["vulnerable"].app.command) == (
+            "team/orders:1", command)  # fmt: skip
+        assert profiles["remediated"].app.image is None
+        assert "eos_processor" in profiles["remediated"].app.command
+
+
 def test_unknown_families_are_refused_naming_the_allowed_ones() -> None:
-    with pytest.raises(ValueError, match=r"unknown family retention.*allowed: app, groups"):
-        choose_families("app,retention")
+    with pytest.raises(ValueError, match=r"unknown family disks.*allowed: app, groups"):
+        choose_families("app,disks")
     assert [f.name for f in choose_families("brokers, app,brokers")] == ["brokers", "app"]
 
 

@@ -21,9 +21,10 @@ from .schedule import RECORDS, REFERENCE_APPS
 
 
 def explore(
-    app: str,
+    app: str | None,
     guarantee: str,
     *,
+    image: str | None = None,
     budget_s: float = 900.0,
     seed: int | None = None,
     families: str | None = None,
@@ -35,7 +36,8 @@ def explore(
     settings: RunSettings | None = None,
     progress: Callable[[str], None] = print,
 ) -> Exploration:
-    """Search for a schedule of faults under which ``app`` breaks ``guarantee``.
+    """Search for a schedule of faults under which ``app`` breaks ``guarantee``; ``image``:
+    the service is that container image (``app`` its arguments, or None for its command).
 
     Findings are written to ``out`` as ``NAME.toml`` with ``explore.md`` and ``explore.html``;
     the report is written on Ctrl-C too, with what was found so far. ``families``: comma
@@ -49,8 +51,13 @@ def explore(
                                ("--jobs", jobs, 1)):  # fmt: skip
         if value < least:
             raise ValueError(f"{name} must be {least} or more, got {value}")
+    if not (app or image):
+        raise ValueError("the service to explore is needed: a command or module:function, or "
+                         "an image")  # fmt: skip
     drawn_from = choose_families(families)
-    settings = (settings or RunSettings()).replace(app=None, guarantee=None)
+    if image:
+        check_service_image(image)
+    settings = (settings or RunSettings()).replace(app=None, app_image=None, guarantee=None)
     seed = seed if seed is not None else secrets.randbelow(10**6)
     progress(
         f"Exploring with seed {seed} for {budget_s:.0f} s, {jobs} play(s) at a time, families: "
@@ -61,7 +68,8 @@ def explore(
         definitions.mkdir()
         player = player_for(jobs, settings, definitions, scratch)
         explorer = Explorer(
-            player, app=app, guarantee=guarantee, families=drawn_from, seed=seed,
+            player, app=app or "", guarantee=guarantee, image=image, families=drawn_from,
+            seed=seed,
             budget_s=budget_s, out_dir=out, work_dir=definitions, ordered=ordered,
             wanted=findings, records=records, progress=progress,
         )  # fmt: skip
@@ -78,6 +86,16 @@ def explore(
                 f"{len(result.findings)} finding(s); report: {result.report}"
             )
     return result
+
+
+def check_service_image(image: str) -> None:
+    """An image explored is one service: present (or pullable) before any broker starts."""
+    from kafka_replay.apps.image_app import check_app_image
+
+    if "=" in image:
+        raise ValueError(f"--app-image {image}: explore takes one service's image (IMAGE, not "
+                         "NAME=IMAGE)")  # fmt: skip
+    check_app_image(image)
 
 
 def player_for(jobs: int, settings: RunSettings | None, definitions: Path, scratch: Path) -> Player:

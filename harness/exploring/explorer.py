@@ -115,6 +115,7 @@ class Explorer:
         *,
         app: str,
         guarantee: str,
+        image: str | None = None,
         families: Sequence[Family],
         seed: int,
         budget_s: float,
@@ -125,7 +126,7 @@ class Explorer:
         records: int = RECORDS,
         progress: Callable[[str], None] = print,
     ) -> None:
-        self.player, self.app, self.guarantee = player, app, guarantee
+        self.player, self.app, self.guarantee, self.image = player, app, guarantee, image
         self.families, self.budget_s = families, budget_s
         self.ordered, self.wanted, self.records = ordered, wanted, records
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
@@ -192,9 +193,10 @@ class Explorer:
             path = self.work_dir / f"{name}.toml"
             # every kind's symptom named, so that each is measured; only ``kind``'s when confirming
             signature = dict([KINDS[kind]]) if kind else dict(KINDS.values())
-            path.write_text(
-                definition_text(schedule, self.app, self.guarantee, signature, name=name)
+            text = definition_text(
+                schedule, self.app, self.guarantee, signature, name=name, image=self.image
             )
+            path.write_text(text)
             given.append((path, profile))
         started = time.monotonic()
         outcomes = self.player.play(given)
@@ -298,7 +300,7 @@ class Explorer:
             definition_text(
                 shrunk, self.app, self.guarantee, dict([KINDS[kind]]), name=name,
                 description=f"{kind.capitalize()} under {len(shrunk.faults)} drawn fault(s): "
-                + "; ".join(shrunk.timeline()),
+                + "; ".join(shrunk.timeline()), image=self.image,
             )
         )  # fmt: skip
         found_s = time.monotonic() - self.result.started

@@ -4,14 +4,16 @@ kinds with drawn values.
 Every fault a family draws heals on its own before the schedule's drain: a killed app is
 restarted by its supervisor, a frozen broker resumes, a network fault lasts a set time, an
 extra member leaves again. What no correct service survives (retention shorter than the run,
-an unclean election) is in no family drawn by default.
+an unclean election) is in no family drawn by default: the ``retention`` family, whose
+offsets expire while the service is down, is drawn only when asked for (a service that
+rereads from the start duplicates, the exactly-once reference too).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Step = Mapping[str, Any]
@@ -40,6 +42,11 @@ class Family:
     default: bool
     #: One fault: its steps, played in order once the workload has that many acks.
     draw: Callable[[random.Random, Shape], tuple[Step, ...]]
+    #: Broker settings a schedule with this family's faults runs under: setting -> (value,
+    #: why, as ``[broker_needs]`` says it).
+    broker: Mapping[str, tuple[Any, str]] = field(default_factory=dict)
+    #: Step fields shrinking leaves as drawn: smaller, the fault no longer happens.
+    fixed: tuple[str, ...] = ()
 
 
 def _seconds(rng: random.Random, low: float, high: float) -> float:
@@ -97,6 +104,20 @@ def _requests(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     return (step,)
 
 
+#: How long the service stays down while its offsets expire: the broker's shortest
+#: ``offsets.retention.minutes`` (1) runs from when the group empties (a killed member's
+#: session ends 6 s later), and the broker looks every second.
+OFFSETS_EXPIRE_S = 75
+
+
+def _retention(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+    return (
+        {"do": "stop_apps"},
+        {"do": "idle", "seconds": OFFSETS_EXPIRE_S, "label": "offsets expire"},
+        {"do": "start_apps", "label": "redeploy"},
+    )
+
+
 def _partitions(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     return ({"do": "add_partitions", "topic": "input",
              "count": shape.partitions + rng.randint(1, 4)},)  # fmt: skip
@@ -114,6 +135,13 @@ FAMILIES: dict[str, Family] = {
         Family("requests", "the app's Kafka requests answered late, cut, or their answer lost "
                "after the broker acted, or their sender killed then", True, _requests),
         Family("partitions", "the input topic's partitions raised mid-stream", True, _partitions),
+        Family("retention", "every instance stopped until the group's committed offsets expire "
+               "(75 s), then started again", False, _retention,
+               broker={"offsets.retention.minutes": (1, "essential: the group's offsets expire "
+                                                         "while the service is down"),
+                       "offsets.retention.check.interval.ms": (1000, "time: the broker looks "
+                                                               "for expired offsets every second")},
+               fixed=("seconds",)),
     )
 }  # fmt: skip
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .families import Family, Shape, Step
+from .families import FAMILIES, Family, Shape, Step
 
 #: The workload every schedule plays: onboarding events, 80 a second (1,200: 15 s).
 RECORDS = 1200
@@ -37,6 +37,13 @@ REFERENCE_APPS = {
     "exactly-once": "{python} -m kafka_replay_incidents.apps.eos_processor",
     "at-least-once": "{python} -m kafka_replay_incidents.apps.batch_forwarder",
 }
+
+
+#: What a schedule with offsets that expire stands for.
+OFFSETS_SCALE = (
+    " The group's committed offsets are kept 1 minute (offsets.retention.minutes), where "
+    "production keeps them 7 days: a service down 75 s here is one down for a week there."
+)
 
 
 @dataclass(frozen=True)
@@ -119,9 +126,10 @@ def latest_ack(records: int) -> int:
 def simpler_faults(fault: Fault, records: int = RECORDS) -> Iterator[Fault]:
     """Smaller versions of one fault, the simplest first: fewer times and counts, shorter
     durations, a later start (as late as faults are drawn, in a workload of ``records``)."""
+    fixed = FAMILIES[fault.family].fixed if fault.family in FAMILIES else ()
     for i, step in enumerate(fault.steps):
         for key, value in step.items():
-            smaller = _smaller(step["do"], key, value)
+            smaller = None if key in fixed else _smaller(step["do"], key, value)
             if smaller is not None:
                 steps = (*fault.steps[:i], {**step, key: smaller}, *fault.steps[i + 1 :])
                 yield replace(fault, steps=steps)
@@ -167,9 +175,11 @@ def definition_text(
     *,
     name: str | None = None,
     description: str = "",
+    image: str | None = None,
 ) -> str:
     """The incident definition that plays ``schedule`` against ``app`` (profile vulnerable)
-    and against the reference service for ``guarantee`` (profile remediated)."""
+    and against the reference service for ``guarantee`` (profile remediated); ``image``: the
+    service is that container image, ``app`` its arguments (empty: the image's command)."""
     shape = schedule.shape
     post = f"kafka-replay explore --seed {schedule.seed} (schedule {schedule.index})"
     lines = [
@@ -182,17 +192,19 @@ def definition_text(
         + _value(
             f"Drawn, not from a post: {shape.records} onboarding events at {RATE:g} a second over "
             f"{shape.partitions} partitions, {shape.instances} instance(s) of the app, and "
-            f"{len(schedule.faults)} fault(s) that each heal within seconds, before the drain. "
+            f"{len(schedule.faults)} fault(s) that each heal before the drain. "
             "Each fault stands for the same event in production (a crash, a broker's pause, "
             "a network fault): only its order among the records matters, not the hours around it. "
             "Clients learn of new partitions within seconds (the workload producer's metadata "
             "every second, the service's every 2 s), where production takes up to 5 minutes."
+            + (OFFSETS_SCALE if "offsets.retention.minutes" in broker_settings(schedule) else "")
         ),
         "",
         "[topics]",
         f"input = {shape.partitions}",
         f"output = {shape.partitions}",
         "",
+        *_broker_tables(schedule),
         "[producer]",
         '"topic.metadata.refresh.interval.ms" = 1000',
         "",
@@ -219,12 +231,36 @@ def definition_text(
         "",
         "[profiles.vulnerable]",
         f"description = {_value('the service under test')}",
+        *([f"app.image = {_value(image)}"] if image else []),
         "",
         "[profiles.remediated]",
         f"description = {_value(f'the catalog reference service for {guarantee}')}",
         f"app.command = {_value(REFERENCE_APPS[guarantee])}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def broker_settings(schedule: Schedule) -> dict[str, tuple[Any, str]]:
+    """The broker settings the schedule's faults need (the retention family's short offset
+    retention), each with why."""
+    found: dict[str, tuple[Any, str]] = {}
+    for fault in schedule.faults:
+        found.update(FAMILIES[fault.family].broker if fault.family in FAMILIES else {})
+    return found
+
+
+def _broker_tables(schedule: Schedule) -> list[str]:
+    settings = broker_settings(schedule)
+    if not settings:
+        return []
+    return [
+        "[broker]",
+        *(f"{_value(key)} = {_value(value)}" for key, (value, _) in settings.items()),
+        "",
+        "[broker_needs]",
+        *(f"{_value(key)} = {_value(why)}" for key, (_, why) in settings.items()),
+        "",
+    ]
 
 
 def _value(value: Any) -> str:

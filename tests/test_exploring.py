@@ -201,6 +201,19 @@ def test_a_finding_is_kept_when_it_comes_back_and_the_reference_survives(tmp_pat
     assert [str(c) for c in written.signature] == ["inputs_lost >= 1"]
 
 
+def test_a_smaller_schedule_must_break_the_service_every_time_it_is_played(
+    tmp_path: Path,
+) -> None:
+    lost = {"lost": 3}
+    # drawn and confirmed; the reference holds; the first candidate breaks it one play in two
+    # (taken under 2 of 3, with its third play lost): it is not taken, nor any after it
+    player = ScriptedPlayer([lost, lost, lost, {}, lost], reference={})
+    result = _explorer(player, tmp_path).explore()
+    (finding,) = result.findings
+    assert finding.shrunk == finding.drawn
+    assert player.played[:6] == ["vulnerable"] * 2 + ["remediated"] * 2 + ["vulnerable"] * 2
+
+
 def test_a_schedule_the_reference_service_breaks_too_is_set_apart(tmp_path: Path) -> None:
     lost = {"lost": 3}
     player = ScriptedPlayer([lost, lost], reference={"lost": 1})

@@ -235,20 +235,22 @@ class Explorer:
             )
 
     def confirmed(
-        self, schedule: Schedule, kind: str, already: int = 0, eager: bool = False
+        self, schedule: Schedule, kind: str, already: int = 0, every_time: bool = False
     ) -> bool:
         """Whether ``kind`` comes back in 2 of 3 plays (``already``: plays that showed it),
         playing as many at once as may still be needed and the player plays side by side.
 
-        ``eager``: a first round without it rejects the schedule (a shrinking candidate: a
-        smaller finding missed costs less than a play).
+        ``every_time``: in each of 2 plays, the first miss rejecting the schedule (a shrinking
+        candidate: a smaller schedule that breaks the service only now and then would hand
+        over a definition that replays now and then, and a smaller finding missed costs less
+        than a play).
         """
         hits, plays = already, already
         while hits < CONFIRM_NEEDED and hits + CONFIRM_PLAYS - plays >= CONFIRM_NEEDED:
             at_once = min(self.player.jobs, CONFIRM_NEEDED - hits)
             found = self.play_all([(schedule, "vulnerable", kind)] * at_once)
             got = sum(kind in kinds for kinds in found)
-            if eager and plays == already and not got:
+            if every_time and got < at_once:
                 return False
             hits, plays = hits + got, plays + at_once
         return hits >= CONFIRM_NEEDED
@@ -270,7 +272,7 @@ class Explorer:
         def still_fails(faults: tuple[Fault, ...]) -> bool:
             candidate = replace(schedule, faults=faults)
             self.progress("  trying " + ("; ".join(candidate.timeline()) or "no fault"))
-            if self.confirmed(candidate, kind, eager=True):
+            if self.confirmed(candidate, kind, every_time=True):
                 smallest.append(candidate)
                 return True
             return False

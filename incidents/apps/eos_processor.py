@@ -4,7 +4,10 @@
 [--outside-transaction] [--work-ms MS] [--transactional-id-per-start]``
 
 Output and input offsets commit in one transaction. Any error ends the process (the post's
-uncaught exception handler), and the supervisor restarts it like a deployment would.
+uncaught exception handler), and the supervisor restarts it like a deployment would; so does
+a transactional call still waiting well after its own timeout (librdkafka's
+``send_offsets_to_transaction`` can wait for ever once the group coordinator restarted
+mid-transaction: confluentinc/librdkafka#5456), whose restart fences the transaction.
 
 - ``--side-effects TOPIC``: also send each result outside the transaction (an e-mail, a call to
   another service), to show what such a sink sees when a transaction is retried.
@@ -26,11 +29,43 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from .common import Service, next_offsets, result_of
+
+#: A transactional call still waiting this long after its own timeout is stuck.
+STUCK_AFTER_S = 5.0
+#: The offsets' TxnOffsetCommit is one request to the group coordinator: this long is a
+#: coordinator that is not coming back to this transaction.
+OFFSETS_TIMEOUT_S = 10
+
+
+@contextmanager
+def ended_if_stuck(service: Service, call: str, timeout_s: float) -> Iterator[None]:
+    """End the process when ``call`` (in the block) has not returned ``STUCK_AFTER_S`` after
+    its ``timeout_s``: the restart fences and aborts the transaction, where waiting on would
+    hold the partitions until the harness or a deployment gave up on the instance."""
+
+    def stuck() -> None:
+        waited = timeout_s + STUCK_AFTER_S
+        service.report.event("app_error", where="transaction", code="_TIMED_OUT",
+                             error=f"{call} still waiting {waited:g} s after it began",
+                             fatal=False, abortable=False)  # fmt: skip
+        print(f"eos_processor: {call} stuck for {waited:g} s", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    timer = threading.Timer(timeout_s + STUCK_AFTER_S, stuck)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def keep_alive(service: Service, consumer: Consumer, producer: Producer) -> None:
@@ -39,9 +74,19 @@ def keep_alive(service: Service, consumer: Consumer, producer: Producer) -> None
     if not positions:
         return
     producer.begin_transaction()
-    producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+    send_offsets(service, producer, consumer, positions)
     producer.commit_transaction(30)
     service.report.event("keepalive", offsets=len(positions))
+
+
+def send_offsets(
+    service: Service, producer: Producer, consumer: Consumer, offsets: list[TopicPartition]
+) -> None:
+    """The consumed offsets into the transaction, ended if the call outlives its timeout."""
+    with ended_if_stuck(service, "send_offsets_to_transaction", OFFSETS_TIMEOUT_S):
+        producer.send_offsets_to_transaction(
+            offsets, consumer.consumer_group_metadata(), OFFSETS_TIMEOUT_S
+        )
 
 
 def failed_transaction(producer: Producer) -> KafkaError | None:
@@ -98,9 +143,7 @@ def main(argv: list[str]) -> int:
             if side_effects is not None:
                 side_effects.flush(30)
             if transactional:
-                producer.send_offsets_to_transaction(
-                    next_offsets(batch), consumer.consumer_group_metadata(), 30
-                )
+                send_offsets(service, producer, consumer, next_offsets(batch))
                 producer.commit_transaction(30)
             else:
                 producer.flush(30)

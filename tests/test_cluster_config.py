@@ -71,3 +71,24 @@ def test_equal_requests_share_a_spec() -> None:
     second = ClusterSpec.of("4.0.2", 1, {"a": 1, "b": "2"})
     assert first == second and hash(first) == hash(second)
     assert ClusterSpec.of("4.0.2", 3) != first
+
+
+def test_a_kept_cluster_whose_running_broker_refuses_connections_is_not_lent_again() -> None:
+    """What the pool decides when a broker runs but no longer takes connections (once seen
+    after a restart): a stand-in node on a port held bound, listened on only in between."""
+    import socket
+    from types import SimpleNamespace
+
+    from kafka_replay.cluster.pool import ClusterPool
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))  # no other process can take the port meanwhile
+        node = SimpleNamespace(node_id=1, port=held.getsockname()[1], paused=False,
+                               alive=lambda: True)  # fmt: skip
+        cluster = SimpleNamespace(nodes=[node])
+        assert not ClusterPool._accepting(cluster)  # type: ignore[arg-type]
+        held.listen()
+        assert ClusterPool._accepting(cluster)  # type: ignore[arg-type]
+        node.alive = lambda: False  # a broker down is the restore's business, not this check's
+        held.close()
+        assert ClusterPool._accepting(cluster)  # type: ignore[arg-type]

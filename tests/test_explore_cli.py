@@ -67,7 +67,9 @@ def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> 
     [
         (["--guarantee", "at-least-once"], "--app or --app-image is required"),
         (["--app-image", "orders=team/orders:1", "--guarantee", "at-least-once"],
-         "explore takes one service's image"),
+         "explore takes one service, given alone"),
+        (["--app", "no-such-service --fast", "--guarantee", "at-least-once"],
+         "'no-such-service' was not found"),
         (["--app", LATEST_START], "--guarantee is required"),
         (["--app", LATEST_START, "--guarantee", "at-least-once", "--families", "disks"],
          "unknown family disks"),

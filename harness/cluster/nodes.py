@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar, Protocol, Self
 
+import psutil
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
@@ -84,6 +85,18 @@ def refused_config(log: str) -> str:
         f"the broker refused its config: {match.group(1).strip()}. Fix that property (the "
         "incident's [broker] table, or --broker-config). "
     )
+
+
+def listening_ports(node: Node) -> list[int]:
+    """The TCP ports a node's own process listens on (none known for a container's)."""
+    process = getattr(node, "process", None)
+    if process is None:
+        return []
+    try:
+        connections = psutil.Process(process.pid).net_connections(kind="tcp")
+    except psutil.Error:
+        return []
+    return sorted({c.laddr.port for c in connections if c.status == psutil.CONN_LISTEN})
 
 
 def check_free_space(*directories: Path) -> None:

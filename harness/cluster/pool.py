@@ -9,12 +9,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_replay.servers.ports import accepts_connections
+
 from .backends import backend_class, backend_name, backend_version, choose_backend, make_cluster
 from .base import Cluster
 from .broker_config import validate_overrides
 from .errors import NotApplicable
 from .external import ExternalCluster
-from .nodes import NodeCluster
+from .nodes import NodeCluster, listening_ports
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,9 @@ class ClusterPool:
             log.warning("a broker of %s could not be restored; starting afresh", spec.describe())
             self._stop(cluster)
             cluster = None
+        if cluster is not None and not self._accepting(cluster):
+            self._stop(cluster)
+            cluster = None
         if cluster is None:
             idle = [c for c in self._live if c not in self._lent]  # a lent one is in use
             while idle and len(self._live) >= self.max_live:
@@ -186,6 +191,21 @@ class ClusterPool:
             log.warning("restoring %r failed: %s", cluster, exc)
             return False
         return True
+
+    @staticmethod
+    def _accepting(cluster: NodeCluster) -> bool:
+        """Whether every running node takes connections. A broker restarted by a run was once
+        seen running and logging, yet refusing every connection on its port (the cause is not
+        known): each run its lane gave that cluster afterwards failed at start-up."""
+        running = [node for node in cluster.nodes if node.alive() and not node.paused]
+        refusing = [node for node in running if not accepts_connections(node.port)]
+        for node in refusing:
+            log.warning(
+                "broker %s of %r runs but refuses connections on 127.0.0.1:%s (it listens on "
+                "%s); starting a fresh cluster", node.node_id, cluster, node.port,
+                listening_ports(node) or "no port",
+            )  # fmt: skip
+        return not refusing
 
     def _stop(self, cluster: NodeCluster) -> None:
         del self._live[cluster]

@@ -79,6 +79,22 @@ def check_users_app(app: str | None, image: str | None, incidents: Iterable[Inci
         check_app_image(container)
 
 
+def check_one_service(app: str | None, image: str | None) -> None:
+    """What ``kafka-replay explore`` plays: one service, a command or an image (``app`` then
+    its arguments), refused at once as a run refuses it, before any broker starts."""
+    for flag, given in (("--app", app), ("--app-image", image)):
+        if given and named_app(given)[0] is not None:
+            raise ValueError(
+                f"{flag} {given}: explore takes one service, given alone (not NAME=...)"
+            )
+    if image:
+        from kafka_replay.apps.image_app import check_app_image
+
+        check_app_image(image.strip())
+    elif app:
+        check_command(app)
+
+
 def _placed(
     flag: str, given: str | None, services: Mapping[str, AppDefinition], incident: str
 ) -> tuple[str, str] | None:

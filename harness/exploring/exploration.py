@@ -8,6 +8,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
+from kafka_replay.definitions.app_option import check_one_service
 from kafka_replay.playing.parallel import WorkerFailed
 from kafka_replay.playing.session import CatalogSession
 from kafka_replay.replay.settings import RunSettings
@@ -55,8 +56,7 @@ def explore(
         raise ValueError("the service to explore is needed: a command or module:function, or "
                          "an image")  # fmt: skip
     drawn_from = choose_families(families)
-    if image:
-        check_service_image(image)
+    check_one_service(app, image)
     settings = (settings or RunSettings()).replace(app=None, app_image=None, guarantee=None)
     seed = seed if seed is not None else secrets.randbelow(10**6)
     progress(
@@ -86,16 +86,6 @@ def explore(
                 f"{len(result.findings)} finding(s); report: {result.report}"
             )
     return result
-
-
-def check_service_image(image: str) -> None:
-    """An image explored is one service: present (or pullable) before any broker starts."""
-    from kafka_replay.apps.image_app import check_app_image
-
-    if "=" in image:
-        raise ValueError(f"--app-image {image}: explore takes one service's image (IMAGE, not "
-                         "NAME=IMAGE)")  # fmt: skip
-    check_app_image(image)
 
 
 def player_for(jobs: int, settings: RunSettings | None, definitions: Path, scratch: Path) -> Player:

@@ -115,9 +115,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     stop_on_signals()  # SIGTERM (a CI job cancelled) stops it as Ctrl-C does: lanes, brokers
     result = explore(
         settings.app, settings.guarantee, image=settings.app_image, budget_s=args.budget,
-        seed=args.seed,
-        families=args.families, out=args.out, findings=args.findings, records=args.records,
-        ordered=args.ordered, jobs=args.jobs, settings=settings,
+        seed=args.seed, families=args.families, out=args.out, findings=args.findings,
+        records=args.records, ordered=args.ordered, jobs=args.jobs, settings=settings,
         progress=lambda line: out.print(escape(line)),
     )  # fmt: skip
     return 1 if result.findings else 0

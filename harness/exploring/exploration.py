@@ -69,8 +69,7 @@ def explore(
         player = player_for(jobs, settings, definitions, scratch)
         explorer = Explorer(
             player, app=app or "", guarantee=guarantee, image=image, families=drawn_from,
-            seed=seed,
-            budget_s=budget_s, out_dir=out, work_dir=definitions, ordered=ordered,
+            seed=seed, budget_s=budget_s, out_dir=out, work_dir=definitions, ordered=ordered,
             wanted=findings, records=records, progress=progress,
         )  # fmt: skip
         try:

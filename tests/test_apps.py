@@ -342,3 +342,23 @@ def test_kills_at_random_end_when_the_app_keeps_dying_on_its_own() -> None:
         slack_s=0.1,
     )
     assert sent == 0
+
+
+def test_a_reference_apps_result_carries_the_identity_the_harness_stamped() -> None:
+    """The catalog's apps read a record's identity from its ``event_id`` header: a team's own
+    messages (``--payload``) have no such field, and the result of one named ``None`` or a
+    crash would leave every input unaccounted for (a stand-in record: this is the app's own
+    logic, its runs on Kafka are the catalog's)."""
+    from types import SimpleNamespace
+
+    from kafka_replay_incidents.apps.common import result_of
+
+    def record(value: dict[str, object], headers: list[tuple[str, bytes]]) -> SimpleNamespace:
+        return SimpleNamespace(value=lambda: json.dumps(value).encode(), headers=lambda: headers,
+                               partition=lambda: 2, offset=lambda: 7)  # fmt: skip
+
+    order = record({"order_id": "o-1", "customer": "c-9"}, [("event_id", b"e-1")])
+    value, headers = result_of(order)  # type: ignore[arg-type]
+    assert json.loads(value)["event_id"] == "e-1" and headers == [("event_id", b"e-1")]
+    unstamped = record({"event_id": "e-2", "key": "k"}, [])
+    assert json.loads(result_of(unstamped)[0])["event_id"] == "e-2"  # type: ignore[arg-type]

@@ -67,8 +67,8 @@ def add_explore_command(commands: Any) -> None:
         "--families",
         default=None,
         metavar="NAMES",
-        help="fault families to draw from, comma separated (default: every "
-        "one that needs no extra component; see docs/explore.md)",
+        help="fault families to draw from, comma separated (default: every one a correct "
+        "service survives, all but retention; see docs/explore.md)",
     )
     explore.add_argument(
         "--findings", type=int, default=1, metavar="N", help="stop after N findings (default 1)"

@@ -42,9 +42,10 @@ def explore(
 
     Findings are written to ``out`` as ``NAME.toml`` with ``explore.md`` and ``explore.html``;
     the report is written on Ctrl-C too, with what was found so far. ``families``: comma
-    separated names (default: every family that needs no extra component). ``jobs``: plays
-    side by side, each lane with brokers and Spark of its own. ``settings``: what runs share
-    with ``kafka-replay run`` (the Kafka release and backend, client settings, a payload).
+    separated names (default: every family a correct service survives, all but retention).
+    ``jobs``: plays side by side, each lane with brokers and Spark of its own. ``settings``:
+    what runs share with ``kafka-replay run`` (the Kafka release and backend, client
+    settings, a payload).
     """
     if guarantee not in REFERENCE_APPS:
         raise ValueError(f"guarantee is one of {', '.join(REFERENCE_APPS)}, got {guarantee!r}")

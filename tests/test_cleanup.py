@@ -57,6 +57,15 @@ def _broker_alive(pid: int) -> bool:
         return False
 
 
+def _wait_execed(pid: int, program: str, timeout: float = 30) -> None:
+    """Wait until ``pid`` runs ``program``: ``setpriv`` sets the death signal before its exec,
+    and an owner killed before then leaves the server to the reaper (seen once under load)."""
+    deadline = time.monotonic() + timeout
+    while psutil.Process(pid).cmdline()[:1] != [program]:
+        assert time.monotonic() < deadline, f"{pid} never ran {program}"
+        time.sleep(0.01)
+
+
 def _kill_and_collect(child: subprocess.Popen[str]) -> None:
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
@@ -249,6 +258,7 @@ def test_a_started_server_dies_with_its_owner_and_no_fork_handler_runs(tmp_path:
     try:
         assert owner.stdout is not None
         started = json.loads(owner.stdout.readline())
+        _wait_execed(started["pid"], "sleep")
     finally:
         _kill_and_collect(owner)
     assert started["forks"] == 0

@@ -34,7 +34,8 @@ def _dying_with_parent(
     the harness's libraries registered for a fork (gRPC's, loaded with a Spark Connect
     client, aborted an app before its exec). Only from the main thread: the signal follows
     the thread that forked, so a server started from a worker thread would otherwise die with
-    that thread. Where ``setpriv`` is missing, the leases' reaper is what cleans up.
+    that thread. Where ``setpriv`` is missing, or the harness is killed in the moment before
+    ``setpriv`` sets the signal, the leases' reaper is what cleans up.
     """
     in_main_thread = threading.current_thread() is threading.main_thread()
     setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None

@@ -282,15 +282,21 @@ class AppSpec:
         """The argv to run for one instance (an image's arguments), placeholders filled in."""
         if self.target is not None:
             return [python, "-m", "kafka_replay.apps.run_callable", self.target]
-        values = context.placeholders()
+        return [fill_placeholders(arg, context) for arg in self.argv]
 
-        def fill(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name not in values:
-                if name.startswith("topic."):
-                    having = ", ".join(sorted(values_of_topics(values))) or "none"
-                    raise ValueError(f"{{{name}}}: the incident has no such topic ({having})")
-                raise ValueError(f"{{{name}}} is not available to this app: this run has no {name}")
-            return values[name]
 
-        return [_PLACEHOLDER.sub(fill, arg) for arg in self.argv]
+def fill_placeholders(text: str, context: AppContext) -> str:
+    """``text`` with the contract's placeholders (``{bootstrap}``, ``{topic.NAME}``, ...) filled
+    in for ``context``; one this run has no value for is a ValueError naming it."""
+    values = context.placeholders()
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            if name.startswith("topic."):
+                having = ", ".join(sorted(values_of_topics(values))) or "none"
+                raise ValueError(f"{{{name}}}: the incident has no such topic ({having})")
+            raise ValueError(f"{{{name}}} is not available to this app: this run has no {name}")
+        return values[name]
+
+    return _PLACEHOLDER.sub(fill, text)

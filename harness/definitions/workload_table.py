@@ -21,6 +21,7 @@ from typing import Any
 from faker import Faker
 
 from kafka_replay.workload import GENERATORS, Workload
+from kafka_replay.workload.connect_json import encode_connect_json
 from kafka_replay.workload.fields import TEMPORAL, faker_for
 from kafka_replay.workload.payloads import FORMATS, Encoding, Payload, PayloadSource, encode_json
 
@@ -28,6 +29,8 @@ from .model import DefinitionError, toml_error
 from .table import Table
 
 SOURCES = ("generator", "schema", "recorded")
+#: How a document becomes bytes, by ``format`` (Avro's encoder is its schema's).
+ENCODERS = {"json": encode_json, "connect-json": encode_connect_json}
 #: The keys of a team's generator that are the harness's, not its parameters.
 HARNESS_KEYS = ("generator", "schema", "format", "registry", "key_field", "id_field")
 
@@ -141,7 +144,7 @@ def _encoding(table: Table, schema: Any) -> Encoding:
         problem = schema.text_field_problem(path, sample) if path and schema is not None else None
         if problem:
             raise table.fail(key, problem)
-    encode = schema.encode_avro if fmt == "avro" else encode_json
+    encode = schema.encode_avro if fmt == "avro" else ENCODERS[fmt]
     return Encoding(encode, table.get("id_field", str, None), table.get("key_field", str, None))
 
 

@@ -30,6 +30,7 @@ _EXPORTS = {
     "reap_orphans": ".reaper",
     "resolve_classpath": ".maven",
     "spawn": ".process",
+    "spawn_in_group": ".process",
     "wait_answering": ".process",
 }
 __all__ = sorted(_EXPORTS)

@@ -85,6 +85,23 @@ def spawn(
     return process
 
 
+def spawn_in_group(
+    command: Sequence[str], output: IO[bytes], env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` as a helper of the calling process: in its process group (a signal
+    to the group, as a supervisor's kill -9 or freeze, reaches both), dying with it, and
+    tagged with the caller's own lease (inherited in the environment), so the reaper that
+    kills the caller's group kills it too."""
+    env = dict(os.environ if env is None else env)
+    return subprocess.Popen(
+        _dying_with_parent(command, env, None),
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+
+
 def thread_states(pid: int) -> list[str] | None:
     """The state letter of each thread of ``pid`` (``T``: stopped, ``Z``: exited); None where
     /proc cannot say."""

@@ -19,7 +19,7 @@ from faker import Faker
 from .records import EVENT_ID_HEADER, Stamper, Step, Workload, WorkloadRecord
 
 HeaderValue = str | bytes
-FORMATS = ("json", "avro")
+FORMATS = ("json", "avro", "connect-json")
 #: What ``Payload(expect=...)`` takes: None is once on the output.
 EXPECT_MARKS = (None, "dead_letter", "filtered")
 

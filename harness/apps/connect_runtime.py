@@ -1,0 +1,168 @@
+"""Kafka Connect from Maven Central: a distributed worker's classpath, its plugins, its
+settings, and the REST calls that submit a connector. One place for every use of Connect.
+
+Every listener a worker opens is on 127.0.0.1 on a port the caller chose (Connect's REST
+listener binds all interfaces unless told otherwise). Internal topics take the broker's own
+replication factor and one partition each, so a worker starts in seconds on any cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kafka_replay.cluster.artifacts import LOG4J_VERSION
+from kafka_replay.cluster.embedded import java_command
+from kafka_replay.servers.maven import Artifact, resolve_classpath
+
+#: The Connect release a worker runs unless told otherwise (``--version``).
+CONNECT_VERSION = "4.4.0"
+#: What a worker's JVM is given: Connect and a connector or two, on the 2-core machine.
+WORKER_HEAP = "512m"
+DISTRIBUTED = "org.apache.kafka.connect.cli.ConnectDistributed"
+#: Left out of a plugin resolved from Maven: the worker's own. Kafka's API would only be shadowed;
+#: a plugin's older Jackson breaks as soon as it looks for Jackson modules, since the worker's
+#: (Blackbird) are found on the worker's classpath but are not subtypes of the plugin's classes.
+PROVIDED = (
+    "org.apache.kafka:connect-api",
+    "org.apache.kafka:kafka-clients",
+    "com.fasterxml.jackson.core:jackson-core",
+    "com.fasterxml.jackson.core:jackson-databind",
+    "com.fasterxml.jackson.core:jackson-annotations",
+)
+
+
+class ConnectError(RuntimeError):
+    """A worker that would not start, or a connector it refused."""
+
+
+def connect_classpath(version: str = CONNECT_VERSION) -> list[Path]:
+    """``connect-runtime`` of ``version`` with a logging backend, resolved on first use."""
+    log4j = [
+        Artifact("org.apache.logging.log4j", name, LOG4J_VERSION)
+        for name in ("log4j-api", "log4j-core", "log4j-slf4j-impl", "log4j-1.2-api")
+    ]
+    return resolve_classpath(
+        f"connect-{version}",
+        [Artifact("org.apache.kafka", "connect-runtime", version), *log4j],
+    )
+
+
+def worker_command(version: str = CONNECT_VERSION) -> list[str]:
+    """``java`` with Connect's classpath and the distributed worker's class; its properties
+    file comes last."""
+    return [*java_command(connect_classpath(version), WORKER_HEAP), DISTRIBUTED]
+
+
+def plugin_path(plugin: str) -> Path:
+    """A ``plugin.path`` entry for ``plugin``: a directory as given (laid out as Connect's
+    ``plugin.path`` expects), or Maven coordinates ``group:artifact:version`` resolved once
+    into a directory of their jars."""
+    if Path(plugin).is_dir():
+        return Path(plugin).resolve()
+    parts = plugin.split(":")
+    if len(parts) != 3 or not all(parts):
+        raise ConnectError(
+            f"plugin {plugin!r} is neither a directory nor Maven coordinates group:artifact:version"
+        )
+    name = "connect-plugin-" + plugin.replace(":", "_")
+    jars = resolve_classpath(name, [Artifact(*parts, exclude=PROVIDED)])
+    return jars[0].parent.parent  # the entry holds libs/, one plugin's jars
+
+
+def worker_properties(
+    *,
+    bootstrap: str,
+    group: str,
+    rest_port: int,
+    plugins: Sequence[Path],
+    client: Mapping[str, str],
+    settings: Mapping[str, str],
+) -> dict[str, str]:
+    """A distributed worker's settings: its Connect group and internal topics named after
+    ``group``, REST on 127.0.0.1, JSON values with schemas, the incident's ``client``
+    settings for every consumer and producer it makes, then the team's own ``settings``."""
+    properties = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"{group}-connect",
+        "config.storage.topic": f"{group}-connect-configs",
+        "offset.storage.topic": f"{group}-connect-offsets",
+        "status.storage.topic": f"{group}-connect-status",
+        "config.storage.replication.factor": "-1",
+        "offset.storage.replication.factor": "-1",
+        "status.storage.replication.factor": "-1",
+        "offset.storage.partitions": "1",
+        "status.storage.partitions": "1",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        "listeners": f"http://127.0.0.1:{rest_port}",
+        "rest.advertised.host.name": "127.0.0.1",
+        "rest.advertised.port": str(rest_port),
+        "connector.client.config.override.policy": "All",
+        "plugin.path": ",".join(str(path) for path in plugins),
+    }
+    for key, value in client.items():
+        properties[f"consumer.{key}"] = value
+        properties[f"producer.{key}"] = value
+    properties.update(settings)
+    return properties
+
+
+def write_properties(path: Path, properties: Mapping[str, str]) -> Path:
+    """``properties`` as a Java properties file (values escaped as Java reads them)."""
+
+    def escaped(text: str) -> str:
+        return text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=")
+
+    path.write_text("".join(f"{key}={escaped(value)}\n" for key, value in properties.items()))
+    return path
+
+
+def rest_answers(port: int) -> bool:
+    """True once the worker's REST API answers (it does only after joining its group)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/connectors", timeout=2) as answer:
+            return answer.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def put_connector(port: int, name: str, config: Mapping[str, Any], timeout: float = 60) -> None:
+    """Create or update connector ``name`` (an idempotent PUT). Connect answers 409 while its
+    group rebalances and 5xx while the leader is not known yet: asked again until ``timeout``;
+    a config it refuses (400) is a :class:`ConnectError` with Connect's own words."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/connectors/{name}/config",
+        data=json.dumps(dict(config)).encode(),
+        headers={"Content-Type": "application/json"},
+        method="PUT",
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=30):
+                return
+        except urllib.error.HTTPError as exc:
+            said = exc.read().decode(errors="replace")
+            if exc.code not in (409, 500, 503) or time.monotonic() > deadline:
+                raise ConnectError(f"Connect refused connector {name}: {exc.code} {said}") from None
+        except OSError as exc:
+            if time.monotonic() > deadline:
+                raise ConnectError(f"Connect did not take connector {name}: {exc}") from None
+        time.sleep(0.5)
+
+
+def connector_state(port: int, name: str) -> dict[str, Any] | None:
+    """Connect's status of ``name`` (its own state and each task's), None until it has one."""
+    try:
+        url = f"http://127.0.0.1:{port}/connectors/{name}/status"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return json.loads(answer.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None

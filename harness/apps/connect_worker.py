@@ -28,6 +28,7 @@ from typing import Any
 
 from kafka_replay.servers.ports import free_ports
 from kafka_replay.servers.process import spawn_in_group
+from kafka_replay.servers.server_errors import ServerError
 
 from . import connect_runtime
 from .contract import CLIENT_PROPERTIES, AppContext, fill_placeholders
@@ -138,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     try:
         return run_worker(arguments)
-    except (connect_runtime.ConnectError, ValueError) as exc:
+    except (connect_runtime.ConnectError, ServerError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
 

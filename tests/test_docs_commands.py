@@ -181,6 +181,10 @@ APP_FORM_ROWS = {
                 NO_CLUSTER),
     "module-function": ("module:function", ["zombie-commit", "--app", "tests.apps.echo:run"],
                         NO_CLUSTER),
+    "python-placeholder": (
+        "COMMAND", ["zombie-commit", "--app",
+                    "{python} -m kafka_replay.apps.connect_worker docs/connect/sink.json"],
+        NO_CLUSTER),
     "name-command-not-found": (
         "NAME=COMMAND", [CHAIN, "--app", BILLING.replace("python", "pythn")],
         "the app command 'pythn' for service billing was not found"),

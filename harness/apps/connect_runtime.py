@@ -16,14 +16,29 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kafka_replay.cluster.artifacts import LOG4J_VERSION
-from kafka_replay.cluster.embedded import java_command
+from kafka_replay.servers.jvm import find_java
 from kafka_replay.servers.maven import Artifact, resolve_classpath
 
 #: The Connect release a worker runs unless told otherwise (``--version``).
 CONNECT_VERSION = "4.4.0"
 #: What a worker's JVM is given: Connect and a connector or two, on the 2-core machine.
-WORKER_HEAP = "512m"
+JVM_OPTIONS = (
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+#: Connect's log, on the app's output: INFO with times, as Connect's own distribution logs
+#: (SLF4J's simple binding: Kafka's POMs carry no logging backend), the plugin scan's at WARN.
+LOGGING = (
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss,SSS",
+    "-Dorg.slf4j.simpleLogger.logFile=System.out",
+    "-Dorg.slf4j.simpleLogger.log.org.reflections=warn",
+)
 DISTRIBUTED = "org.apache.kafka.connect.cli.ConnectDistributed"
 #: Left out of a plugin resolved from Maven: the worker's own. Kafka's API would only be shadowed;
 #: a plugin's older Jackson breaks as soon as it looks for Jackson modules, since the worker's
@@ -43,20 +58,20 @@ class ConnectError(RuntimeError):
 
 def connect_classpath(version: str = CONNECT_VERSION) -> list[Path]:
     """``connect-runtime`` of ``version`` with a logging backend, resolved on first use."""
-    log4j = [
-        Artifact("org.apache.logging.log4j", name, LOG4J_VERSION)
-        for name in ("log4j-api", "log4j-core", "log4j-slf4j-impl", "log4j-1.2-api")
-    ]
     return resolve_classpath(
         f"connect-{version}",
-        [Artifact("org.apache.kafka", "connect-runtime", version), *log4j],
+        [
+            Artifact("org.apache.kafka", "connect-runtime", version),
+            Artifact("org.slf4j", "slf4j-simple", "1.7.36"),
+        ],
     )
 
 
 def worker_command(version: str = CONNECT_VERSION) -> list[str]:
     """``java`` with Connect's classpath and the distributed worker's class; its properties
     file comes last."""
-    return [*java_command(connect_classpath(version), WORKER_HEAP), DISTRIBUTED]
+    classpath = ":".join(str(jar) for jar in connect_classpath(version))
+    return [find_java(), *JVM_OPTIONS, *LOGGING, "-cp", classpath, DISTRIBUTED]
 
 
 def plugin_path(plugin: str) -> Path:

@@ -74,7 +74,7 @@ TOPIC_PREFIX = "REPLAY_TOPIC_"
 
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _PLACEHOLDER = re.compile(
-    r"\{(bootstrap|input_topic|output_topic|group_id|transactional_id|instance"
+    r"\{(bootstrap|input_topic|output_topic|group_id|transactional_id|instance|python"
     r"|client_properties|schema_registry|database_url|jdbc_url|database_schema"
     r"|topic\.[a-z][a-z0-9_-]*)\}"
 )
@@ -282,13 +282,16 @@ class AppSpec:
         """The argv to run for one instance (an image's arguments), placeholders filled in."""
         if self.target is not None:
             return [python, "-m", "kafka_replay.apps.run_callable", self.target]
-        return [fill_placeholders(arg, context) for arg in self.argv]
+        return [fill_placeholders(arg, context, python) for arg in self.argv]
 
 
-def fill_placeholders(text: str, context: AppContext) -> str:
+def fill_placeholders(text: str, context: AppContext, python: str | None = None) -> str:
     """``text`` with the contract's placeholders (``{bootstrap}``, ``{topic.NAME}``, ...) filled
-    in for ``context``; one this run has no value for is a ValueError naming it."""
+    in for ``context``, and ``{python}``, the interpreter apps run with (the harness's own, where
+    ``kafka_replay`` imports); one this run has no value for is a ValueError naming it."""
     values = context.placeholders()
+    if python is not None:
+        values["python"] = python
 
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)

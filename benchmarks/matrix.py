@@ -38,6 +38,7 @@ GROUPS = {
         "tests/test_static_members.py",
         "tests/test_partition_expansion.py",
         "tests/test_protocol_migration.py",
+        "tests/test_share_groups.py",
     ),
     "brokers": ("tests/test_broker_releases.py",),
     "teams": ("tests/test_team_install.py", "tests/test_team_directories.py"),

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.mark.parametrize(
     ("name", "profile", "result"),
     [
-        ("crash-restart-db", "vulnerable", "reproduced"),
+        pytest.param("crash-restart-db", "vulnerable", "reproduced", marks=pytest.mark.matrix),
         pytest.param("crash-restart-db", "remediated", "cured", marks=pytest.mark.matrix),
         pytest.param(
             "poll-timeout-rebalance-db", "vulnerable", "reproduced", marks=pytest.mark.matrix

@@ -176,7 +176,8 @@ def test_the_admin_tool_names_a_broker_that_does_not_answer() -> None:
 
 
 @pytest.mark.parametrize(
-    ("profile", "result"), [("vulnerable", "reproduced"), ("remediated", "cured")]
+    ("profile", "result"),
+    [("vulnerable", "reproduced"), pytest.param("remediated", "cured", marks=pytest.mark.matrix)],
 )
 def test_the_jvm_share_worker_replays_the_lock_expiry(
     replay_incident: Replay, profile: str, result: str

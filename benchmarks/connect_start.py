@@ -1,0 +1,133 @@
+"""A Kafka Connect worker's start as the app: first use, then warm, and its memory.
+
+Each run starts ``python -m kafka_replay.apps.connect_worker`` (the command a team gives) with a
+file sink connector (Kafka's own ``connect-file``, one jar) on one embedded broker holding 100
+records, and times its start to two points: the worker's REST API answering, and the 100th
+record written by the sink (the connector submitted, its task assigned, its consumer caught
+up). The worker JVM's peak resident memory (``VmHWM``) is read then. The first run starts with
+the worker's and the plugin's cache entries removed (resolved again by Maven from its local
+repository; a new machine also downloads them); the others are warm, and their median is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from kafka_replay.cluster import EmbeddedCluster, choose_version
+from kafka_replay.servers.paths import cache_root
+
+#: The file sink's newest release on Maven Central, and the worker of the same release.
+CONNECT = "4.3.1"
+RECORDS = 100
+
+
+def run(args: argparse.Namespace) -> None:
+    version = choose_version(args.kafka_version)
+    work = Path(tempfile.mkdtemp(prefix="kafka-replay-bench-connect-"))
+    try:
+        with EmbeddedCluster(version, work_dir=work / "kafka") as cluster:
+            topic = cluster.create_topic("connect-bench", 1)
+            producer = Producer(cluster.client_config())
+            for n in range(RECORDS):
+                producer.produce(topic, f"record-{n}".encode())
+            assert producer.flush(30) == 0
+            for name in (
+                f"connect-{CONNECT}",
+                f"connect-plugin-org.apache.kafka_connect-file_{CONNECT}",
+            ):
+                shutil.rmtree(cache_root() / "artifacts" / name, ignore_errors=True)
+            runs = [
+                one_run(cluster.client_bootstrap_servers, topic, work / f"run-{n}")
+                for n in range(args.runs + 1)
+            ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    first, warm = runs[0], runs[1:]
+    print(f"\nConnect worker start (Connect {CONNECT}, file sink, {RECORDS} records)")
+    print(f"  first use: REST answers {first[0]:.1f} s, {RECORDS} records written {first[1]:.1f} s")
+    for label, index, unit in (
+        ("start -> REST answers", 0, "s"),
+        (f"start -> {RECORDS} records written", 1, "s"),
+        ("worker peak RSS (VmHWM)", 2, " MiB"),
+    ):
+        values = [result[index] for result in warm]
+        print(f"  warm, {label}: median {statistics.median(values):.1f}{unit} "
+              f"(min {min(values):.1f}, max {max(values):.1f}; {len(values)} runs)")  # fmt: skip
+
+
+def one_run(bootstrap: str, topic: str, work: Path) -> tuple[float, float, float]:
+    """Seconds to REST answering and to every record written, and the worker's peak MiB."""
+    work.mkdir(parents=True)
+    sink = work / "sink.txt"
+    connector = work / "file-sink.json"
+    connector.write_text(json.dumps({"name": "file-sink", "config": {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": "1", "topics": "{input_topic}", "file": str(sink),
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter"}}))  # fmt: skip
+    (work / "client.properties").write_text("")
+    env = {
+        **os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "REPLAY_INPUT_TOPIC": topic,
+        "REPLAY_OUTPUT_TOPIC": "", "REPLAY_GROUP_ID": f"bench-{work.name}-{time.time_ns()}",
+        "REPLAY_CLIENT_PROPERTIES": str(work / "client.properties"),
+    }  # fmt: skip
+    plugin = f"org.apache.kafka:connect-file:{CONNECT}"
+    command = [sys.executable, "-m", "kafka_replay.apps.connect_worker", str(connector),
+               "--plugin", plugin, "--version", CONNECT]  # fmt: skip
+    started = time.monotonic()
+    with (work / "worker.log").open("wb") as log:
+        instance = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)  # fmt: skip
+    try:
+        answered = _wait(lambda: b"submitted to the worker" in (work / "worker.log").read_bytes(),
+                         instance, started)  # fmt: skip
+        written = _wait(lambda: sink.exists() and len(sink.read_bytes().splitlines()) >= RECORDS,
+                        instance, started)  # fmt: skip
+        (worker,) = _children(instance.pid)
+        peak = _peak_mib(worker)
+    finally:
+        os.killpg(instance.pid, signal.SIGKILL)
+        instance.wait(30)
+    return answered, written, peak
+
+
+def _wait(
+    done: Callable[[], bool],
+    instance: subprocess.Popen[bytes],
+    started: float,
+    timeout: float = 600,
+) -> float:
+    while not done():
+        if instance.poll() is not None:
+            raise RuntimeError(f"the worker's instance exited with {instance.returncode}")
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"not done within {timeout:.0f} s")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def _children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    found: list[int] = []
+    for task in tasks.iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _peak_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc status (Linux only)")

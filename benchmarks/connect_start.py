@@ -2,11 +2,12 @@
 
 Each run starts ``python -m kafka_replay.apps.connect_worker`` (the command a team gives) with a
 file sink connector (Kafka's own ``connect-file``, one jar) on one embedded broker holding 100
-records, and times its start to two points: the worker's REST API answering, and the 100th
-record written by the sink (the connector submitted, its task assigned, its consumer caught
-up). The worker JVM's peak resident memory (``VmHWM``) is read then. The first run starts with
-the worker's and the plugin's cache entries removed (resolved again by Maven from its local
-repository; a new machine also downloads them); the others are warm, and their median is given.
+records, and times its start to two points: the connector submitted (the worker's REST API
+answered and took it), and the 100th record written by the sink (its task assigned, its
+consumer caught up). The worker JVM's peak resident memory (``VmHWM``) is read then. The first
+run starts with the worker's and the plugin's cache entries removed (resolved again by Maven
+from its local repository; a new machine also downloads them); the others are warm, and their
+median is given.
 """
 
 from __future__ import annotations
@@ -57,9 +58,12 @@ def run(args: argparse.Namespace) -> None:
         shutil.rmtree(work, ignore_errors=True)
     first, warm = runs[0], runs[1:]
     print(f"\nConnect worker start (Connect {CONNECT}, file sink, {RECORDS} records)")
-    print(f"  first use: REST answers {first[0]:.1f} s, {RECORDS} records written {first[1]:.1f} s")
+    print(
+        f"  first use: connector submitted {first[0]:.1f} s, {RECORDS} records written "
+        f"{first[1]:.1f} s"
+    )
     for label, index, unit in (
-        ("start -> REST answers", 0, "s"),
+        ("start -> connector submitted", 0, "s"),
         (f"start -> {RECORDS} records written", 1, "s"),
         ("worker peak RSS (VmHWM)", 2, " MiB"),
     ):
@@ -69,7 +73,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 def one_run(bootstrap: str, topic: str, work: Path) -> tuple[float, float, float]:
-    """Seconds to REST answering and to every record written, and the worker's peak MiB."""
+    """Seconds to the connector submitted and to every record written, and the worker's peak
+    MiB."""
     work.mkdir(parents=True)
     sink = work / "sink.txt"
     connector = work / "file-sink.json"

@@ -171,13 +171,3 @@ def put_connector(port: int, name: str, config: Mapping[str, Any], timeout: floa
             if time.monotonic() > deadline:
                 raise ConnectError(f"Connect did not take connector {name}: {exc}") from None
         time.sleep(0.5)
-
-
-def connector_state(port: int, name: str) -> dict[str, Any] | None:
-    """Connect's status of ``name`` (its own state and each task's), None until it has one."""
-    try:
-        url = f"http://127.0.0.1:{port}/connectors/{name}/status"
-        with urllib.request.urlopen(url, timeout=5) as answer:
-            return json.loads(answer.read())
-    except (OSError, ValueError, urllib.error.URLError):
-        return None

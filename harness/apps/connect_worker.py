@@ -15,10 +15,12 @@ submits the connector: its JSON with the contract's placeholders filled in (``{i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_replay.servers.ports import free_ports
-from kafka_replay.servers.process import spawn_in_group
+from kafka_replay.servers.process import spawn_in_group, wait_answering
 from kafka_replay.servers.server_errors import ServerError
 
 from . import connect_runtime
@@ -107,8 +109,6 @@ def rest_port(work_dir: Path, instance: int) -> int:
 
 
 def _free(port: int) -> bool:
-    import socket
-
     with socket.socket() as sock:
         try:
             sock.bind(("127.0.0.1", port))
@@ -145,43 +145,46 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_worker(arguments: argparse.Namespace) -> int:
-    """Start the worker, submit the connector, and last as long as the worker does."""
+    """Start the worker, submit the connector, and last as long as the worker does (its exit
+    code, or 128 + the signal that ended it)."""
     context = AppContext.from_env()
     name, config = read_connector(arguments.connector)
     submitted = connector_config(config, context, arguments.set)
     settings = pairs(arguments.worker, "--worker")
-    properties_file = os.environ.get(CLIENT_PROPERTIES)
-    work_dir = Path(properties_file).parent if properties_file else Path(tempfile.mkdtemp())
-    port = rest_port(work_dir, context.instance)
     plugins = [connect_runtime.plugin_path(plugin) for plugin in arguments.plugin]
-    properties = connect_runtime.worker_properties(
-        bootstrap=context.bootstrap_servers,
-        group=context.group_id,
-        rest_port=port,
-        plugins=plugins,
-        client=client_properties(os.environ),
-        settings=settings,
-    )
-    worker_file = connect_runtime.write_properties(
-        work_dir / f"connect-worker-{context.instance}.properties", properties
-    )
-    command = [
-        *connect_runtime.worker_command(arguments.version),
-        str(worker_file),
-    ]
-    sys.stdout.flush()
-    worker = spawn_in_group(command, sys.stdout.buffer)
-    for stop in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(stop, lambda number, _frame: worker.send_signal(number))
-    threading.Thread(target=_submit, args=(worker, port, name, submitted), daemon=True).start()
-    return worker.wait()
+    properties_file = os.environ.get(CLIENT_PROPERTIES)
+    with contextlib.ExitStack() as scratch:
+        work_dir = (  # the run's: the instance's port is kept there across restarts
+            Path(properties_file).parent
+            if properties_file
+            else Path(scratch.enter_context(tempfile.TemporaryDirectory()))
+        )
+        port = rest_port(work_dir, context.instance)
+        properties = connect_runtime.worker_properties(
+            bootstrap=context.bootstrap_servers,
+            group=context.group_id,
+            rest_port=port,
+            plugins=plugins,
+            client=client_properties(os.environ),
+            settings=settings,
+        )
+        worker_file = work_dir / f"connect-worker-{context.instance}.properties"
+        connect_runtime.write_properties(worker_file, properties)
+        sys.stdout.flush()
+        worker = spawn_in_group(
+            [*connect_runtime.worker_command(arguments.version), str(worker_file)],
+            sys.stdout.buffer,
+        )
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(stop, lambda number, _frame: worker.send_signal(number))
+        threading.Thread(target=_submit, args=(worker, port, name, submitted), daemon=True).start()
+        code = worker.wait()
+    return code if code >= 0 else 128 - code
 
 
 def _submit(worker: Any, port: int, name: str, config: Mapping[str, str]) -> None:
     """Submit the connector once the worker answers; a worker that never does, or a
     connector Connect refuses, ends the worker with the reason on the app's log."""
-    from kafka_replay.servers.process import wait_answering
-
     why = wait_answering(
         lambda: connect_runtime.rest_answers(port), worker.poll, START_TIMEOUT_S, interval=0.2
     )

@@ -32,7 +32,7 @@ GROUPS = {
     "shapes": ("tests/test_service_shapes.py",),
     "compare": ("tests/test_compare_cli.py", "tests/test_plugins.py"),
     "transactions": ("tests/test_open_transactions.py",),
-    "database": ("tests/test_database_sink.py",),
+    "database": ("tests/test_database_sink.py", "tests/test_billing_apps.py"),
     "jvm": (
         "tests/test_jvm_apps.py",
         "tests/test_static_members.py",

@@ -91,7 +91,7 @@ def test_the_connector_gets_the_contracts_values_the_overrides_and_the_runs_grou
         read_connector(path)
 
 
-def test_the_workers_settings_keep_every_listener_on_loopback_and_carry_the_incidents_client(
+def test_the_workers_settings_keep_every_listener_on_loopback_and_carry_the_client_settings(
     tmp_path: Path,
 ) -> None:
     properties = tmp_path / "client.properties"

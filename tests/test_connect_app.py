@@ -171,3 +171,31 @@ def test_a_worker_delivers_its_connectors_records_listens_on_loopback_and_dies_w
             os.killpg(instance.pid, signal.SIGKILL)
             instance.wait(30)
         log.close()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        (["missing.json"], "cannot read connector missing.json"),
+        (["{connector}", "--plugin", "debezium-jdbc"],
+         "plugin 'debezium-jdbc' is neither a directory nor Maven coordinates"),
+        (["{connector}", "--worker", "offset.flush.interval.ms"],
+         "--worker 'offset.flush.interval.ms': expected KEY=VALUE"),
+    ],
+    ids=["no-connector-file", "bad-plugin", "bad-worker-setting"],
+)  # fmt: skip
+def test_a_mistake_is_one_error_line_before_any_worker_starts(
+    tmp_path: Path, arguments: list[str], says: str
+) -> None:
+    connector = tmp_path / "sink.json"
+    connector.write_text(json.dumps({"name": "sink", "config": {"topics": "{input_topic}"}}))
+    given = [argument.replace("{connector}", str(connector)) for argument in arguments]
+    result = subprocess.run(
+        [sys.executable, "-m", "kafka_replay.apps.connect_worker", *given],
+        env={**os.environ, **context(tmp_path).env()}, cwd=tmp_path, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and says in line, line
+    assert result.stdout == ""

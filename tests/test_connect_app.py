@@ -99,14 +99,18 @@ def test_the_workers_settings_keep_every_listener_on_loopback_and_carry_the_clie
     client = client_properties({"REPLAY_CLIENT_PROPERTIES": str(properties)})
     assert client == {"session.timeout.ms": "6000", "group.instance.id": "a=b"}
     worker = worker_properties(
-        bootstrap="127.0.0.1:1", group="g", rest_port=8083, plugins=[tmp_path],
+        bootstrap="127.0.0.1:1", group="orders", rest_port=8083, plugins=[tmp_path],
         client=client, settings={"offset.flush.interval.ms": "10000"},
     )  # fmt: skip
     assert worker["listeners"] == "http://127.0.0.1:8083"
     assert worker["rest.advertised.host.name"] == "127.0.0.1"
     assert worker["consumer.session.timeout.ms"] == "6000"
     assert worker["offset.flush.interval.ms"] == "10000"
-    assert worker["group.id"] == "g-connect"
+    again = worker_properties(
+        bootstrap="127.0.0.1:2", group="orders", rest_port=1, plugins=[], client={}, settings={}
+    )
+    assert worker["group.id"] == again["group.id"]  # every worker of the app's, every restart
+    assert "orders" not in worker["group.id"]  # its events are not taken for the app group's
 
 
 def test_a_restarted_instance_keeps_its_rest_port_while_it_is_free(tmp_path: Path) -> None:

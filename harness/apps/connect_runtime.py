@@ -8,6 +8,7 @@ replication factor and one partition each, so a worker starts in seconds on any 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import urllib.error
@@ -99,15 +100,17 @@ def worker_properties(
     client: Mapping[str, str],
     settings: Mapping[str, str],
 ) -> dict[str, str]:
-    """A distributed worker's settings: its Connect group and internal topics named after
-    ``group``, REST on 127.0.0.1, JSON values with schemas, the incident's ``client``
-    settings for every consumer and producer it makes, then the team's own ``settings``."""
+    """A distributed worker's settings: its Connect group and internal topics named for
+    ``group`` (the app's consumer group), REST on 127.0.0.1, JSON values with schemas, the
+    incident's ``client`` settings for every consumer and producer it makes, then the team's
+    own ``settings``."""
+    cluster = connect_group(group)
     properties = {
         "bootstrap.servers": bootstrap,
-        "group.id": f"{group}-connect",
-        "config.storage.topic": f"{group}-connect-configs",
-        "offset.storage.topic": f"{group}-connect-offsets",
-        "status.storage.topic": f"{group}-connect-status",
+        "group.id": cluster,
+        "config.storage.topic": f"{cluster}-configs",
+        "offset.storage.topic": f"{cluster}-offsets",
+        "status.storage.topic": f"{cluster}-status",
         "config.storage.replication.factor": "-1",
         "offset.storage.replication.factor": "-1",
         "status.storage.replication.factor": "-1",
@@ -127,6 +130,13 @@ def worker_properties(
         properties[f"producer.{key}"] = value
     properties.update(settings)
     return properties
+
+
+def connect_group(group: str) -> str:
+    """The Connect cluster's group for an app whose consumers are in ``group``: the same for
+    every worker and restart, and never containing ``group`` (whose events the brokers' logs
+    are searched for by name)."""
+    return "connect-" + hashlib.sha256(group.encode()).hexdigest()[:16]
 
 
 def write_properties(path: Path, properties: Mapping[str, str]) -> Path:

@@ -136,12 +136,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--set", action="append", default=[], help="a connector setting KEY=VALUE over the file's"
     )
     parser.add_argument("--version", default=connect_runtime.CONNECT_VERSION)
+    parser.add_argument(
+        "--fetch",
+        action="store_true",
+        help="only fetch the worker and the plugins from Maven Central (once, then cached), "
+        "as a set-up step before the first run",
+    )
     arguments = parser.parse_args(argv)
     try:
+        if arguments.fetch:
+            fetch(arguments.version, arguments.plugin)
+            return 0
         return run_worker(arguments)
     except (connect_runtime.ConnectError, ServerError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
+
+
+def fetch(version: str, plugins: Sequence[str]) -> None:
+    """Resolve the worker of ``version`` and ``plugins`` into the cache, saying where: what a
+    first start would otherwise spend of its time to join the group."""
+    jars = connect_runtime.connect_classpath(version)
+    print(f"Connect {version}: {len(jars)} jars in {jars[0].parent}")
+    for plugin in plugins:
+        print(f"{plugin}: {connect_runtime.plugin_path(plugin)}")
 
 
 def run_worker(arguments: argparse.Namespace) -> int:

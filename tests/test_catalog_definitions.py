@@ -80,6 +80,7 @@ PUBLIC_WRITE_UPS = {
     "producer-timestamp-retention",
     "coordinator-errors-commit",
     "min-isr-blocked-sends",
+    "connect-sink-restart",
 }
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from benchmarks.connect_start import CONNECT, FILE_SINK, file_sink_connector
 from kafka_replay.apps import AppContext
 from kafka_replay.apps.client_config import java_properties
 from kafka_replay.apps.connect_runtime import ConnectError, worker_properties
@@ -28,11 +29,6 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.history.group import group_members
 from kafka_replay.workload.connect_json import connect_schema, encode_connect_json
 from tests.kafka_helpers import produce_acked
-
-#: Kafka's own file sink: the smallest connector on Maven Central, one jar. Its 4.4.0 is not
-#: served, and 4.3.1's uses a class of Kafka's that 4.4.0 no longer has: the worker is 4.3.1 too.
-CONNECT = "4.3.1"
-FILE_SINK = f"org.apache.kafka:connect-file:{CONNECT}"
 
 
 def context(tmp_path: Path, **overrides: object) -> AppContext:
@@ -138,11 +134,7 @@ def test_a_worker_delivers_its_connectors_records_listens_on_loopback_and_dies_w
 ) -> None:
     topic = kafka_topic("connect-in", 1)
     written = tmp_path / "sink.txt"
-    connector = tmp_path / "file-sink.json"
-    connector.write_text(json.dumps({"name": "file-sink", "config": {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": "1", "topics": "{input_topic}", "file": str(written),
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter"}}))  # fmt: skip
+    connector = file_sink_connector(tmp_path / "file-sink.json", written)
     app = context(tmp_path, bootstrap_servers=kafka_cluster.client_bootstrap_servers,
                   input_topic=topic, group_id=f"connect-{topic}")  # fmt: skip
     produce_acked(kafka_cluster, topic, [(None, f"record-{n}") for n in range(20)])

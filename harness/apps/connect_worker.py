@@ -5,7 +5,7 @@ It follows the app contract like any other app, so every face of the harness run
 a definition's ``[app] command``, pytest, the action) and every verb reaches it: the worker's
 JVM runs in this process's group, so a kill -9, a freeze or a stop of the instance is one of
 the worker. Each instance starts one worker of a distributed Connect cluster whose group and
-internal topics are named after ``REPLAY_GROUP_ID``, with its REST listener on 127.0.0.1 (the
+internal topics are named for ``REPLAY_GROUP_ID``, with its REST listener on 127.0.0.1 (the
 same port each time the instance restarts, so Connect sees the same worker come back), then
 submits the connector: its JSON with the contract's placeholders filled in (``{input_topic}``,
 ``{bootstrap}``, ``{jdbc_url}``, ...), ``--set`` over it, and its consumers in the run's group

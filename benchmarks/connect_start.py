@@ -25,8 +25,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 from confluent_kafka import Producer
 
+from benchmarks.broker_start import peak_rss_mib
 from kafka_replay.cluster import EmbeddedCluster, choose_version
 from kafka_replay.servers.paths import cache_root
 
@@ -106,8 +108,8 @@ def one_run(bootstrap: str, topic: str, work: Path) -> tuple[float, float, float
                          instance, started)  # fmt: skip
         written = _wait(lambda: sink.exists() and len(sink.read_bytes().splitlines()) >= RECORDS,
                         instance, started)  # fmt: skip
-        (worker,) = _children(instance.pid)
-        peak = _peak_mib(worker)
+        (worker,) = psutil.Process(instance.pid).children()
+        peak = peak_rss_mib(worker.pid)
     finally:
         os.killpg(instance.pid, signal.SIGKILL)
         instance.wait(30)
@@ -127,18 +129,3 @@ def _wait(
             raise RuntimeError(f"not done within {timeout:.0f} s")
         time.sleep(0.05)
     return time.monotonic() - started
-
-
-def _children(pid: int) -> list[int]:
-    tasks = Path(f"/proc/{pid}/task")
-    found: list[int] = []
-    for task in tasks.iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
-    return found
-
-
-def _peak_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc status (Linux only)")

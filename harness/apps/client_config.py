@@ -265,9 +265,15 @@ def _java_value(value: Any) -> str:
 def java_properties(kafka_config: Mapping[str, Any]) -> str:
     """The settings as a Java ``.properties`` text, Apache Kafka's names and values as written."""
     lines = ["# Client settings the incident imposes (Apache Kafka names), from kafka-replay"]
-    for key, value in _checked(kafka_config).items():
-        lines.append(f"{_escape(key, key=True)}={_escape(_java_value(value), key=False)}")
+    lines += [
+        properties_line(key, _java_value(value)) for key, value in _checked(kafka_config).items()
+    ]
     return "\n".join(lines) + "\n"
+
+
+def properties_line(key: str, value: str) -> str:
+    """``key=value`` as ``java.util.Properties.load`` reads it back."""
+    return f"{_escape(key, key=True)}={_escape(value, key=False)}"
 
 
 def for_instance(kafka_config: Mapping[str, Any], instance: int) -> dict[str, Any]:

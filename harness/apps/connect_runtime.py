@@ -20,6 +20,8 @@ from typing import Any
 from kafka_replay.servers.jvm import find_java
 from kafka_replay.servers.maven import Artifact, resolve_classpath
 
+from .client_config import properties_line
+
 #: The Connect release a worker runs unless told otherwise (``--version``).
 CONNECT_VERSION = "4.4.0"
 #: What a worker's JVM is given: Connect and a connector or two, on the 2-core machine.
@@ -140,12 +142,8 @@ def connect_group(group: str) -> str:
 
 
 def write_properties(path: Path, properties: Mapping[str, str]) -> Path:
-    """``properties`` as a Java properties file (values escaped as Java reads them)."""
-
-    def escaped(text: str) -> str:
-        return text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=")
-
-    path.write_text("".join(f"{key}={escaped(value)}\n" for key, value in properties.items()))
+    """``properties`` as a Java properties file."""
+    path.write_text("".join(properties_line(k, v) + "\n" for k, v in properties.items()))
     return path
 
 

@@ -179,3 +179,25 @@ def put_connector(port: int, name: str, config: Mapping[str, Any], timeout: floa
             if time.monotonic() > deadline:
                 raise ConnectError(f"Connect did not take connector {name}: {exc}") from None
         time.sleep(0.5)
+
+
+def connector_state(port: int, name: str) -> dict[str, Any] | None:
+    """Connector ``name``'s status as the worker's REST API gives it (its state and each
+    task's, with a failed task's trace); None when the worker does not answer it."""
+    try:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/connectors/{name}/status", timeout=5
+        ) as answer:
+            return json.loads(answer.read())
+    except (OSError, ValueError):
+        return None
+
+
+def connector_running(port: int, name: str, tasks: bool = True) -> bool:
+    """True once connector ``name`` is RUNNING, and with ``tasks`` all its tasks (at least
+    one): a connector with nothing to do yet may have none."""
+    state = connector_state(port, name)
+    if state is None or state.get("connector", {}).get("state") != "RUNNING":
+        return False
+    running = [task.get("state") == "RUNNING" for task in state.get("tasks") or []]
+    return not tasks or (bool(running) and all(running))

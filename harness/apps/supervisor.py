@@ -240,6 +240,15 @@ class Supervisor:
         )
         self.start_instance(index)
 
+    def renew_contexts(self) -> None:
+        """Give every instance the cluster its context is built for now (a failover moved the
+        app to another cluster); each keeps its own client settings. Takes effect as each
+        instance next starts."""
+        with self._lock:
+            for index, instance in self._instances.items():
+                now = self._context(index).bootstrap_servers
+                instance.context = replace(instance.context, bootstrap_servers=now)
+
     def signal(self, index: int, sig: signal.Signals) -> None:
         """Send ``sig`` to an instance's process group: SIGKILL for a crash, SIGSTOP to freeze."""
         with self._lock:

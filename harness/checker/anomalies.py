@@ -159,7 +159,7 @@ def stuck_lag(analysis: AnalysisViews) -> str:
 @anomaly()
 def lost_write(analysis: AnalysisViews) -> Detailed | Finding:
     """Acknowledged by a broker, yet no copy is in the input log read at check time."""
-    if not analysis.source_read:
+    if not analysis.source_read or analysis.inputs.source_mirrored:
         return Finding(0, [])
     # an input the log start passed was deleted from the log's start, not lost by a broker
     lost = """
@@ -183,6 +183,17 @@ def deleted_by_retention(analysis: AnalysisViews) -> DataFrame | Finding:
     if analysis.log_start_moves is None:
         return Finding(0, [])
     return analysis.deleted
+
+
+@anomaly("in_partition", "in_offset")
+def not_mirrored(analysis: AnalysisViews) -> str | Finding:
+    """Acknowledged by the primary, never delivered, and absent from the mirror the app moved to."""
+    if not analysis.source_read or not analysis.inputs.source_mirrored:
+        return Finding(0, [])
+    # lost with the primary before MirrorMaker 2 copied it: no app could read it on the mirror
+    return """
+        SELECT event_id, key, seq, in_partition, in_offset, ack_ts FROM {retention}
+        WHERE side = 0 AND copies = 0 AND log_start_to IS NULL"""
 
 
 @anomaly()

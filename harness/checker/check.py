@@ -33,6 +33,9 @@ class KafkaOutput:
     event_id: Callable[[OutputRecord], str | None] | None = None  # default: header or JSON
     #: payload fields (JSON paths) that carry the event_id where the output drops headers
     id_fields: tuple[str, ...] = ()
+    #: As a ``source``: the inputs' copy on a mirror cluster, which the app was moved to. An
+    #: acknowledged input absent there was ``not_mirrored`` (not a broker's ``lost_write``).
+    mirrored: bool = False
 
 
 @dataclass(frozen=True)
@@ -293,6 +296,7 @@ def check_run(
         log = logged if log is None else log.unionByName(logged)
     committed = committed.cache()
     inputs = history_inputs(spark, run_dir, committed, uncommitted, log)
+    inputs.source_mirrored = any(each.mirrored for each in read)
     if log is not None:
         inputs.log_starts = lambda: [
             (each.topic, partition, start)

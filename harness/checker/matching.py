@@ -31,6 +31,8 @@ class CheckInputs:
     #: Where each input partition's log starts, asked after the input log was read:
     #: ``(topic, partition, start)`` rows (see ``deleted_by_retention``).
     log_starts: Callable[[], list[tuple[str, int, int]]] | None = None
+    #: ``source`` is the inputs' copy on a mirror cluster (see ``not_mirrored``).
+    source_mirrored: bool = False
 
 
 #: Which stream a row of the matching came from (the anomalies' SQL texts say ``side = 0`` and

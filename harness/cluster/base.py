@@ -13,9 +13,9 @@ from typing import Any, ClassVar, Self
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from .client_log import client_log
+
 log = logging.getLogger(__name__)
-#: librdkafka's own log lines go here instead of raw stderr.
-client_log = logging.getLogger("kafka_replay.librdkafka")
 
 TOPIC_READY_TIMEOUT_S = 30.0
 

@@ -26,10 +26,12 @@ from .model import (
     GROUP_TYPES,
     PROFILES,
     SETTING_NEEDS,
+    WRITTEN_ROLES,
     AppDefinition,
     Condition,
     DefinitionError,
     Incident,
+    Mirror,
     Profile,
     SettingNeed,
     Sink,
@@ -496,9 +498,52 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         group_type=_group_type(top),
         roles=roles,
         expect=read_expectations(top, names, roles),
+        mirror=_mirror(top, steps, partitions, roles, "sink" in data),
     )
     top.finish()
     return incident
+
+
+def _mirror(
+    top: Table,
+    steps: tuple[Step, ...],
+    partitions: Mapping[str, int],
+    roles: Mapping[str, str],
+    has_sink: bool,
+) -> Mirror | None:
+    """``[mirror]``: MirrorMaker 2's compressed intervals; required by a ``fail_over`` step."""
+    failing_over = [i for i, step in enumerate(steps) if step.do == "fail_over"]
+    if "mirror" not in top.data:
+        if failing_over:
+            raise DefinitionError(
+                top.source, f"steps[{failing_over[0]}]", "fail_over needs a [mirror] to move to"
+            )
+        return None
+    table = top.table("mirror")
+    mirror = Mirror(
+        interval_s=table.number("interval_s", 2.0, 1),
+        offset_lag_max=table.get("offset_lag_max", int, 100),
+    )
+    table.finish()
+    if mirror.offset_lag_max < 1:
+        raise table.fail("offset_lag_max", f"must be at least 1, got {mirror.offset_lag_max}")
+    written = [name for name in partitions if roles.get(name, name) in WRITTEN_ROLES]
+    if written or not has_sink:
+        raise table.fail(
+            "",
+            "a run that fails over is judged on the rows of its [sink] table: the results it "
+            f"writes to topics on two clusters are not judged yet ({', '.join(written)})",
+        )
+    after = [
+        i for i, step in enumerate(steps) if step.do == "produce" and failing_over
+        and i > failing_over[0]
+    ]  # fmt: skip
+    if after:
+        raise DefinitionError(
+            top.source, f"steps[{after[0]}]", "no produce after fail_over: the workload is "
+            "acknowledged by the primary, whose copy the mirror holds",
+        )  # fmt: skip
+    return mirror
 
 
 def _workload(workloads: Table, key: str) -> Workload:

@@ -146,6 +146,21 @@ class AppDefinition:
 
 
 @dataclass(frozen=True)
+class Mirror:
+    """``[mirror]``: a second cluster that MirrorMaker 2 copies the run's input topics and its
+    groups' offsets to, for a ``fail_over`` step to move the app onto.
+
+    ``interval_s`` compresses MirrorMaker 2's checkpoint, offset-sync and refresh intervals
+    (60, 60 and 600 s by default); ``offset_lag_max`` is how far a partition's copy may run
+    ahead of its last offset sync (MirrorMaker 2's ``offset.lag.max``, 100 by default): the
+    coarser the syncs, the further back a translated offset lands.
+    """
+
+    interval_s: float = 2.0
+    offset_lag_max: int = 100
+
+
+@dataclass(frozen=True)
 class Sink:
     """``[sink]``: the database table the app writes its results to, instead of a topic.
 
@@ -281,6 +296,8 @@ class Incident:
     roles: Mapping[str, str] = field(default_factory=dict)
     #: ``[expect]``: what a correct service makes of each input (default: once on the output).
     expect: Expectations = field(default_factory=Expectations)
+    #: ``[mirror]``: the cluster a ``fail_over`` step moves the app to (None: one cluster).
+    mirror: Mirror | None = None
 
     def role(self, name: str) -> str:
         return self.roles.get(name, name)

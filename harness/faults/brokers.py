@@ -372,6 +372,14 @@ class BrokerFaults(RunFaults):
             found["controller_after"] = self._new_controller(controller, timeout)
         return found
 
+    def kill_all(self) -> list[int]:
+        """SIGKILL every node at once, as when the cluster's whole site is lost; their ids."""
+        nodes = [node.node_id for node in self.cluster.nodes if node.alive()]
+        for node in nodes:
+            self.cluster.kill_node(node)
+            self.down.append(node)
+        return nodes
+
     def freeze_unreplicated(
         self, node: int, topic: str, partition: int, count: int, check: Callable[[], None]
     ) -> int:

@@ -143,6 +143,13 @@ def inputs_lost(evidence: Evidence) -> Value:
 
 
 @symptom
+def inputs_not_mirrored(evidence: Evidence) -> Value:
+    """Acknowledged inputs lost with the primary: never delivered, and no copy on the mirror
+    the app failed over to (``[mirror]``)."""
+    return evidence.check.counts.get("not_mirrored", 0)
+
+
+@symptom
 def smallest_lost_input_bytes(evidence: Evidence) -> Value:
     """The smallest acknowledged size among lost inputs (none reached the output, their offsets
     committed past); None when nothing was lost."""

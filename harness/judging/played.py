@@ -57,6 +57,9 @@ class Played:
     output_id: str | None = None  # ``--output-id``: module:function(OutputRecord) -> event_id
     users_app: bool = False
     database: Database | None = None
+    #: The cluster a ``fail_over`` moved the app to (``[mirror]``): its copy of the inputs is
+    #: what the app could read at the end.
+    mirror: Cluster | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,9 @@ def _check(
         played.cluster, played.history, played.incident, played.topics,
     )  # fmt: skip
     source = [KafkaOutput(cluster.bootstrap_servers, topics[n]) for n in incident.named("input")]
+    if played.mirror is not None:  # the copy the app was moved to: what was not mirrored is apart
+        where = played.mirror.bootstrap_servers
+        source = [KafkaOutput(where, each.topic, mirrored=True) for each in source]
     table = None
     sink, database = played.profile.sink, played.database
     if sink is not None and database is not None:

@@ -20,6 +20,9 @@ from .stage import Stage, StepFailed, run_steps, stop_background
 if TYPE_CHECKING:
     from kafka_replay.faults.share_group_admin import ShareGroupWatch
 
+    from .mirror import RunMirror
+    from .services import Serving
+
 LAG_SAMPLE_S = 0.5
 
 
@@ -33,6 +36,8 @@ def play_steps(
     apps: Mapping[str, Supervisor],
     progress: Callable[[str], None],
     share: ShareGroupWatch | None = None,
+    mirror: RunMirror | None = None,
+    serving: Serving | None = None,
 ) -> None:
     """Run the steps with the recorders on (each group's commits and lag on what it reads);
     :class:`StepFailed` with what stopped them, if anything did."""
@@ -61,6 +66,7 @@ def play_steps(
     first = next(iter(apps.values()))
     stage = Stage(cluster, history, profile, topics, group, first, random.Random(incident.seed))
     stage.share_watch, stage.services, stage.reads = share, dict(apps), dict(reads)
+    stage.mirror, stage.serving = mirror, serving
     try:
         run_steps(stage, incident.steps, progress)
         stage.check()

@@ -173,6 +173,7 @@ class PlayedRun:
         play_steps(
             started.incident, started.profile, started.cluster, self.history, started.topics,
             started.reads, started.supervisors, self.progress, share=started.share_watch,
+            mirror=started.mirror, serving=started.serving,
         )  # fmt: skip
         self._enter("queued")  # until a lane's check of the run before is done
 
@@ -215,6 +216,7 @@ class PlayedRun:
         return Played(
             s.cluster, self.history, s.incident, s.profile, s.topics, self.outcome.guarantee,
             self.options.output_id, self.options.users_app, s.database,
+            s.mirror.cluster if s.mirror is not None else None,
         )  # fmt: skip
 
     def finish(self) -> None:

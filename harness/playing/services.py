@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_replay.apps import AppContext, AppSpec, RestartPolicy, Supervisor
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
     from kafka_replay.cluster import Cluster
     from kafka_replay.faults.share_group_admin import ShareGroupWatch
     from kafka_replay.sinks.database import Database
+
+
+@dataclass
+class Serving:
+    """The cluster the apps are served by: the run's, until a ``fail_over`` step moves them to
+    its mirror. Each instance's contract and readiness are read from it as the instance starts.
+    """
+
+    cluster: Cluster
+
 
 #: Client settings the KIP-848 ``consumer`` protocol moves to the broker.
 CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
@@ -119,7 +130,7 @@ def supervise(
     group: str,
     *,
     incident: Incident,
-    cluster: Cluster,
+    serving: Serving,
     history: RunHistory,
     topics: Mapping[str, str],
     options: RunOptions,
@@ -129,13 +140,20 @@ def supervise(
 ) -> Supervisor:
     """The supervisor of one app (of a pipeline's service ``name``): its instances get the
     contract with their group, their first read and written topics, and every topic, and
-    count as up once the group has them all (a share group's watch says so for a share group)."""
-    admin = cluster.admin()
+    count as up once the group has them all (a share group's watch says so for a share group),
+    on the cluster that ``serving`` names as they start."""
     reads, writes = app.reads or ("input",), app.writes or ("output",)
+
+    def ready(members: int) -> bool:
+        cluster = serving.cluster
+        if cluster.lists_group_members:
+            return group_members(cluster.admin(), group) >= distinct_members(config, members)
+        return group_stable(cluster.admin(), group)
+
     return Supervisor(
         spec,
         lambda i: AppContext(
-            cluster.client_bootstrap_servers,
+            serving.cluster.client_bootstrap_servers,
             topics[reads[0]],
             topics.get(writes[0], ""),  # none when the app's results are only rows
             group,
@@ -152,13 +170,7 @@ def supervise(
         on_event=history.stream("lifecycle"),
         policy=RestartPolicy(restart=options.restart or app.restart, delay_s=app.restart_delay_s),
         report_dir=history.events_dir,
-        ready=members_ready(share_watch)
-        if share_watch is not None
-        else lambda members: (
-            group_members(admin, group) >= distinct_members(config, members)
-            if cluster.lists_group_members
-            else group_stable(admin, group)
-        ),
+        ready=members_ready(share_watch) if share_watch is not None else ready,
         python_path=app_python_path(options.client_library),
         name=name,
     )

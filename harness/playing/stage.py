@@ -25,6 +25,8 @@ from kafka_replay.faults import BrokerFaultError, BrokerFaults, RequestFaults
 from kafka_replay.history import RunHistory
 from kafka_replay.workload import Workload
 
+from .services import Serving
+
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2
@@ -65,7 +67,26 @@ class Stage:
     services: dict[str, Supervisor] = field(default_factory=dict)
     #: What each group reads (the topics as created), by group: the drain waits for each.
     reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The run's mirror (``[mirror]``), and the cluster the apps are served by: the run's until
+    #: a ``fail_over`` step moves them to the mirror.
+    mirror: Any = None
+    serving: Serving | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def failed_over(self) -> bool:
+        """Whether the apps were moved to the mirror (the primary's brokers are down)."""
+        return self.serving is not None and self.serving.cluster is not self.cluster
+
+    @failed_over.setter
+    def failed_over(self, moved: bool) -> None:
+        assert self.serving is not None and self.mirror is not None
+        self.serving.cluster = self.mirror.cluster if moved else self.cluster
+
+    @property
+    def apps_cluster(self) -> Cluster:
+        """The cluster the apps read from and commit to now."""
+        return self.serving.cluster if self.serving is not None else self.cluster
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -25,8 +25,9 @@ from kafka_replay.judging.pipeline import services_meta
 from kafka_replay.report.outcome import Outcome
 
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
+from .mirror import RunMirror, start_mirror
 from .run_options import RunOptions
-from .services import app_command, app_images, app_label, client_config, supervise
+from .services import Serving, app_command, app_images, app_label, client_config, supervise
 from .share_group import check_share_groups, start_share_group
 from .topics import create_topics, delete_topics
 from .workloads import needs_registry, registered, start_registry, with_expectations, with_payload
@@ -55,6 +56,9 @@ class Started:
     supervisors: dict[str, Supervisor] = field(default_factory=dict)
     #: What each group reads (the topics as created), by group; the output's group last.
     reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The run's mirror (``[mirror]``), and the cluster the apps are served by.
+    mirror: RunMirror | None = None
+    serving: Serving | None = None
 
     def release(self, history: RunHistory) -> list[str]:
         """Stop what was started, keep the broker logs and drop the run's topics; never raises:
@@ -75,6 +79,8 @@ class Started:
                 delete_topics(self.cluster, self.topics)
         except Exception as exc:  # a dead broker must not hide the outcome
             failed.append(f"cleaning up the run's topics failed: {exc}")
+        if self.mirror is not None:
+            failed += self.mirror.release()
         return failed
 
 
@@ -97,6 +103,7 @@ def start_up(
     started.cluster = cluster = cluster_for(
         profile.broker, incident.brokers, incident.network_faults
     )
+    started.serving = serving = Serving(cluster)
     outcome.settings_not_applied = applicability(incident, profile, cluster)
     if incident.group_type == "share":
         check_share_groups(cluster, options.client_library)
@@ -148,13 +155,18 @@ def start_up(
         started=time.time(),
         **({"services": services_meta(services, specs, groups, app_label)} if pipeline else {}),
     )
+    if incident.mirror is not None:  # fed before any app starts, as a standby cluster is
+        started.mirror = start_mirror(
+            incident.mirror, cluster, profile.broker, incident, topics, list(groups.values()),
+            history, progress,
+        )  # fmt: skip
     if incident.group_type == "share":  # its settings, then a watch on it (SPSO, members)
         started.share_watch = start_share_group(cluster, groups[last], topics["input"], history)
 
     def supervisor(name: str, app: AppDefinition) -> Supervisor:
         return supervise(
             name if pipeline else None, app, specs[name], configs[name], groups[name],
-            incident=incident, cluster=cluster, history=history, topics=topics, options=options,
+            incident=incident, serving=serving, history=history, topics=topics, options=options,
             registry_url=started.registry.url if started.registry is not None else None,
             database=started.database, share_watch=started.share_watch,
         )  # fmt: skip

@@ -81,6 +81,7 @@ PUBLIC_WRITE_UPS = {
     "coordinator-errors-commit",
     "min-isr-blocked-sends",
     "connect-sink-restart",
+    "mirror-failover-offsets",
 }
 
 

@@ -299,6 +299,22 @@ def test_a_lost_write_the_app_had_read_is_still_a_lost_write(spark, tmp_path) ->
     assert found["lost_write"].examples[0]["event_id"] == "e2"
 
 
+def test_inputs_absent_from_the_mirror_the_app_moved_to_were_not_mirrored(spark, tmp_path) -> None:
+    # e0 processed on the primary, then again on the mirror; e1 and e2 were copied and
+    # processed there once; e3 and e4 were acknowledged by the primary, lost with it uncopied
+    acks = [*THREE, ("e3", "k", 3, 0, 3), ("e4", "k", 4, 0, 4)]
+    run = write_run(tmp_path, acks, offsets=[commit(1)])  # the primary saw a commit at 1
+    copy = input_log(spark, THREE)
+    rows = [("e0", 0, 0, 1), ("e0", 0, 1, 2), ("e1", 0, 2, 3), ("e2", 0, 3, 4)]
+    inputs = history_inputs(spark, run, output(spark, rows), source=copy)
+    inputs.source_mirrored = True
+    found = analyse(inputs)
+    assert counts(found) == {"not_mirrored": 2, "duplicate": 1}
+    assert [e["event_id"] for e in found["not_mirrored"].examples] == ["e3", "e4"]
+    inputs.source_mirrored = False  # the same log as the run's own: writes its brokers lost
+    assert counts(analyse(inputs)) == {"lost_write": 2, "duplicate": 1}
+
+
 def log_start(ts: float, start: int, committed: int | None = None, end: int = 6) -> dict:
     """A lag sample of partition 0 that says where its log starts."""
     lag = end - committed if committed is not None else end

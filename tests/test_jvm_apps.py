@@ -28,7 +28,7 @@ Replay = Callable[..., Outcome]
     [
         ("zombie-commit", "vulnerable", "reproduced"),
         pytest.param("zombie-commit", "remediated", "cured", marks=pytest.mark.matrix),
-        ("crash-restart-eos", "remediated", "cured"),
+        pytest.param("crash-restart-eos", "remediated", "cured", marks=pytest.mark.matrix),
     ],
 )
 def test_a_jvm_reference_app_replays_its_post(

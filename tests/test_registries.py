@@ -34,9 +34,7 @@ guarantee = "at-least-once"
 time_scale = "s"
 
 [topics]
-input = 3
-output = 3
-side_effects = 3
+{topics}
 
 [app]
 command = "{{python}} -m kafka_replay_incidents.apps.batch_forwarder"
@@ -55,6 +53,7 @@ description = "v"
 
 [profiles.remediated]
 description = "r"
+{more}
 """
 
 
@@ -110,6 +109,8 @@ def write(tmp_path: Path, name: str, **parts: str) -> Path:
         "workload": 'generator = "student_onboarding"\ncount = 10',
         "step": 'do = "produce"\nworkload = "w"',
         "signature": "rejected_commits",
+        "topics": "input = 3\noutput = 3\nside_effects = 3",
+        "more": "",
     }
     text = DEFINITION.format(name=name, **(defaults | parts))
     path = tmp_path / f"{name}.toml"
@@ -127,6 +128,14 @@ SAMPLE_VALUES: dict[str, Any] = {
     "api": "Produce",  # an API of the Kafka protocol
     "action": "error",  # a kafka_fault's, which then takes an error
     "error": "NOT_ENOUGH_REPLICAS",  # an error of the Kafka protocol
+}
+#: What a step needs in the definition beside it: ``fail_over`` a mirror to move to, whose runs
+#: are judged on rows.
+BESIDE: dict[str, dict[str, str]] = {
+    "fail_over": {
+        "topics": "input = 3\noutput = 0",
+        "more": '[sink]\ntables = "CREATE TABLE t (event_id text)"\ntable = "t"\n\n[mirror]',
+    }
 }
 #: Optional fields that the sample value of a required one needs beside it.
 NEEDED_WITH: dict[str, tuple[str, ...]] = {"action": ("error",)}
@@ -173,7 +182,7 @@ def test_the_reader_takes_every_registered_step_with_every_field(tmp_path: Path,
     fields = STEPS[do].fields
     options = {name: sample(name, spec) for name, spec in fields.items()}
     step = "\n".join([f'do = "{do}"', *(f"{k} = {toml_value(v)}" for k, v in options.items())])
-    incident = load_incident(write(tmp_path, f"step-{do}", step=step))
+    incident = load_incident(write(tmp_path, f"step-{do}", step=step, **BESIDE.get(do, {})))
     (loaded,) = incident.steps
     assert loaded.do == do
     assert dict(loaded.options) == options
@@ -187,7 +196,7 @@ def test_the_reader_fills_in_every_default_of_a_step(tmp_path: Path, do: str) ->
     step = "\n".join(
         [f'do = "{do}"', *(f"{n} = {toml_value(sample(n, s))}" for n, s in required.items())]
     )
-    (loaded,) = load_incident(write(tmp_path, f"bare-{do}", step=step)).steps
+    (loaded,) = load_incident(write(tmp_path, f"bare-{do}", step=step, **BESIDE.get(do, {}))).steps
     assert set(loaded.options) == set(STEPS[do].fields)
 
 

@@ -62,6 +62,7 @@ class Recorder:
             "frames": schemas,
             "held": {str(p): lso for p, lso in (inputs.held or {}).items()},
             "log_starts": self._starts,
+            "source_mirrored": inputs.source_mirrored,
             "examples": analysis.examples,
             "ordered": analysis.ordered,
             "small": analysis.small,
@@ -72,7 +73,9 @@ class Recorder:
 
 
 #: The frames of :class:`CheckInputs`, written one file each.
-_FRAMES = tuple(f.name for f in fields(CheckInputs) if f.name not in ("held", "log_starts"))
+_FRAMES = tuple(
+    f.name for f in fields(CheckInputs) if f.name not in ("held", "log_starts", "source_mirrored")
+)
 
 
 def recorder(run_dir: Path) -> Recorder | None:
@@ -120,6 +123,7 @@ def analyse_recorded(spark: SparkSession, directory: Path) -> dict[str, Any]:
         **frames,
         held={int(p): lso for p, lso in recorded["held"].items()} or None,
         log_starts=None if starts is None else lambda: [tuple(s) for s in starts],
+        source_mirrored=recorded.get("source_mirrored", False),  # absent: recorded before mirrors
     )
     analysis = Analysis(inputs, recorded["examples"], recorded["ordered"], recorded["small"])
     try:

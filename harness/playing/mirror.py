@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka.admin import NewTopic
 
-from kafka_replay.apps.mirror_maker import MirrorMaker
+from kafka_replay.apps.mirror_maker import STOP_GRACE_S, MirrorMaker
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.backends import make_cluster
 from kafka_replay.cluster.errors import NotApplicable
@@ -35,17 +35,15 @@ class RunMirror:
 
     cluster: Cluster
     maker: MirrorMaker | None = None
-    #: The run's input topics, as created on both clusters.
-    topics: tuple[str, ...] = field(default=())
 
     @property
     def bootstrap_servers(self) -> str:
         return self.cluster.bootstrap_servers
 
-    def stop_mirroring(self, grace: float | None = None) -> None:
+    def stop_mirroring(self, grace: float = STOP_GRACE_S) -> None:
         """Stop MirrorMaker 2 (``grace`` 0: SIGKILL at once, as with its source lost)."""
         if self.maker is not None:
-            self.maker.stop() if grace is None else self.maker.stop(grace)
+            self.maker.stop(grace)
 
     def release(self) -> list[str]:
         """Stop MirrorMaker 2 and the mirror's brokers (their logs stay); never raises."""
@@ -83,7 +81,6 @@ def start_mirror(
     mirror = RunMirror(cluster)
     try:
         inputs = tuple(dict.fromkeys(topics[name] for name in incident.named("input")))
-        mirror.topics = inputs
         for name in inputs:
             _create_like(primary, cluster, name)
         mirror.maker = MirrorMaker(

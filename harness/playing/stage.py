@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_replay.apps import Supervisor
 from kafka_replay.cluster import Cluster
@@ -26,6 +26,9 @@ from kafka_replay.history import RunHistory
 from kafka_replay.workload import Workload
 
 from .services import Serving
+
+if TYPE_CHECKING:
+    from .mirror import RunMirror
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +72,7 @@ class Stage:
     reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: The run's mirror (``[mirror]``), and the cluster the apps are served by: the run's until
     #: a ``fail_over`` step moves them to the mirror.
-    mirror: Any = None
+    mirror: RunMirror | None = None
     serving: Serving | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

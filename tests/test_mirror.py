@@ -62,6 +62,7 @@ def test_the_catalogs_mirror_is_read() -> None:
             "no produce after",
         ),
     ],
+    ids=["no-mirror", "interval", "lag-max", "unknown-field", "output-topic", "produce-after"],
 )
 def test_a_mistake_in_a_mirror_is_named(
     tmp_path: Path, old: str, new: str, where: str, said: str

@@ -59,6 +59,7 @@ class LagSampler:
         self.group, self.topic, self.interval = group, topic, interval
         self._sink = sink
         self._reader = group_reader(bootstrap_servers, group)
+        self._moved_to: str | None = None  # a cluster the next sample is taken on
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lag-sampler", daemon=True)
         self.latest: list[dict[str, Any]] = []
@@ -79,7 +80,16 @@ class LagSampler:
         while not self._stop.wait(self.interval):
             self._sample()
 
+    def move_to(self, bootstrap_servers: str) -> None:
+        """Sample the same group and topics on another cluster from the next sample on (a
+        service failed over to a mirror that keeps the topics' names)."""
+        self._moved_to = bootstrap_servers
+
     def _sample(self) -> None:
+        if (moved := self._moved_to) is not None:  # in the sampling thread: one reader in use
+            self._moved_to = None
+            self._reader.close()
+            self._reader = group_reader(moved, self.group)
         try:
             self.latest = sample_lag(self._reader, self.group, self.topic)
         except Exception as exc:  # a sample may fail while a broker restarts; keep going

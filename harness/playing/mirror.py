@@ -125,6 +125,8 @@ def _fail_over(stage: Stage, step: Step) -> dict[str, Any]:
         for index in instances:
             stage.app(name or None).stop_instance(index, grace=0)  # gone with the primary
     stage.failed_over = True  # the apps' contexts, readiness and the drain look there now
+    for sampler in stage.lag_samplers:  # the group's lag is the mirror's from now on
+        sampler.move_to(mirror.bootstrap_servers)
     for name, instances in running.items():
         apps = stage.app(name or None)
         apps.renew_contexts()

@@ -66,7 +66,7 @@ def play_steps(
     first = next(iter(apps.values()))
     stage = Stage(cluster, history, profile, topics, group, first, random.Random(incident.seed))
     stage.share_watch, stage.services, stage.reads = share, dict(apps), dict(reads)
-    stage.mirror, stage.serving = mirror, serving
+    stage.mirror, stage.serving, stage.lag_samplers = mirror, serving, lags
     try:
         run_steps(stage, incident.steps, progress)
         stage.check()

@@ -22,7 +22,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.definitions.model import Profile, Step
 from kafka_replay.definitions.vocabulary import Field, step_kinds
 from kafka_replay.faults import BrokerFaultError, BrokerFaults, RequestFaults
-from kafka_replay.history import RunHistory
+from kafka_replay.history import LagSampler, RunHistory
 from kafka_replay.workload import Workload
 
 from .services import Serving
@@ -74,6 +74,8 @@ class Stage:
     #: a ``fail_over`` step moves them to the mirror.
     mirror: RunMirror | None = None
     serving: Serving | None = None
+    #: The run's lag samplers: a failover moves them to the mirror with the group.
+    lag_samplers: list[LagSampler] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property

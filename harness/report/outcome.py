@@ -110,8 +110,8 @@ class Outcome:
 
 #: What each result says, for the lines under the summary table.
 MEANINGS = {
-    "reproduced (vulnerable)": "the reference app under the post's conditions showed every "
-    "symptom of the signature: the incident replays",
+    "reproduced (vulnerable)": "the definition's app under the incident's conditions showed "
+    "every symptom of the signature: the incident replays",
     "cured (remediated)": "with the fix, the declared guarantee held and no symptom appeared",
     "not reproduced": "a symptom of the post's failure did not appear: the incident did not replay",
     "not cured": "with the fix, a symptom of the post's failure still appeared",

@@ -54,15 +54,29 @@ def test_the_catalogs_mirror_is_read() -> None:
         ("interval_s = 2", "interval_s = 0.5", "mirror.interval_s", "at least 1"),
         ("offset_lag_max = 100", "offset_lag_max = 0", "mirror.offset_lag_max", "at least 1"),
         ("offset_lag_max = 100", "offsets = 1", "mirror.offsets", "unknown field"),
-        ("output = 0", "output = 3", "mirror", "rows of its [sink] table"),
+        ("output = 0", "output = 3", "mirror", "it writes output"),
         (
             'label = "primary lost"',
             'label = "primary lost"\n\n[[steps]]\ndo = "produce"\nworkload = "stream"',
             "steps[4]",
             "no produce after",
         ),
+        (
+            'label = "primary lost"',
+            'label = "primary lost"\n\n[[steps]]\ndo = "fail_over"',
+            "steps[4]",
+            "fails over once",
+        ),
     ],
-    ids=["no-mirror", "interval", "lag-max", "unknown-field", "output-topic", "produce-after"],
+    ids=[
+        "no-mirror",
+        "interval",
+        "lag-max",
+        "unknown-field",
+        "output-topic",
+        "produce-after",
+        "twice",
+    ],
 )
 def test_a_mistake_in_a_mirror_is_named(
     tmp_path: Path, old: str, new: str, where: str, said: str

@@ -511,13 +511,17 @@ def _mirror(
     roles: Mapping[str, str],
     has_sink: bool,
 ) -> Mirror | None:
-    """``[mirror]``: MirrorMaker 2's compressed intervals; required by a ``fail_over`` step."""
+    """``[mirror]``: MirrorMaker 2's compressed intervals; what a ``fail_over`` step needs."""
     failing_over = [i for i, step in enumerate(steps) if step.do == "fail_over"]
+    if failing_over and "mirror" not in top.data:
+        raise DefinitionError(
+            top.source, f"steps[{failing_over[0]}]", "fail_over needs a [mirror] to move to"
+        )
+    if len(failing_over) > 1:
+        raise DefinitionError(
+            top.source, f"steps[{failing_over[1]}]", "a run fails over once, to its one mirror"
+        )
     if "mirror" not in top.data:
-        if failing_over:
-            raise DefinitionError(
-                top.source, f"steps[{failing_over[0]}]", "fail_over needs a [mirror] to move to"
-            )
         return None
     table = top.table("mirror")
     mirror = Mirror(
@@ -529,18 +533,16 @@ def _mirror(
         raise table.fail("offset_lag_max", f"must be at least 1, got {mirror.offset_lag_max}")
     written = [name for name in partitions if roles.get(name, name) in WRITTEN_ROLES]
     if written or not has_sink:
+        said = f"; it writes {', '.join(written)}" if written else ""
         raise table.fail(
             "",
-            "a run that fails over is judged on the rows of its [sink] table: the results it "
-            f"writes to topics on two clusters are not judged yet ({', '.join(written)})",
+            "a run with a mirror is judged on the rows of its [sink] table (results written to "
+            f"topics on two clusters are not judged yet){said}",
         )
-    after = [
-        i for i, step in enumerate(steps) if step.do == "produce" and failing_over
-        and i > failing_over[0]
-    ]  # fmt: skip
-    if after:
+    produced = [i for i, step in enumerate(steps) if step.do == "produce"]
+    if failing_over and produced and produced[-1] > failing_over[0]:
         raise DefinitionError(
-            top.source, f"steps[{after[0]}]", "no produce after fail_over: the workload is "
+            top.source, f"steps[{produced[-1]}]", "no produce after fail_over: the workload is "
             "acknowledged by the primary, whose copy the mirror holds",
         )  # fmt: skip
     return mirror

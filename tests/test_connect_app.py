@@ -27,6 +27,7 @@ from kafka_replay.apps.connect_worker import (
 )
 from kafka_replay.cluster import Cluster
 from kafka_replay.history.group import group_members
+from kafka_replay.servers.ports import listening_addresses
 from kafka_replay.workload.connect_json import connect_schema, encode_connect_json
 from tests.kafka_helpers import produce_acked
 
@@ -151,11 +152,7 @@ def test_a_worker_delivers_its_connectors_records_listens_on_loopback_and_dies_w
         assert lines() == [f"record-{n}" for n in range(20)], (tmp_path / "worker.log").read_text()
         assert group_members(kafka_cluster.admin(), app.group_id) == 1  # the run's group
         (worker,) = psutil.Process(instance.pid).children()
-        listening = [  # a JVM's IPv6 socket names 127.0.0.1 as IPv4-mapped
-            (c.laddr.ip.removeprefix("::ffff:"), c.laddr.port)
-            for c in worker.net_connections("inet")
-            if c.status == "LISTEN"
-        ]
+        listening = listening_addresses(worker.pid)
         port = int((tmp_path / "connect-worker-0.port").read_text())
         assert ("127.0.0.1", port) in listening
         assert {ip for ip, _ in listening} == {"127.0.0.1"}, listening

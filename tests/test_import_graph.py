@@ -295,8 +295,8 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "pytest_plugin": {"checker", "cluster", "definitions", "playing", "replay", "report",
                           "servers"},
         # measured by a person, never by the suite
-        "benchmarks": {"checker", "cluster", "definitions", "exploring", "history", "playing",
-                       "servers", "sinks", "workload"},
+        "benchmarks": {"apps", "checker", "cluster", "definitions", "exploring", "history",
+                       "playing", "servers", "sinks", "workload"},
     }.items()
 }  # fmt: skip
 #: The benchmarks that time the cluster room's own parts (a broker's start, the vendors'

@@ -17,7 +17,7 @@ from typing import Any
 
 from kafka_replay.servers.jvm import find_java
 from kafka_replay.servers.maven import Artifact, resolve_classpath
-from kafka_replay.servers.ports import free_ports
+from kafka_replay.servers.ports import free_ports, listening_addresses
 from kafka_replay.servers.process import wait_answering
 from kafka_replay.servers.reaper import Lease, reap_orphans
 from kafka_replay.servers.server_log import ServerLog
@@ -178,6 +178,11 @@ class MirrorMaker:
                 raise connect_runtime.ConnectError(
                     self._log.failure(f"MirrorMaker 2's {name} {why} running ({state})")
                 )
+        listening = listening_addresses(process.pid)
+        if {address for address, _ in listening} != {"127.0.0.1"}:  # the network rule, kept
+            raise connect_runtime.ConnectError(
+                f"MirrorMaker 2's worker listens beyond 127.0.0.1: {sorted(listening)}"
+            )
 
     def stop(self, grace: float = STOP_GRACE_S) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds; safe to call twice."""

@@ -23,7 +23,7 @@ from kafka_replay.report.outcome import Value
 BUILT_IN = (
     "kafka_replay.playing.steps",
     "kafka_replay.playing.fault_steps",
-    "kafka_replay.playing.mirror",
+    "kafka_replay.playing.failover",
     "kafka_replay.judging.symptoms",
 )
 

@@ -11,7 +11,8 @@
 - :mod:`.session`: many runs in one Spark session; :mod:`.parallel`, :mod:`.lane`: side by
   side in lanes; :mod:`.shards`: the catalog split between machines;
 - :mod:`.share_group`, :mod:`.group_protocol`, :mod:`.idle_apps`: what a run needs for share
-  groups, the consumer group protocol and apps left idle.
+  groups, the consumer group protocol and apps left idle; :mod:`.mirror` and :mod:`.failover`:
+  a second cluster fed by MirrorMaker 2, and the step that moves the apps there.
 
 It may import reading a definition, judging and the lower rooms, never the faces (the CLI,
 the pytest plugin) or :mod:`kafka_replay.replay`. Nothing is imported here.

@@ -1,6 +1,7 @@
 """A run's mirror (``[mirror]``): a second cluster beside the run's, its input topics there under
 the same names, and MirrorMaker 2 copying their records and the run's groups' offsets to it, as
-a team's disaster-recovery cluster is fed; and the ``fail_over`` step that moves the apps there.
+a team's disaster-recovery cluster is fed (the ``fail_over`` step that moves the apps there is
+:mod:`.failover`).
 
 The mirror is started for the run and stopped with it (never pooled: what MirrorMaker 2 wrote
 there is the run's), its brokers' logs and MirrorMaker 2's in the run's ``mirror/`` directory.
@@ -8,7 +9,6 @@ there is the run's), its brokers' logs and MirrorMaker 2's in the run's ``mirror
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +19,8 @@ from kafka_replay.apps.mirror_maker import STOP_GRACE_S, MirrorMaker
 from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.backends import make_cluster
 from kafka_replay.cluster.errors import NotApplicable
-from kafka_replay.definitions.model import Incident, Mirror, Step
-from kafka_replay.definitions.vocabulary import Field, step_kind
+from kafka_replay.definitions.model import Incident, Mirror
 from kafka_replay.history import RunHistory
-
-from .stage import Stage, StepFailed
 
 #: How long the mirror's topics get to have leaders.
 TOPIC_TIMEOUT_S = 60.0
@@ -105,39 +102,3 @@ def _create_like(primary: Cluster, mirror: Cluster, topic: str) -> None:
         TOPIC_TIMEOUT_S
     )
     mirror.wait_for_leaders(topic, partitions, TOPIC_TIMEOUT_S)
-
-
-@step_kind("fail_over", needs="restart_brokers", label=Field(str, None))
-def _fail_over(stage: Stage, step: Step) -> dict[str, Any]:
-    """The primary cluster lost: its brokers, MirrorMaker 2 and the apps on it killed, and the
-    instances that ran started again against the mirror (``[mirror]``)."""
-    mirror = stage.mirror
-    if mirror is None:
-        raise StepFailed("fail_over needs a [mirror] to move to")
-    if stage.failed_over:
-        raise StepFailed("the run has already failed over to its mirror")
-    started = time.time()
-    nodes = stage.brokers().kill_all()
-    mirror.stop_mirroring(grace=0)  # what it had copied is all the mirror will have
-    services = stage.services or {"": stage.apps}
-    running = {name: apps.running() for name, apps in services.items()}
-    for name, instances in running.items():
-        for index in instances:
-            stage.app(name or None).stop_instance(index, grace=0)  # gone with the primary
-    stage.failed_over = True  # the apps' contexts, readiness and the drain look there now
-    for sampler in stage.lag_samplers:  # the group's lag is the mirror's from now on
-        sampler.move_to(mirror.bootstrap_servers)
-    for name, instances in running.items():
-        apps = stage.app(name or None)
-        apps.renew_contexts()
-        for index in instances:
-            apps.start_instance(index)
-    moved = time.time()
-    # the primary comes back while the service runs on the mirror; nobody fails back to it
-    stage.in_background("restore-primary", stage.brokers().restore)
-    return {
-        "killed_nodes": nodes,
-        "moved": {name or "app": instances for name, instances in running.items()},
-        "moved_s": round(moved - started, 2),
-        "mirror": mirror.bootstrap_servers,
-    }

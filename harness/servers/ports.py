@@ -1,9 +1,11 @@
-"""Free TCP ports on 127.0.0.1."""
+"""Free TCP ports on 127.0.0.1, and the addresses a server listens on."""
 
 from __future__ import annotations
 
 import socket
 from contextlib import ExitStack
+
+import psutil
 
 
 def free_ports(count: int) -> list[int]:
@@ -27,3 +29,13 @@ def accepts_connections(port: int, timeout: float = 0.2) -> bool:
             return True
     except OSError:
         return False
+
+
+def listening_addresses(pid: int) -> set[tuple[str, int]]:
+    """The ``(address, port)`` pairs process ``pid`` listens on (TCP); a JVM's IPv6 socket
+    names an IPv4 address as IPv4-mapped, given here as the IPv4 address."""
+    return {
+        (connection.laddr.ip.removeprefix("::ffff:"), connection.laddr.port)
+        for connection in psutil.Process(pid).net_connections("inet")
+        if connection.status == psutil.CONN_LISTEN
+    }

@@ -208,6 +208,7 @@ NOT_APPLICABLE_ON_TANSU = {
     "share-group-lock-expiry": "Tansu has no share groups",
     "offset-retention-expiry": "offsets.retention.minutes",
     "transactional-id-expiry": "transactional.id.expiration.ms",
+    "mirror-failover-offsets": "step fail_over",  # its primary could not come back
 }
 
 

@@ -253,3 +253,32 @@ def test_a_real_run_names_the_member_the_group_waited_for(
     assert "s the group was rebalancing (a member killed at " in outcome.not_judged, (
         outcome.explain()
     )
+
+
+def test_added_partitions_never_read_are_named_with_the_refresh_the_incident_gives() -> None:
+    """A client that refreshes its metadata every 5 minutes, not the incident's 20 s, never
+    took up the partitions a step added: the unseen inputs are theirs."""
+    added = at(
+        8.0, kind="step", do="add_partitions", started=T0 + 7.9, ended=T0 + 8.1,
+        topic="students", before=2, partitions=4,
+    )  # fmt: skip
+    produce = [
+        {**at(9.0 + n, kind="ack", partition=n % 4, offset=n // 4), "topic": "students"}
+        for n in range(8)
+    ]
+    deliveries = [  # only partitions 0 and 1 read
+        {"event_id": f"e{n}", "in_partition": n % 2, "in_offset": n // 2, "out_partition": 0,
+         "out_offset": n, "out_ts_ms": (T0 + 10 + n) * 1000}
+        for n in range(4)
+    ]  # fmt: skip
+    found = said(
+        steps=[*steps(), added], produce=produce, deliveries=deliveries, input_topic="students",
+        client_config={"metadata.max.age.ms": 20000},
+    )  # fmt: skip
+    assert found == [
+        "input partitions 2, 3, added at 8.1 s, held acknowledged inputs from 11.0 s and were "
+        "never read (46 s to the end of the run): the group had not taken them up (a client "
+        "learns of new partitions at its next metadata refresh; the run gives its app "
+        "`metadata.max.age.ms` = 20000, which its client must honour)"
+    ]
+    assert said(steps=steps(), produce=produce, deliveries=deliveries, input_topic="students") == []

@@ -33,6 +33,9 @@ LONGEST_SESSION_S = 1800.0
 LEAVE_BEFORE_EXIT_S = 5.0
 #: How a coordinator's removal reason reads when it waited out a member's heartbeats.
 SESSION_WORDS = ("session",)
+#: The client settings that say how often a client refreshes its metadata, and so how soon it
+#: learns of partitions added to a topic it reads: Apache Kafka's name, then librdkafka's.
+METADATA_REFRESH = ("metadata.max.age.ms", "topic.metadata.refresh.interval.ms")
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ def held_back(evidence: Evidence) -> list[str]:
     clauses = []
     for name, events in _groups(evidence).items():
         clauses += _group_clauses(evidence, events, deaths, since, end, name)
-    return clauses + _app_clauses(evidence, since, end)
+    return clauses + _unread_added_partitions(evidence, end) + _app_clauses(evidence, since, end)
 
 
 def _groups(evidence: Evidence) -> dict[str | None, list[Event]]:
@@ -218,6 +221,39 @@ def _why_rebalancing(
         )
         whys = [f"{joining} member{'s' if joining > 1 else ''} joining"] if joining else []
     return f" ({'; '.join(whys)})" if whys else ""
+
+
+def _unread_added_partitions(evidence: Evidence, end: float) -> list[str]:
+    """Input partitions a step added that held acknowledged inputs and were never read: the
+    group had not taken them up by the end (a client learns of new partitions only at its next
+    metadata refresh), with the refresh interval the incident gives its app."""
+    read = {span["partition"] for _, span in evidence.consumed_spans()}
+    topic = evidence.input_topic
+    acks = [ack for ack in evidence.acks if ack.get("topic", topic) == topic]
+    clauses = []
+    for step in evidence.steps:
+        if step.get("do") != "add_partitions" or step.get("topic") != topic:
+            continue
+        added = set(range(step["before"], step["partitions"])) - read
+        waiting = [a["ts"] for a in acks if a["partition"] in added]
+        unread = sorted({a["partition"] for a in acks if a["partition"] in added})
+        if not unread or end - min(waiting) < NOTABLE_S:
+            continue
+        which = ", ".join(map(str, unread))
+        clause = (
+            f"input partition{'s' if len(unread) > 1 else ''} {which}, added at "
+            f"{_at(evidence, step['ended'])}, held acknowledged inputs from "
+            f"{_at(evidence, min(waiting))} and {'were' if len(unread) > 1 else 'was'} never "
+            f"read ({end - min(waiting):.0f} s to the end of the run): the group had not taken "
+            "them up (a client learns of new partitions at its next metadata refresh"
+        )
+        given = [(key, evidence.client_config[key]) for key in METADATA_REFRESH
+                 if evidence.client_config.get(key) is not None]  # fmt: skip
+        if given:
+            clause += f"; the run gives its app `{given[0][0]}` = {given[0][1]}, which its "
+            clause += "client must honour"
+        clauses.append(clause + ")")
+    return clauses
 
 
 def _app_clauses(evidence: Evidence, since: float, end: float) -> list[str]:

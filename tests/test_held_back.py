@@ -255,7 +255,7 @@ def test_a_real_run_names_the_member_the_group_waited_for(
     )
 
 
-def test_added_partitions_never_read_are_named_with_the_refresh_the_incident_gives() -> None:
+def test_added_partitions_never_read_are_named_with_the_refresh_the_run_gave() -> None:
     """A client that refreshes its metadata every 5 minutes, not the incident's 20 s, never
     took up the partitions a step added: the unseen inputs are theirs."""
     added = at(

@@ -278,7 +278,8 @@ def test_added_partitions_never_read_are_named_with_the_refresh_the_run_gave() -
     assert found == [
         "input partitions 2, 3, added at 8.1 s, held acknowledged inputs from 11.0 s and were "
         "never read (46 s to the end of the run): the group had not taken them up (a client "
-        "learns of new partitions at its next metadata refresh; the run gives its app "
-        "`metadata.max.age.ms` = 20000, which its client must honour)"
+        "learns of new partitions at its next metadata refresh: the run gave its app "
+        "`metadata.max.age.ms` = 20000; a client that does not take it refreshes every 5 "
+        "minutes by default)"
     ]
     assert said(steps=steps(), produce=produce, deliveries=deliveries, input_topic="students") == []

@@ -250,8 +250,8 @@ def _unread_added_partitions(evidence: Evidence, end: float) -> list[str]:
         given = [(key, evidence.client_config[key]) for key in METADATA_REFRESH
                  if evidence.client_config.get(key) is not None]  # fmt: skip
         if given:
-            clause += f"; the run gives its app `{given[0][0]}` = {given[0][1]}, which its "
-            clause += "client must honour"
+            clause += f": the run gave its app `{given[0][0]}` = {given[0][1]}; a client that "
+            clause += "does not take it refreshes every 5 minutes by default"
         clauses.append(clause + ")")
     return clauses
 

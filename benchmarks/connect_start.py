@@ -66,11 +66,17 @@ def run(args: argparse.Namespace) -> None:
         f"  first use: connector submitted {first[0]:.1f} s, {RECORDS} records written "
         f"{first[1]:.1f} s"
     )
-    for label, index, unit in (
-        ("start -> connector submitted", 0, "s"),
-        (f"start -> {RECORDS} records written", 1, "s"),
-        ("worker peak RSS (VmHWM)", 2, " MiB"),
-    ):
+    print_warm(
+        warm,
+        ("start -> connector submitted", "s"),
+        (f"start -> {RECORDS} records written", "s"),
+        ("worker peak RSS (VmHWM)", " MiB"),
+    )
+
+
+def print_warm(warm: list[tuple[float, ...]], *columns: tuple[str, str]) -> None:
+    """Each column of the warm runs' results, ``(label, unit)``: its median, min and max."""
+    for index, (label, unit) in enumerate(columns):
         values = [result[index] for result in warm]
         print(f"  warm, {label}: median {statistics.median(values):.1f}{unit} "
               f"(min {min(values):.1f}, max {max(values):.1f}; {len(values)} runs)")  # fmt: skip

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from benchmarks.broker_start import broker_pid, peak_rss_mib
+from benchmarks.connect_start import print_warm
 from kafka_replay.apps.mirror_maker import MIRROR_VERSION, MirrorMaker
 from kafka_replay.cluster import EmbeddedCluster, choose_version
 from kafka_replay.servers.paths import cache_root
@@ -49,14 +49,12 @@ def run(args: argparse.Namespace) -> None:
     print(f"\nMirrorMaker 2 start (Connect {MIRROR_VERSION}, {RECORDS} records, Kafka {version})")
     print(f"  first use: connectors running {first[0]:.1f} s, {RECORDS} records mirrored "
           f"{first[1]:.1f} s")  # fmt: skip
-    for label, index, unit in (
-        ("start -> connectors running", 0, "s"),
-        (f"start -> {RECORDS} records mirrored", 1, "s"),
-        ("worker peak RSS (VmHWM)", 2, " MiB"),
-    ):
-        values = [result[index] for result in warm]
-        print(f"  warm, {label}: median {statistics.median(values):.1f}{unit} "
-              f"(min {min(values):.1f}, max {max(values):.1f}; {len(values)} runs)")  # fmt: skip
+    print_warm(
+        warm,
+        ("start -> connectors running", "s"),
+        (f"start -> {RECORDS} records mirrored", "s"),
+        ("worker peak RSS (VmHWM)", " MiB"),
+    )
     print(f"  brokers' peak RSS after the runs: primary {brokers[0]:.0f} MiB, "
           f"mirror {brokers[1]:.0f} MiB")  # fmt: skip
 

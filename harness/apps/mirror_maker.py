@@ -18,7 +18,7 @@ from typing import Any
 from kafka_replay.servers.jvm import find_java
 from kafka_replay.servers.maven import Artifact, resolve_classpath
 from kafka_replay.servers.ports import free_ports, listening_addresses
-from kafka_replay.servers.process import wait_answering
+from kafka_replay.servers.process import stop_process, wait_answering
 from kafka_replay.servers.reaper import Lease, reap_orphans
 from kafka_replay.servers.server_log import ServerLog
 
@@ -186,14 +186,7 @@ class MirrorMaker:
 
     def stop(self, grace: float = STOP_GRACE_S) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds; safe to call twice."""
-        process = self.process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(grace)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(self.process, grace)
         if self.lease is not None:
             self.lease.release()
             self.lease = None

@@ -102,6 +102,21 @@ def spawn_in_group(
     )
 
 
+def stop_process(process: subprocess.Popen[bytes] | None, grace: float) -> bool:
+    """SIGTERM ``process``, then SIGKILL once ``grace`` seconds have passed; True when it had
+    to be killed. A process that has ended already (or none) is left alone."""
+    if process is None or process.poll() is not None:
+        return False
+    process.terminate()
+    try:
+        process.wait(grace)
+        return False
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return True
+
+
 def thread_states(pid: int) -> list[str] | None:
     """The state letter of each thread of ``pid`` (``T``: stopped, ``Z``: exited); None where
     /proc cannot say."""

@@ -37,7 +37,7 @@ from kafka_replay.file_lock import file_lock
 from kafka_replay.servers.maven import Artifact, _run_maven
 from kafka_replay.servers.paths import cache_root
 from kafka_replay.servers.ports import free_ports
-from kafka_replay.servers.process import wait_answering
+from kafka_replay.servers.process import stop_process, wait_answering
 from kafka_replay.servers.reaper import Lease, reap_orphans
 from kafka_replay.servers.server_log import ServerLog
 
@@ -290,15 +290,8 @@ class SchemaRegistry:
 
     def stop(self, grace: float = STOP_GRACE_S) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds; safe to call twice."""
-        process = self.process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(grace)
-            except subprocess.TimeoutExpired:
-                log.warning("the schema registry ignored SIGTERM for %.0fs; killing it", grace)
-                process.kill()
-                process.wait()
+        if stop_process(self.process, grace):
+            log.warning("the schema registry ignored SIGTERM for %.0fs; it was killed", grace)
         if self.lease is not None:
             self.lease.release()
             self.lease = None

@@ -226,7 +226,7 @@ def _why_rebalancing(
 def _unread_added_partitions(evidence: Evidence, end: float) -> list[str]:
     """Input partitions a step added that held acknowledged inputs and were never read: the
     group had not taken them up by the end (a client learns of new partitions only at its next
-    metadata refresh), with the refresh interval the incident gives its app."""
+    metadata refresh), with the refresh interval the run gave its app."""
     read = {span["partition"] for _, span in evidence.consumed_spans()}
     topic = evidence.input_topic
     acks = [ack for ack in evidence.acks if ack.get("topic", topic) == topic]
@@ -247,11 +247,11 @@ def _unread_added_partitions(evidence: Evidence, end: float) -> list[str]:
             f"read ({end - min(waiting):.0f} s to the end of the run): the group had not taken "
             "them up (a client learns of new partitions at its next metadata refresh"
         )
-        given = [(key, evidence.client_config[key]) for key in METADATA_REFRESH
-                 if evidence.client_config.get(key) is not None]  # fmt: skip
-        if given:
-            clause += f": the run gave its app `{given[0][0]}` = {given[0][1]}; a client that "
-            clause += "does not take it refreshes every 5 minutes by default"
+        config = evidence.client_config
+        given = next((key for key in METADATA_REFRESH if config.get(key) is not None), None)
+        if given is not None:
+            clause += f": the run gave its app `{given}` = {config[given]}; a client that does "
+            clause += "not take it refreshes every 5 minutes by default"
         clauses.append(clause + ")")
     return clauses
 

@@ -80,7 +80,7 @@ class Stage:
 
     @property
     def failed_over(self) -> bool:
-        """Whether the apps were moved to the mirror (the primary's brokers are down)."""
+        """Whether a ``fail_over`` step moved the apps to the mirror."""
         return self.serving is not None and self.serving.cluster is not self.cluster
 
     @failed_over.setter

@@ -10,6 +10,7 @@ import pytest
 
 from kafka_replay.cli_explore import parse_budget
 from kafka_replay.definitions.definition import load_incident
+from kafka_replay.exploring import explorer as explorer_module
 from kafka_replay.exploring.explorer import KINDS, ExploreError, Explorer, kinds_of
 from kafka_replay.exploring.families import FAMILIES, choose_families
 from kafka_replay.exploring.findings import html_page, write_report
@@ -285,3 +286,27 @@ def test_a_service_that_played_once_is_not_given_up_on(tmp_path: Path) -> None:
     explorer.out_of_time = lambda: len(player.played) >= 5  # type: ignore[method-assign]
     result = explorer.explore()
     assert [t.error for t in result.tried].count(failing) == 3 and not result.findings
+
+
+def test_shrinking_begins_no_candidate_that_would_end_past_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each round of plays takes 100 s of a fake clock: with 600 s, the finding's draw,
+    confirmation and reference check take 400 s and its first candidate 200 s (two plays, one
+    at a time): a second one would end at 800 s, so shrinking stops at 600 s, cut short."""
+    clock = [0.0]
+    monkeypatch.setattr(explorer_module.time, "monotonic", lambda: clock[0])
+
+    class Slow(ScriptedPlayer):
+        def play(self, plays: list[tuple[Path, str]]) -> list[Outcome]:
+            clock[0] += 100.0
+            return super().play(plays)
+
+    lost = {"lost": 3}
+    player = Slow([lost] * 12, reference={})
+    explorer = _explorer(player, tmp_path)
+    explorer.result.started = clock[0]  # on the fake clock too
+    result = explorer.explore()
+    (finding,) = result.findings
+    assert clock[0] <= 600.0
+    assert finding.cut_short == "the budget ran out"

@@ -138,6 +138,10 @@ class Explorer:
     def out_of_time(self) -> bool:
         return time.monotonic() - self.result.started >= self.budget_s
 
+    def would_overrun(self, seconds: float) -> bool:
+        """Whether work taking ``seconds`` from now would end past the budget."""
+        return time.monotonic() - self.result.started + seconds > self.budget_s
+
     def explore(self) -> Exploration:
         """Draw and play schedules until the budget is spent; the result, as far as it got.
 
@@ -269,19 +273,26 @@ class Explorer:
     def _shrunk(
         self, kind: str, schedule: Schedule, smallest: list[Schedule], cut_short: list[str]
     ) -> Schedule:
+        longest_s = 0.0  # the longest a candidate took: what the next one may take
+
         def still_fails(faults: tuple[Fault, ...]) -> bool:
+            nonlocal longest_s
             candidate = replace(schedule, faults=faults)
             self.progress("  trying " + ("; ".join(candidate.timeline()) or "no fault"))
-            if self.confirmed(candidate, kind, every_time=True):
-                smallest.append(candidate)
-                return True
-            return False
+            began = time.monotonic()
+            try:
+                if self.confirmed(candidate, kind, every_time=True):
+                    smallest.append(candidate)
+                    return True
+                return False
+            finally:
+                longest_s = max(longest_s, time.monotonic() - began)
 
         def simpler(fault: Fault) -> Iterator[Fault]:
             return simpler_faults(fault, schedule.shape.records)
 
-        def out_of_time() -> bool:
-            if self.out_of_time():
+        def out_of_time() -> bool:  # before a candidate: one that would end past it is not begun
+            if self.out_of_time() or self.would_overrun(longest_s):
                 cut_short.append("the budget ran out")
                 return True
             return False

@@ -3,9 +3,17 @@ real runs are static-member-bounce's)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
-from kafka_replay.history.broker_log import group_events, replica_events
+import pytest
+from confluent_kafka import Producer
+
+from kafka_replay.cluster import Cluster
+from kafka_replay.history.broker_log import group_events, refused_versions, replica_events
+from kafka_replay.judging.refused_versions import refused_counts, refused_reason
+from tests.test_apps import wait_for
 
 GROUP = "static-member-bounce-808e4720"
 COORDINATOR = "[GroupCoordinator id=1 topic=__consumer_offsets partition=5]"
@@ -111,3 +119,53 @@ def test_the_3x_coordinators_wording_is_read_as_4x_is(tmp_path: Path) -> None:
     assert [e["kind"] for e in events] == ["rebalance", "stabilized", "leave", "empty"]
     assert (events[0]["generation"], events[1]["members"]) == (0, 1)
     assert (events[2]["member"], events[2]["reason"]) == (member, "not provided")
+
+
+def test_requests_refused_for_their_version_are_read_once_each(tmp_path: Path) -> None:
+    """As Kafka 4.4 writes a refusal: the connection closed, why, then the same again from the
+    request's processing (one request, counted once)."""
+    why = (
+        "org.apache.kafka.common.errors.UnsupportedVersionException: Received request for api "
+        "with key 2 (ListOffsets) and unsupported version 0"
+    )
+    client = "127.0.0.1:44185-127.0.0.1:58912-0-19"
+    lines = [
+        f"[2026-11-30T05:50:41,529] ERROR Closing socket for {client} because of error "
+        "(kafka.network.Processor)", why,
+        f"[2026-11-30T05:50:41,530] ERROR Exception while processing request from {client} "
+        "(kafka.network.Processor)", why,
+    ]  # fmt: skip
+    log = tmp_path / "broker-1.log"
+    log.write_text("\n".join(lines) + "\n")
+    (event,) = refused_versions([log])
+    assert {k: v for k, v in event.items() if k != "ts"} == {
+        "kind": "refused_version", "api": "ListOffsets", "api_key": 2, "version": 0,
+    }  # fmt: skip
+    counts = refused_counts([event, event, {**event, "api": "Produce", "version": 1}])
+    assert counts == {"ListOffsets v0": 2, "Produce v1": 1}
+    assert refused_reason(counts).startswith(
+        "the brokers refused the app's client for protocol versions they do not serve: "
+        "ListOffsets v0 (2 times), Produce v1 (1 times)"
+    )
+
+
+def test_a_client_older_than_the_broker_supports_is_refused_in_its_log(
+    kafka_cluster: Cluster,
+) -> None:
+    """A client speaking Kafka 0.9's protocol (librdkafka asking no ApiVersions, falling back to
+    0.9.0) against the default release: Kafka 4 refuses its Produce v1 (KIP-896) and says so."""
+    if kafka_cluster.version is None or kafka_cluster.version.split(".")[0] < "4":
+        pytest.skip("Kafka 4 removed these versions; this cluster serves them")
+    topic = kafka_cluster.create_topic("old-client", 1)
+    started = time.time() - 1  # the broker's log times have milliseconds; ours, more
+    old = {"api.version.request": False, "broker.version.fallback": "0.9.0"}
+    producer = Producer({**kafka_cluster.client_config(), **old, "message.timeout.ms": 3000})
+    producer.produce(topic, b"from the past")
+    assert producer.flush(10) == 0  # delivered as failed: refused until it timed out
+
+    def refused() -> list[dict[str, Any]]:
+        events = refused_versions(kafka_cluster.log_files())
+        return [e for e in events if e["ts"] >= started and e["api"] == "Produce"]
+
+    wait_for(lambda: bool(refused()), 30, "the broker's log to name the refusal")
+    assert {e["version"] for e in refused()} == {1}

@@ -230,3 +230,15 @@ def test_a_matrix_report_has_a_column_per_setup() -> None:
     payload = comparison_json(parse_setup("kafka=4.4.0"), "/out/baseline", comparisons)
     assert payload["regressions"] == 1
     assert [c["regressions"] for c in payload["candidates"]] == [0, 1]
+
+
+def test_a_candidate_whose_brokers_refused_the_apps_client_says_what_they_refused() -> None:
+    """An old client on Kafka 4 (KIP-896): the compare names the API versions refused."""
+    after = run(check="unknown", passed=False, result="guarantee not judged", verdict="unknown",
+                refused_versions={"ListOffsets v0": 9, "Produce v1": 8})  # fmt: skip
+    (item,) = compare_reports(report(run()), report(after))
+    assert item.kind == "regression"
+    assert (
+        "the brokers refused the app's client: ListOffsets v0 (9 times), Produce v1 (8 times)"
+        in [change.what for change in item.changes]
+    )

@@ -27,6 +27,9 @@ Reading them lets a run judge an app that reports nothing itself. Events, in tim
 - ``transaction_timeout``: the coordinator rolled back a transaction of the app that outlived
   its ``transaction.timeout.ms`` (an app killed mid-transaction that never came back with the
   same transactional id leaves one).
+
+:func:`replica_events` reads the partition leaders' events for the run's topics, and
+:func:`refused_versions` the requests a broker refused for a protocol version it does not serve.
 """
 
 from __future__ import annotations
@@ -96,6 +99,14 @@ _ISR_SHRINK = re.compile(
 _NOT_ENOUGH_REPLICAS = re.compile(
     r"NotEnoughReplicasException: The size of the current ISR (?:: )?(?:Set\()?([\d, ]*)\)? is "
     r"insufficient to satisfy the min\.isr requirement of (\d+) for partition (\S+)-(\d+)"
+)
+
+
+#: A broker closing a connection over a request it cannot read, then why (the next line).
+_CLOSING = re.compile(r"Closing socket for \S+ because of error")
+_UNSUPPORTED_VERSION = re.compile(
+    r"UnsupportedVersionException: Received request for api with key (\d+) \((\w+)\) and "
+    r"unsupported version (\d+)"
 )
 
 
@@ -199,4 +210,27 @@ def replica_events(log_files: Iterable[str | Path], topics: Iterable[str]) -> li
                 partition, min_isr = int(m.group(4)), int(m.group(2))
                 events.append({"ts": ts, "kind": "not_enough_replicas", "topic": m.group(3),
                                "partition": partition, "min_isr": min_isr})  # fmt: skip
+    return sorted(events, key=lambda e: e["ts"])
+
+
+def refused_versions(log_files: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Each request a broker refused, closing the connection, because it does not serve its
+    protocol version, in time order: ``refused_version`` (``api``, ``api_key``, ``version``).
+
+    A client older than the broker supports sends them: Kafka 4.0 removed the versions clients
+    before 2.1 use (KIP-896). The harness's own clients never do, so each one is the app's."""
+    events = []
+    for path in log_files:
+        try:
+            lines = Path(path).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        ts, closing = 0.0, False
+        for line in lines:
+            if (stamped := _LINE.match(line)) is not None:
+                ts, closing = _timestamp(stamped.group(1)), bool(_CLOSING.search(line))
+            elif closing and (m := _UNSUPPORTED_VERSION.search(line)) is not None:
+                events.append({"ts": ts, "kind": "refused_version", "api": m.group(2),
+                               "api_key": int(m.group(1)), "version": int(m.group(3))})  # fmt: skip
+                closing = False
     return sorted(events, key=lambda e: e["ts"])

@@ -46,6 +46,9 @@ class Evidence:
     start: float = 0.0
     #: The partition leaders' events for the run's output topics (None: no broker logs).
     replicas: list[dict[str, Any]] | None = None
+    #: The requests the brokers refused for a protocol version they do not serve (None: no
+    #: broker logs).
+    refused: list[dict[str, Any]] | None = None
 
     @classmethod
     def of(
@@ -55,6 +58,7 @@ class Evidence:
         side_effects: CheckResult | None = None,
         group: list[dict[str, Any]] | None = None,
         replicas: list[dict[str, Any]] | None = None,
+        refused: list[dict[str, Any]] | None = None,
     ) -> Evidence:
         """The evidence of a run read by :class:`RecordedRun`, beside the checker's results
         (held in memory) and the group's events (None: no broker logs to read them from)."""
@@ -79,6 +83,7 @@ class Evidence:
             transactions=stream("transactions"),
             start=recorded.start,
             replicas=replicas,
+            refused=refused,
         )
 
     def without_reports(self) -> Evidence:

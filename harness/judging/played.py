@@ -18,7 +18,7 @@ from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
 from kafka_replay.cluster import Cluster
 from kafka_replay.definitions.model import Incident, Profile, Sink
 from kafka_replay.history import RunHistory
-from kafka_replay.history.broker_log import group_events, replica_events
+from kafka_replay.history.broker_log import group_events, refused_versions, replica_events
 from kafka_replay.history.recorded import RecordedRun
 from kafka_replay.history.store import (
     CHECK,
@@ -35,6 +35,7 @@ from .held_back import held_back
 from .judge import judge
 from .pipeline import check_services, first_wrong, hop_summary
 from .places import check_places, places, worst
+from .refused_versions import refused_counts, refused_reason
 from .share_group_reason import archived_reason
 from .symptoms import measure
 
@@ -149,6 +150,9 @@ def rule_into(
     outcome.result = judgement.result
     outcome.reasons += judgement.reasons
     outcome.not_judged = judgement.not_judged
+    if evidence.refused:  # whatever else the run shows: the brokers would not read the client
+        outcome.refused_versions = refused_counts(evidence.refused)
+        outcome.reasons.append(refused_reason(outcome.refused_versions))
     if outcome.symptoms.get("archived_at_limit"):  # records a share group's broker gave up on
         outcome.reasons.append(archived_reason(outcome.symptoms, broker))
 
@@ -289,7 +293,7 @@ def _evidence(
     stream = history.stream("group")
     for event in group or []:
         stream.append(event)
-    replicas = None
+    replicas = refused = None
     if logs:
         roles = meta.get("topic_roles", {})
         written = [
@@ -301,5 +305,9 @@ def _evidence(
         replica_stream = history.stream("replicas")
         for event in replicas:
             replica_stream.append(event)
+        refused = refused_versions(logs)
+        refused_stream = history.stream("refused")
+        for event in refused:
+            refused_stream.append(event)
     recorded = RecordedRun.read(history.root, outputs=False)  # the check's are in memory
-    return Evidence.of(recorded, check, side_effects, group, replicas)
+    return Evidence.of(recorded, check, side_effects, group, replicas, refused)

@@ -90,6 +90,7 @@ def rejudge(root: Path, incident: Incident) -> Outcome:
         checks.side_effects,
         _events(history, "group"),
         _events(history, "replicas"),
+        _events(history, "refused"),
     )
     outcome = dataclasses.replace(stored, **dict.fromkeys(JUDGED), reasons=[])
     measure_into(outcome, evidence, incident)

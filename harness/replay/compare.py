@@ -201,6 +201,10 @@ def changes(
     if strength_before != strength_after:
         kind = "improvement" if strength_after > strength_before else "regression"
         found.append(Change(kind, f"delivered {after['verdict']}, was {before['verdict']}"))
+    refused = after.get("refused_versions") or {}
+    if refused and not before.get("refused_versions"):  # why the candidate could not judge
+        said = ", ".join(f"{what} ({count} times)" for what, count in refused.items())
+        found.append(Change("regression", f"the brokers refused the app's client: {said}"))
     if before.get("check") == "pass" and after.get("check") == "fail":
         found.append(Change("regression", f"the declared {after['guarantee']} broke"))
     elif before.get("check") == "fail" and after.get("check") == "pass":

@@ -60,6 +60,9 @@ class Outcome:
     #: The first service of the pipeline whose check found records lost, misrouted, repeated
     #: or unexpected: where records first went wrong.
     first_wrong_hop: str | None = None
+    #: Requests the brokers refused for a protocol version they do not serve, by ``API vN``
+    #: (an app whose client is older than the brokers support); empty when none were.
+    refused_versions: dict[str, int] = field(default_factory=dict)
 
     @property
     def gate(self) -> str:

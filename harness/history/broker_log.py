@@ -35,7 +35,7 @@ Reading them lets a run judge an app that reports nothing itself. Events, in tim
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,15 @@ _UNSUPPORTED_VERSION = re.compile(
 )
 
 
+def _logs(log_files: Iterable[str | Path]) -> Iterator[list[str]]:
+    """Each log's lines; a log that cannot be read (gone with its broker) is left out."""
+    for path in log_files:
+        try:
+            yield Path(path).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+
+
 def _timestamp(text: str) -> float:
     """A broker log time (the machine's local time, as the JVM writes it) in epoch seconds."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S,%f").timestamp()
@@ -118,11 +127,7 @@ def _timestamp(text: str) -> float:
 def group_events(log_files: Iterable[str | Path], group: str) -> list[dict[str, Any]]:
     """The coordinators' events for ``group`` (and its ``<group>-tx-N`` transactional ids)."""
     events, members, unnamed = [], set(), []
-    for path in log_files:
-        try:
-            lines = Path(path).read_text(errors="replace").splitlines()
-        except OSError:
-            continue
+    for lines in _logs(log_files):
         for line in lines:
             match = _LINE.match(line)
             if match is None:
@@ -190,11 +195,7 @@ def replica_events(log_files: Iterable[str | Path], topics: Iterable[str]) -> li
     """
     names = set(topics)
     events = []
-    for path in log_files:
-        try:
-            lines = Path(path).read_text(errors="replace").splitlines()
-        except OSError:
-            continue
+    for lines in _logs(log_files):
         ts = 0.0
         for line in lines:
             if (stamped := _LINE.match(line)) is not None:
@@ -220,11 +221,7 @@ def refused_versions(log_files: Iterable[str | Path]) -> list[dict[str, Any]]:
     A client older than the broker supports sends them: Kafka 4.0 removed the versions clients
     before 2.1 use (KIP-896). The harness's own clients never do, so each one is the app's."""
     events = []
-    for path in log_files:
-        try:
-            lines = Path(path).read_text(errors="replace").splitlines()
-        except OSError:
-            continue
+    for lines in _logs(log_files):
         ts, closing = 0.0, False
         for line in lines:
             if (stamped := _LINE.match(line)) is not None:

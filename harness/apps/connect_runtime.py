@@ -59,22 +59,28 @@ class ConnectError(RuntimeError):
     """A worker that would not start, or a connector it refused."""
 
 
-def connect_classpath(version: str = CONNECT_VERSION) -> list[Path]:
-    """``connect-runtime`` of ``version`` with a logging backend, resolved on first use."""
+def connect_classpath(
+    version: str = CONNECT_VERSION, *more: Artifact, name: str | None = None
+) -> list[Path]:
+    """``connect-runtime`` of ``version`` with a logging backend (and ``more`` on the worker's
+    own classpath, cached as ``name``), resolved on first use."""
     return resolve_classpath(
-        f"connect-{version}",
+        name or f"connect-{version}",
         [
             Artifact("org.apache.kafka", "connect-runtime", version),
             Artifact("org.slf4j", "slf4j-simple", "1.7.36"),
+            *more,
         ],
     )
 
 
-def worker_command(version: str = CONNECT_VERSION) -> list[str]:
-    """``java`` with Connect's classpath and the distributed worker's class; its properties
-    file comes last."""
-    classpath = ":".join(str(jar) for jar in connect_classpath(version))
-    return [find_java(), *JVM_OPTIONS, *LOGGING, "-cp", classpath, DISTRIBUTED]
+def worker_command(
+    version: str = CONNECT_VERSION, classpath: Sequence[Path] | None = None
+) -> list[str]:
+    """``java`` with Connect's classpath (``classpath``: one :func:`connect_classpath` gave
+    with more on it) and the distributed worker's class; its properties file comes last."""
+    jars = connect_classpath(version) if classpath is None else classpath
+    return [find_java(), *JVM_OPTIONS, *LOGGING, "-cp", ":".join(map(str, jars)), DISTRIBUTED]
 
 
 def plugin_path(plugin: str) -> Path:

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kafka_replay.servers.jvm import find_java
-from kafka_replay.servers.maven import Artifact, resolve_classpath
+from kafka_replay.servers.maven import Artifact
 from kafka_replay.servers.ports import free_ports, listening_addresses
 from kafka_replay.servers.process import stop_process, wait_answering
 from kafka_replay.servers.reaper import Lease, reap_orphans
@@ -36,15 +35,9 @@ _CONNECTORS = "org.apache.kafka.connect.mirror."
 
 
 def mirror_classpath(version: str = MIRROR_VERSION) -> list[Path]:
-    """Connect's runtime, ``connect-mirror`` and a logging backend, resolved on first use."""
-    return resolve_classpath(
-        f"mirror-maker-{version}",
-        [
-            Artifact("org.apache.kafka", "connect-mirror", version),
-            Artifact("org.apache.kafka", "connect-runtime", version),
-            Artifact("org.slf4j", "slf4j-simple", "1.7.36"),
-        ],
-    )
+    """Connect's worker with ``connect-mirror`` on its classpath, resolved on first use."""
+    mirror = Artifact("org.apache.kafka", "connect-mirror", version)
+    return connect_runtime.connect_classpath(version, mirror, name=f"mirror-maker-{version}")
 
 
 def mirror_connectors(
@@ -119,24 +112,20 @@ class MirrorMaker:
         self.lease: Lease | None = None
         self._log = ServerLog(self.work_dir / "mirror-maker.log")
 
-    @property
-    def log_path(self) -> Path:
-        return self._log.path
-
     def start(self, timeout: float = START_TIMEOUT_S) -> MirrorMaker:
         """Launch the worker, submit both connectors and wait until their tasks run."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        classpath = ":".join(str(jar) for jar in mirror_classpath(self.version))
+        command = connect_runtime.worker_command(classpath=mirror_classpath(self.version))
         reap_orphans()
         self.lease = Lease.take()
         try:
-            self._launch(classpath, timeout)
+            self._launch(command, timeout)
         except BaseException:  # a Ctrl-C while it starts too: no JVM is left
             self.stop()
             raise
         return self
 
-    def _launch(self, classpath: str, timeout: float) -> None:
+    def _launch(self, worker: list[str], timeout: float) -> None:
         (self.port,) = free_ports(1)
         settings = connect_runtime.worker_properties(
             bootstrap=self.target,
@@ -151,13 +140,9 @@ class MirrorMaker:
         properties = connect_runtime.write_properties(
             self.work_dir / "mirror-maker.properties", settings
         )
-        command = [
-            find_java(), *connect_runtime.JVM_OPTIONS, *connect_runtime.LOGGING,
-            "-cp", classpath, connect_runtime.DISTRIBUTED, str(properties),
-        ]  # fmt: skip
         assert self.lease is not None
         self._log.begin()
-        self.process = process = self._log.spawn(command, self.lease)
+        self.process = process = self._log.spawn([*worker, str(properties)], self.lease)
         why = wait_answering(lambda: connect_runtime.rest_answers(self.port), process.poll, timeout)
         if why is not None:
             raise connect_runtime.ConnectError(self._log.failure(f"MirrorMaker 2's worker {why}"))

@@ -82,6 +82,7 @@ PUBLIC_WRITE_UPS = {
     "min-isr-blocked-sends",
     "connect-sink-restart",
     "mirror-failover-offsets",
+    "unclean-leader-election",
 }
 
 

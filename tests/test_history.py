@@ -80,6 +80,7 @@ def test_group_partition_follows_javas_string_hash() -> None:
     assert coordinator_partition("hello", 50) == 99162322 % 50
 
 
+@pytest.mark.matrix  # CI: zombie-commit's backward commits, offset-retention-expiry's tombstones
 @pytest.mark.kafka(broker_config=EXPIRING)
 def test_backward_commit_and_expiry_tombstone_appear_in_order(
     kafka_cluster: Cluster, kafka_topic, tmp_path

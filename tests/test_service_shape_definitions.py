@@ -50,6 +50,12 @@ def test_topics_by_name_keep_their_roles_and_the_short_names(tmp_path: Path) -> 
     assert incident.expect.dead_letter == "orders-dlq"  # the dead-letter topic takes bad inputs
 
 
+def test_a_topic_may_give_its_replication_factor(tmp_path: Path) -> None:
+    text = "brokers = 3\n" + NAMED.replace('role = "output"', 'role = "output"\nreplicas = 2')
+    incident = load_incident(write(tmp_path, text))
+    assert incident.replicas == {"receipts": 2}  # the others: min(3, brokers)
+
+
 def test_an_expectation_reads_its_predicates_and_fan_out(tmp_path: Path) -> None:
     text = NAMED + (
         '\n[expect]\nbad = "tests.apps.shop:is_payment"\nfiltered = "tests.apps.shop:is_payment"\n'
@@ -86,6 +92,11 @@ def test_an_expectation_reads_its_predicates_and_fan_out(tmp_path: Path) -> None
          "expect.fan_out.kind_of", "has no"),
         (NAMED.replace('workload = "w"\n', 'workload = "w"\n\n[[steps]]\ndo = "add_partitions"\n'
                        'topic = "refunds"\ncount = 4\n'), "steps[1].topic", "no refunds topic"),
+
+        (NAMED.replace('role = "dead_letter"', 'role = "dead_letter"\nreplicas = 0'),
+         "topics.orders-dlq.replicas", "1 or more"),
+        (NAMED.replace('role = "dead_letter"', 'role = "dead_letter"\nreplicas = 2'),
+         "topics.orders-dlq.replicas", "2 replicas need 2 brokers; the incident has 1"),
     ],
 )  # fmt: skip
 def test_a_shape_mistake_names_the_file_and_key(

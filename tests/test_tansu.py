@@ -204,6 +204,7 @@ NOT_APPLICABLE_ON_TANSU = {
     "leader-loss-acks-one": "3 brokers",
     "paused-leader-send-expiry": "3 brokers",
     "min-isr-blocked-sends": "5 brokers",
+    "unclean-leader-election": "3 brokers",
     "protocol-migration": "group.coordinator.rebalance.protocols",
     "share-group-lock-expiry": "Tansu has no share groups",
     "offset-retention-expiry": "offsets.retention.minutes",

@@ -41,7 +41,7 @@ from .model import (
     topic_names,
 )
 from .scale import scale_definition
-from .shapes import check_workload_topic, pipeline_services, read_topics
+from .shapes import check_replicas, check_workload_topic, pipeline_services, read_topics
 from .table import Origin, Table
 from .vocabulary import StepContext, step_kinds, symptom_names
 from .workload_table import workload_of
@@ -422,7 +422,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     guarantee = top.get("guarantee", str)
     if guarantee not in GUARANTEES:
         raise DefinitionError(path, "guarantee", f"must be one of {', '.join(GUARANTEES)}")
-    partitions, roles = read_topics(top.table("topics"), has_sink="sink" in data)
+    partitions, roles, replicas = read_topics(top.table("topics"), has_sink="sink" in data)
     base = {key: data[key] for key in OVERRIDABLE if key in data}
     top.read.update(base)
     if "app" not in base and "apps" not in base:
@@ -452,6 +452,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         key: pipeline_services(path, p, names, roles, origins[key]) for key, p in profiles.items()
     }
     brokers = _brokers(path, top.get("brokers", int, 1))
+    check_replicas(path, replicas, brokers)
     named = {name: partitions[topic] for name, topic in names.items()}
     services = tuple(profiles["vulnerable"].services)
     context = StepContext(set(profiles["vulnerable"].workloads), named, brokers, services)
@@ -484,6 +485,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         guarantee=guarantee,
         time_scale=top.get("time_scale", str),
         topics=partitions,
+        replicas=replicas,
         steps=steps,
         conditions=conditions,
         signature=signature,

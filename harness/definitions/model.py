@@ -298,6 +298,9 @@ class Incident:
     expect: Expectations = field(default_factory=Expectations)
     #: ``[mirror]``: the cluster a ``fail_over`` step moves the app to (None: one cluster).
     mirror: Mirror | None = None
+    #: ``[topics.NAME] replicas``: the topics whose replication factor is not the incident's
+    #: ``min(3, brokers)``, by name.
+    replicas: Mapping[str, int] = field(default_factory=dict)
 
     def role(self, name: str) -> str:
         return self.roles.get(name, name)

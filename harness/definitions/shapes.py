@@ -31,19 +31,25 @@ if TYPE_CHECKING:
 _TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
-def read_topics(table: Table, has_sink: bool) -> tuple[dict[str, int], dict[str, str]]:
-    """``[topics]``: each topic's partitions and role, by name.
+def read_topics(
+    table: Table, has_sink: bool
+) -> tuple[dict[str, int], dict[str, str], dict[str, int]]:
+    """``[topics]``: each topic's partitions and role, by name, and the replication factor of
+    those that give one.
 
     The short form ``input = 3`` is a topic named after its role; ``[topics.NAME]`` takes
-    ``partitions`` and a ``role``. At least one input, and an output or dead-letter topic
-    (or a ``[sink]``) for the results.
+    ``partitions``, a ``role`` and optionally ``replicas``. At least one input, and an output or
+    dead-letter topic (or a ``[sink]``) for the results.
     """
     partitions: dict[str, int] = {}
     roles: dict[str, str] = {}
+    replicas: dict[str, int] = {}
     for name in list(table.data):
         _topic_name(table, name)
         if isinstance(table.data[name], dict):
-            partitions[name], roles[name] = _named_topic(table, name)
+            partitions[name], roles[name], given = _named_topic(table, name)
+            if given is not None:
+                replicas[name] = given
         elif name in TOPIC_ROLES:
             partitions[name] = table.get(name, int)
             roles[name] = name
@@ -60,7 +66,8 @@ def read_topics(table: Table, has_sink: bool) -> tuple[dict[str, int], dict[str,
         raise table.fail("", "needs an input partition count (input = N, or a topic of role input)")
     if not written and not has_sink:
         raise table.fail("", "needs an output partition count (or a [sink] the app writes rows to)")
-    return partitions, {name: roles[name] for name in partitions}
+    kept = {name: replicas[name] for name in partitions if name in replicas}
+    return partitions, {name: roles[name] for name in partitions}, kept
 
 
 def _topic_name(table: Table, name: str) -> None:
@@ -70,17 +77,21 @@ def _topic_name(table: Table, name: str) -> None:
         )
 
 
-def _named_topic(table: Table, name: str) -> tuple[int, str]:
-    """``[topics.NAME]``: its partitions and its role."""
+def _named_topic(table: Table, name: str) -> tuple[int, str, int | None]:
+    """``[topics.NAME]``: its partitions, its role and its replication factor (None: the
+    incident's, ``min(3, brokers)``)."""
     _topic_name(table, name)
     topic = table.table(name)
     partitions, role = topic.get("partitions", int), topic.get("role", str)
+    replicas = topic.get("replicas", int, None)
     topic.finish()
     if partitions < 1:
         raise topic.fail("partitions", f"must be 1 or more, got {partitions}")
     if role not in TOPIC_ROLES:
         raise topic.fail("role", f"must be one of {', '.join(TOPIC_ROLES)}")
-    return partitions, role
+    if replicas is not None and replicas < 1:
+        raise topic.fail("replicas", f"must be 1 or more, got {replicas}")
+    return partitions, role, replicas
 
 
 def read_expect_file(path: Path) -> dict[str, Any]:
@@ -109,14 +120,28 @@ def with_expect_file(incident: Incident, path: Path) -> Incident:
     the incident's: what a team's service makes of each input, for the catalog against it."""
     data = read_expect_file(path)
     partitions, roles = dict(incident.topics), {n: incident.role(n) for n in incident.topics}
+    replicas = dict(incident.replicas)
     topics = Table(path, "topics", data.get("topics", {}))
     for name in list(topics.data):
         if name in partitions:
             raise topics.fail(name, f"{incident.name} has a topic {name!r} already")
-        partitions[name], roles[name] = _named_topic(topics, name)
+        partitions[name], roles[name], given = _named_topic(topics, name)
+        if given is not None:
+            replicas[name] = given
     top = Table(path, "", {"expect": data.get("expect", {})})
     expect = read_expectations(top, topic_names(partitions, roles), roles)
-    return replace(incident, topics=partitions, roles=roles, expect=expect)
+    check_replicas(path, replicas, incident.brokers)
+    return replace(incident, topics=partitions, roles=roles, replicas=replicas, expect=expect)
+
+
+def check_replicas(path: Path, replicas: Mapping[str, int], brokers: int) -> None:
+    """A topic's ``replicas`` fit in the incident's cluster."""
+    for name, count in replicas.items():
+        if count > brokers:
+            raise DefinitionError(
+                path, f"topics.{name}.replicas", f"{count} replicas need {count} brokers; the "
+                f"incident has {brokers} (brokers = N)",
+            )  # fmt: skip
 
 
 def pipeline_services(

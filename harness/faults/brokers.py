@@ -425,12 +425,15 @@ class BrokerFaults(RunFaults):
                 return max(log_end(node) - log_end(heir), 0)
             time.sleep(UNREPLICATED_POLL_S)
 
-    def restart(self, node: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
-        """Start a node this run took down (the latest by default); wait until it serves."""
+    def restart(
+        self, node: int | None = None, timeout: float = 120.0, first: bool = False
+    ) -> dict[str, Any]:
+        """Start a node this run took down (the latest by default, the earliest still down
+        with ``first``); wait until it serves."""
         if node is None:
             if not self.down:
                 raise BrokerFaultError("no broker was killed or stopped earlier in this run")
-            node = self.down[-1]
+            node = self.down[0] if first else self.down[-1]
         if self.cluster.node(node).alive():
             raise BrokerFaultError(f"broker {node} is running; there is nothing to restart")
         before = self.leaders()

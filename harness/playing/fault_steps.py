@@ -134,7 +134,7 @@ def _rolling(options: Mapping[str, Any], context: StepContext) -> tuple[str, str
 
 
 @contextlib.contextmanager
-def _refused() -> Iterator[None]:
+def refused() -> Iterator[None]:
     """A broker fault that could not be done fails its step, saying why."""
     try:
         yield
@@ -187,7 +187,7 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
             node, step["topic"], step["partition"], step["unreplicated"], stage.check
         )
 
-    with _refused():
+    with refused():
         killed = stage.brokers().kill(
             step["role"], step["topic"], step["partition"], step["timeout_s"],
             _spared(stage, step), when=unreplicated if step["unreplicated"] else None,
@@ -200,12 +200,14 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
     _restart_target,
     needs="restart_brokers",
     node=Field(int, None),
+    which=Field(str, "last", ("last", "first")),
     timeout_s=Field((int, float), 120.0),
 )
 def _restart_broker(stage: Stage, step: Step) -> dict[str, Any]:
     """Start a killed broker again with its config and data; wait until it serves."""
-    with _refused():
-        return stage.brokers().restart(step["node"], step["timeout_s"])
+    with refused():
+        first = step["which"] == "first"
+        return stage.brokers().restart(step["node"], step["timeout_s"], first=first)
 
 
 @step_kind(
@@ -219,13 +221,13 @@ def _restart_broker(stage: Stage, step: Step) -> dict[str, Any]:
 )
 def _pause_broker(stage: Stage, step: Step) -> dict[str, Any]:
     """Freeze one broker (SIGSTOP) for that long, then resume it (SIGCONT): a long GC pause."""
-    with _refused():
+    with refused():
         faults = stage.brokers()
         node, found = faults.pause(
             step["role"], step["topic"], step["partition"], _spared(stage, step)
         )
     if not step["background"]:
-        with _refused():
+        with refused():
             return {**found, **faults.hold(node, step["seconds"])}
 
     def hold() -> None:
@@ -255,7 +257,7 @@ def _pause_broker(stage: Stage, step: Step) -> dict[str, Any]:
 )
 def _rolling_restart(stage: Stage, step: Step) -> dict[str, Any]:
     """Restart every broker in turn (SIGTERM, start, wait until it serves and is in sync)."""
-    with _refused():
+    with refused():
         return stage.brokers().rolling_restart(step["between_s"], step["timeout_s"])
 
 
@@ -307,7 +309,7 @@ def _network(stage: Stage, step: Step) -> dict[str, Any]:
     target = {name: step[name] for name in BROKER_TARGET}
 
     def play() -> dict[str, Any]:
-        with _refused():
+        with refused():
             return faults.play(
                 step["fault"],
                 target,
@@ -418,7 +420,7 @@ def _request_fault(stage: Stage, step: Step) -> dict[str, Any]:
     a cut, or the app instance that sent it killed before it is answered; waits until it acted
     ``count`` times."""
     target = {name: step[name] for name in BROKER_TARGET}
-    with _refused():
+    with refused():
         try:
             return stage.network().play_request_fault(
                 target, dict(step.options), step["timeout_s"], kill_sender=_kill_sender(stage)
@@ -456,5 +458,5 @@ def _abort_transactions(stage: Stage, step: Step) -> dict[str, Any]:
 @step_kind("heal_network", label=Field(str, None))
 def _heal_network(stage: Stage, step: Step) -> dict[str, Any]:
     """End every network fault still active (each proxy passes traffic untouched again)."""
-    with _refused():
+    with refused():
         return {"healed": stage.network().heal()}

@@ -151,13 +151,17 @@ def caught_up(stage: Stage) -> Callable[[], bool]:
 
     Everything: up to the log end the broker lists, and past every input it acknowledged
     (where a broker lists a wrong end, as Tansu 0.6.0 does for batches of several records, the
-    acknowledgements still say where the log ends). After a failover, on the mirror, to the end
-    of its copy: what was not mirrored is not there to be read.
+    acknowledgements still say where the log ends), but for those acknowledged before an
+    unclean election of their partition, whose log it cut back. After a failover, on the
+    mirror, to the end of its copy: what was not mirrored is not there to be read.
     """
     acked: dict[tuple[str, int], int] = {}
+    truncated = _truncated(stage)
     for ack in [] if stage.failed_over else stage.history.read("produce"):
         if ack["kind"] == "ack" and ack["offset"] is not None:  # a broker may not say where
             where = (ack["topic"], ack["partition"])
+            if ack["ts"] < truncated.get(where, 0.0):
+                continue  # its offset was given again to a record written after the election
             acked[where] = max(acked.get(where, 0), ack["offset"] + 1)
     if stage.share_watch is not None:  # no commits: the share-partition start offsets
         from .share_group import drained
@@ -187,6 +191,16 @@ def caught_up(stage: Stage) -> Callable[[], bool]:
 
     check.close = close  # type: ignore[attr-defined]
     return check
+
+
+def _truncated(stage: Stage) -> dict[tuple[str, int], float]:
+    """When the run's last unclean election of each partition ended, by ``(topic, partition)``:
+    the log before it may have been cut back below what was acknowledged."""
+    return {
+        (step["topic"], step["partition"]): step["ended"]
+        for step in stage.history.read("steps")
+        if step.get("do") == "unclean_election" and "elected" in step
+    }
 
 
 def _where(row: Mapping[str, Any]) -> tuple[str, int]:

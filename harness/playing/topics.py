@@ -13,7 +13,10 @@ def create_topics(cluster: Cluster, incident: Incident, profile: Profile) -> dic
     replicas = min(3, incident.brokers)  # what a broker fault needs to keep the data
     created = {
         name: cluster.create_topic(
-            f"{incident.name}-{name}", partitions, replicas, _topic_config(profile, name)
+            f"{incident.name}-{name}",
+            partitions,
+            min(incident.replicas.get(name, replicas), incident.brokers),
+            _topic_config(profile, name),
         )
         for name, partitions in incident.topics.items()
     }

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from .records import Pause, Workload, WorkloadRecord
 
@@ -67,6 +67,11 @@ class ProduceStats:
         return {"late_ms_p50": at(0.5), "late_ms_p95": at(0.95), "late_ms_max": at(1.0)}
 
 
+class WorkloadProducerFailed(RuntimeError):
+    """The workload producer hit an error it cannot go on from (librdkafka's fatal errors: an
+    idempotent producer whose sequence numbers the brokers lost, a fenced transactional id)."""
+
+
 class WorkloadProducer:
     """Sends a workload's records at its rate, honouring its pauses, and reports every ack."""
 
@@ -79,8 +84,14 @@ class WorkloadProducer:
     ) -> None:
         self.topic = topic
         self._on_event = on_event
+        self._fatal: KafkaError | None = None
         self._producer = Producer(
-            {**PRODUCER_DEFAULTS, **(config or {}), "bootstrap.servers": bootstrap_servers}
+            {
+                **PRODUCER_DEFAULTS,
+                **(config or {}),
+                "bootstrap.servers": bootstrap_servers,
+                "error_cb": self._on_error,
+            }
         )
         self.stats = ProduceStats()
         self._serve_at = 0.0  # time.monotonic() at which to serve the delivery reports next
@@ -91,6 +102,25 @@ class WorkloadProducer:
         """Produce every step of ``workload`` (until ``stop`` is set) and wait for the acks."""
         stop = stop or threading.Event()
         started = time.monotonic()
+        try:
+            remaining = self._send_all(workload, stop, started, flush_timeout)
+        except (SystemError, KafkaException) as exc:  # a fatal error can surface as either
+            raise WorkloadProducerFailed(self._failure(exc)) from exc
+        if self._fatal is not None:
+            raise WorkloadProducerFailed(self._failure(None))
+        self.stats.seconds = time.monotonic() - started
+        if remaining:
+            self._emit({"kind": "unacknowledged", "count": remaining})
+        lateness = self.stats.lateness()
+        if lateness:
+            self._emit({"kind": "schedule", **lateness})
+        return self.stats
+
+    def _send_all(
+        self, workload: Workload, stop: threading.Event, started: float, flush_timeout: float
+    ) -> int:
+        """Send every step of ``workload`` on its schedule; the records still unacknowledged
+        after the flush."""
         paced_from, paced_count = started, 0
         for step in workload.steps():
             if stop.is_set():
@@ -109,14 +139,21 @@ class WorkloadProducer:
                 self._serve_until(paced_from + paced_count / workload.rate, stop)
                 paced_count += 1
             self._send(step, workload.timestamp_age_s)
-        remaining = self._producer.flush(flush_timeout)
-        self.stats.seconds = time.monotonic() - started
-        if remaining:
-            self._emit({"kind": "unacknowledged", "count": remaining})
-        lateness = self.stats.lateness()
-        if lateness:
-            self._emit({"kind": "schedule", **lateness})
-        return self.stats
+        return self._producer.flush(flush_timeout)
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self._fatal = error
+
+    def _failure(self, raised: Exception | None) -> str:
+        said = self._fatal if self._fatal is not None else raised
+        return (
+            f"the workload producer stopped on a fatal error after {self.stats.acked} acks: "
+            f"{said}"
+            + (" (an idempotent producer whose sequence numbers the brokers lost: give the "
+               'incident [producer] "enable.idempotence" = false)'
+               if "sequence" in str(said) else "")
+        )  # fmt: skip
 
     def _emit(self, event: dict[str, Any]) -> None:
         if self._on_event is not None:

@@ -94,6 +94,31 @@ def test_a_leaders_isr_shrinks_and_min_isr_refusals_of_the_run_topics_are_read(
     assert events[1]["ts"] > events[0]["ts"]  # the stack trace line takes the ERROR line's time
 
 
+def test_an_unclean_election_is_read_once_however_many_controllers_logged_it(
+    tmp_path: Path,
+) -> None:
+    """As Kafka 4.4's controllers write it (unclean-leader-election's runs): each controller
+    replays the change and logs it; the eligible leader replicas it had are kept (KIP-966)."""
+    topic = "unclean-leader-election-input-e389431d"
+    change = (
+        f"UNCLEAN partition change for {topic}-0 with topic ID 04DaE5HnSx2KbaRd87RmtA: isr: [] "
+        "-> [3], leader: -1 -> 3, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 1 "
+        "-> 2, elr: [2] -> [], lastKnownElr: [2] -> [], partitionEpoch: 2 -> 3 "
+        "(org.apache.kafka.controller.ReplicationControlManager)"
+    )
+    logs = []
+    for node, at in ((1, "29,474"), (2, "30,819"), (3, "29,514")):
+        log = tmp_path / f"broker-{node}.log"
+        log.write_text(f"[2026-11-30T08:31:{at}] INFO [QuorumController id={node}] {change}\n")
+        logs.append(log)
+    assert replica_events(logs, [], elections=["another-run-input-12345678"]) == []
+    (event,) = replica_events(logs, [], elections=[topic])
+    assert event | {"ts": 0} == {
+        "ts": 0, "kind": "unclean_election", "topic": topic, "partition": 0, "leader": 3,
+        "leader_epoch": 2, "isr_before": [], "elr_before": [2],
+    }  # fmt: skip
+
+
 def test_the_3x_coordinators_wording_is_read_as_4x_is(tmp_path: Path) -> None:
     """Kafka 3.9's group coordinator names the offsets partition after a generation and a
     member by its whole metadata (lines from rolling-deploy-rebalance-storm on 3.9.2)."""

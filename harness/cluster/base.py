@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .client_log import client_log
@@ -18,6 +18,8 @@ from .client_log import client_log
 log = logging.getLogger(__name__)
 
 TOPIC_READY_TIMEOUT_S = 30.0
+#: Local errors of a request that never had its answer: asking again is safe.
+UNANSWERED = (KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT)
 
 
 class Cluster(ABC):
@@ -103,10 +105,31 @@ class Cluster(ABC):
         """Create a uniquely named topic and wait until every partition has a leader."""
         name = self.unique_name(base)
         new = NewTopic(name, partitions, replication_factor, config=dict(config or {}))
-        self.admin().create_topics([new], operation_timeout=timeout)[name].result(timeout)
+        self._create(new, timeout)
         self._created_topics.append(name)
         self.wait_for_leaders(name, partitions, timeout)
         return name
+
+    def _create(self, new: NewTopic, timeout: float) -> None:
+        """Ask for ``new`` until an answer comes: a request whose broker connection librdkafka
+        dropped before the answer (``_DESTROY_BROKER``: a bootstrap connection given up once the
+        cluster's brokers are known, on a cluster that has just started) is asked again, and
+        then "already exists" is the first request's doing (the name is this object's own)."""
+        deadline = time.monotonic() + timeout
+        asked_before = False
+        while True:
+            try:
+                future = self.admin().create_topics([new], operation_timeout=timeout)[new.topic]
+                future.result(timeout)
+                return
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if asked_before and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                    return
+                if code not in UNANSWERED or time.monotonic() > deadline:
+                    raise
+                log.info("creating topic %s again: %s", new.topic, exc)
+            asked_before = True
 
     def delete_topics(self, names: list[str], timeout: float = TOPIC_READY_TIMEOUT_S) -> None:
         """Delete topics, logging (not raising) any that could not be deleted."""

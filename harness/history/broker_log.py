@@ -28,7 +28,8 @@ Reading them lets a run judge an app that reports nothing itself. Events, in tim
   its ``transaction.timeout.ms`` (an app killed mid-transaction that never came back with the
   same transactional id leaves one).
 
-:func:`replica_events` reads the partition leaders' events for the run's topics, and
+:func:`replica_events` reads the partition leaders' events for the run's topics and the
+controllers' unclean elections, and
 :func:`refused_versions` the requests a broker refused for a protocol version it does not serve.
 """
 
@@ -100,6 +101,11 @@ _NOT_ENOUGH_REPLICAS = re.compile(
     r"NotEnoughReplicasException: The size of the current ISR (?:: )?(?:Set\()?([\d, ]*)\)? is "
     r"insufficient to satisfy the min\.isr requirement of (\d+) for partition (\S+)-(\d+)"
 )
+
+#: A controller's line for a partition it gave a leader from outside its in-sync replicas
+#: (each controller logs it as it replays the change), then the fields it changed.
+_UNCLEAN = re.compile(r"UNCLEAN partition change for (\S+)-(\d+) with topic ID \S+: (.*)$")
+_CHANGED = re.compile(r"(\w+): (\[[\d, ]*\]|-?\d+) -> (\[[\d, ]*\]|-?\d+)")
 
 
 #: A broker closing a connection over a request it cannot read, then why (the next line).
@@ -183,26 +189,37 @@ def _classify(message: str, group: str) -> dict[str, Any] | None:
     return None
 
 
-def replica_events(log_files: Iterable[str | Path], topics: Iterable[str]) -> list[dict[str, Any]]:
-    """The partition leaders' events for ``topics``, in time order:
+def replica_events(
+    log_files: Iterable[str | Path], topics: Iterable[str], elections: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """The partition leaders' events for ``topics`` and the controllers' unclean elections of
+    ``elections``' partitions, in time order:
 
     - ``isr_shrink``: a leader dropped followers from a partition's in-sync replicas
       (``topic``, ``partition``, ``broker``, ``isr_from``, ``isr_to``: node id lists);
     - ``not_enough_replicas``: a leader refused an acks=all write to a partition because it had
       fewer in-sync replicas than ``min.insync.replicas`` (``NOT_ENOUGH_REPLICAS``; ``topic``,
       ``partition``, ``min_isr``). Each refused produce request is one line, so one record
-      retried until its delivery timeout counts once per try.
+      retried until its delivery timeout counts once per try;
+    - ``unclean_election``: the controller made a replica from outside a partition's in-sync
+      replicas its leader (``topic``, ``partition``, ``leader``, ``leader_epoch``,
+      ``isr_before``, and ``elr_before``: the eligible leader replicas it had, on a release
+      with KIP-966's, else None), once however many controllers logged it.
     """
-    names = set(topics)
+    names, elected = set(topics), set(elections)
     events = []
+    seen: set[tuple[str, int, int]] = set()
     for lines in _logs(log_files):
         ts = 0.0
         for line in lines:
             if (stamped := _LINE.match(line)) is not None:
                 ts = _timestamp(stamped.group(1))  # a stack trace's lines carry none of their own
-            if not any(name in line for name in names):
+            if not any(name in line for name in names | elected):
                 continue
-            if (m := _ISR_SHRINK.search(line)) is not None and m.group(1) in names:
+            if (m := _UNCLEAN.search(line)) is not None and m.group(1) in elected:
+                if (event := _unclean(ts, m, seen)) is not None:
+                    events.append(event)
+            elif (m := _ISR_SHRINK.search(line)) is not None and m.group(1) in names:
                 isr = [[int(n) for n in m.group(g).split(",") if n] for g in (4, 5)]
                 events.append({"ts": ts, "kind": "isr_shrink", "topic": m.group(1),
                                "partition": int(m.group(2)), "broker": int(m.group(3)),
@@ -212,6 +229,31 @@ def replica_events(log_files: Iterable[str | Path], topics: Iterable[str]) -> li
                 events.append({"ts": ts, "kind": "not_enough_replicas", "topic": m.group(3),
                                "partition": partition, "min_isr": min_isr})  # fmt: skip
     return sorted(events, key=lambda e: e["ts"])
+
+
+def _unclean(
+    ts: float, match: re.Match[str], seen: set[tuple[str, int, int]]
+) -> dict[str, Any] | None:
+    """An unclean election's event, or None when another controller's line gave it already."""
+    changed = {name: (before, after) for name, before, after in _CHANGED.findall(match.group(3))}
+
+    def value(text: str) -> Any:
+        if "[" not in text:
+            return int(text)
+        return [int(n) for n in text.strip("[]").split(",") if n.strip()]
+
+    topic, partition = match.group(1), int(match.group(2))
+    epoch = value(changed["leaderEpoch"][1]) if "leaderEpoch" in changed else -1
+    if (topic, partition, epoch) in seen:
+        return None
+    seen.add((topic, partition, epoch))
+    return {
+        "ts": ts, "kind": "unclean_election", "topic": topic, "partition": partition,
+        "leader": value(changed["leader"][1]) if "leader" in changed else None,
+        "leader_epoch": epoch,
+        "isr_before": value(changed["isr"][0]) if "isr" in changed else None,
+        "elr_before": value(changed["elr"][0]) if "elr" in changed else None,
+    }  # fmt: skip
 
 
 def refused_versions(log_files: Iterable[str | Path]) -> list[dict[str, Any]]:

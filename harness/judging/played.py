@@ -301,7 +301,7 @@ def _evidence(
             for name, topic in meta.get("topics", {}).items()
             if roles.get(name) in ("output", "dead_letter")
         ]
-        replicas = replica_events(logs, written)
+        replicas = replica_events(logs, written, elections=meta.get("topics", {}).values())
         replica_stream = history.stream("replicas")
         for event in replicas:
             replica_stream.append(event)

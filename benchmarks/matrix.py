@@ -40,7 +40,7 @@ GROUPS = {
         "tests/test_protocol_migration.py",
         "tests/test_share_groups.py",
     ),
-    "brokers": ("tests/test_broker_releases.py",),
+    "brokers": ("tests/test_broker_releases.py", "tests/test_history.py"),
     "teams": ("tests/test_team_install.py", "tests/test_team_directories.py"),
     "spark": ("tests/test_connect_server.py",),
 }

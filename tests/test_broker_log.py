@@ -98,7 +98,8 @@ def test_an_unclean_election_is_read_once_however_many_controllers_logged_it(
     tmp_path: Path,
 ) -> None:
     """As Kafka 4.4's controllers write it (unclean-leader-election's runs): each controller
-    replays the change and logs it; the eligible leader replicas it had are kept (KIP-966)."""
+    replays the change and logs it; the eligible leader replicas it had are kept (KIP-966),
+    which 3.9.2 has none of."""
     topic = "unclean-leader-election-input-e389431d"
     change = (
         f"UNCLEAN partition change for {topic}-0 with topic ID 04DaE5HnSx2KbaRd87RmtA: isr: [] "
@@ -117,6 +118,16 @@ def test_an_unclean_election_is_read_once_however_many_controllers_logged_it(
         "ts": 0, "kind": "unclean_election", "topic": topic, "partition": 0, "leader": 3,
         "leader_epoch": 2, "isr_before": [], "elr_before": [2],
     }  # fmt: skip
+    older = tmp_path / "3.9.2" / "broker-1.log"  # no eligible replicas: the dead leader in sync
+    older.parent.mkdir()
+    older.write_text(
+        f"[2026-11-30T08:50:27,112] INFO [QuorumController id=1] UNCLEAN partition change for "
+        f"{topic}-0 with topic ID F9IKBztuRk2wyCF107EkTw: isr: [1] -> [2], leader: -1 -> 2, "
+        "leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 1 -> 2, partitionEpoch: 2 -> "
+        "3 (org.apache.kafka.controller.ReplicationControlManager)\n"
+    )
+    (event,) = replica_events([older], [], elections=[topic])
+    assert (event["isr_before"], event["elr_before"], event["leader"]) == ([1], None, 2)
 
 
 def test_the_3x_coordinators_wording_is_read_as_4x_is(tmp_path: Path) -> None:

@@ -199,6 +199,13 @@ class ContainerCluster(NodeCluster):
             nodes.append(ContainerNode(address, container, self._log_path(address)))
         return nodes
 
+    def log_files(self) -> list[str]:
+        """Each node's log as its container has it now: a running container's log is written
+        to its file only when asked (or when it stops), so a run's end reads every line."""
+        for node in self.nodes:
+            node.save_log()
+        return super().log_files()
+
     def _log_path(self, address: broker_config.NodeAddress) -> Path:
         assert self.log_dir is not None
         return self.log_dir / f"broker-{address.node_id}.log"

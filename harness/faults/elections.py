@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import PartitionMetadata
 
 from kafka_replay.cluster.nodes import NODE_REQUEST_TIMEOUT_S, NodeCluster
@@ -57,15 +58,10 @@ def wait_out_of_sync(
             f"({describe(state, cluster.running_ids())})"
         )
     started = time.monotonic()
-    while node in state.isrs:
-        if time.monotonic() - started > timeout:
-            raise BrokerFaultError(
-                f"broker {node} was still in sync for {name} [{partition}] after "
-                f"{timeout:.0f}s ({describe(state, cluster.running_ids())})"
-            )
-        if stop.wait(POLL_S):
-            break
-        state = partition_state(cluster, name, partition)
+    state = _until(
+        cluster, name, partition, lambda s: node not in s.isrs, started + timeout, stop,
+        f"broker {node} was still in sync for {name} [{partition}] after {timeout:.0f}s",
+    )  # fmt: skip
     return {
         "node": node,
         "isr": list(state.isrs),
@@ -90,27 +86,20 @@ def elect_unclean(
         running = cluster.running_ids()
         return [r for r in state.replicas if r not in state.isrs and r in running]
 
-    state = partition_state(cluster, name, partition)
-    while state.leader >= 0 or not electable(state):
-        if time.monotonic() > deadline or stop.is_set():
-            raise BrokerFaultError(
-                f"{name} [{partition}] never had no leader and a running replica out of sync "
-                f"within {timeout:.0f}s, so there was nothing to elect uncleanly "
-                f"({describe(state, cluster.running_ids())})"
-            )
-        time.sleep(POLL_S)
-        state = partition_state(cluster, name, partition)
+    state = _until(
+        cluster, name, partition, lambda s: s.leader < 0 and bool(electable(s)), deadline, stop,
+        f"{name} [{partition}] had a leader, or no running replica out of sync, for "
+        f"{timeout:.0f}s: nothing to elect uncleanly",
+    )  # fmt: skip
     before = {"replicas": list(state.replicas), "isr_before": list(state.isrs),
               "out_of_sync": electable(state)}  # fmt: skip
     asked = time.monotonic()
     _ask_election(cluster, name, partition, deadline)
-    while state.leader < 0:
-        if time.monotonic() > deadline or stop.wait(POLL_S):
-            raise BrokerFaultError(
-                f"the unclean election of {name} [{partition}] was accepted, and no leader was "
-                f"named within {timeout:.0f}s ({describe(state, cluster.running_ids())})"
-            )
-        state = partition_state(cluster, name, partition)
+    state = _until(
+        cluster, name, partition, lambda s: s.leader >= 0, deadline, stop,
+        f"the unclean election of {name} [{partition}] was taken, and no leader was named "
+        f"within {timeout:.0f}s",
+    )  # fmt: skip
     return {
         "partition": partition,
         **before,
@@ -121,10 +110,31 @@ def elect_unclean(
     }
 
 
+def _until(
+    cluster: NodeCluster,
+    name: str,
+    partition: int,
+    holds: Callable[[PartitionMetadata], bool],
+    deadline: float,
+    stop: threading.Event,
+    late: str,
+) -> PartitionMetadata:
+    """The partition once ``holds`` is true of it, polled; past ``deadline`` (or when the run
+    stops) fails with ``late`` and what the partition looks like."""
+    state = partition_state(cluster, name, partition)
+    while not holds(state):
+        if time.monotonic() > deadline or stop.wait(POLL_S):
+            why = late if not stop.is_set() else "the run stopped first"
+            raise BrokerFaultError(f"{why} ({describe(state, cluster.running_ids())})")
+        state = partition_state(cluster, name, partition)
+    return state
+
+
 def _ask_election(cluster: NodeCluster, name: str, partition: int, deadline: float) -> None:
     """``electLeaders(UNCLEAN)`` through a running node (a client told of every node may wait
     on a dead one it takes for the controller), asked again while the controller is not
-    ready; a refusal for the partition itself is raised."""
+    ready; a refusal for the partition itself is raised, but for "not needed" (a request
+    asked again after the first was done)."""
     wanted = TopicPartition(name, partition)
     while True:
         last: Exception | None = None
@@ -138,7 +148,7 @@ def _ask_election(cluster: NodeCluster, name: str, partition: int, deadline: flo
                 last = exc
                 continue
             error = next(iter(answers.values()), None)
-            if error is not None:
+            if error is not None and error.code() != KafkaError.ELECTION_NOT_NEEDED:
                 raise BrokerFaultError(
                     f"the controller refused the unclean election of {name} [{partition}]: {error}"
                 )

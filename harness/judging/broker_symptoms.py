@@ -45,7 +45,7 @@ def network_faults(evidence: Evidence) -> Value:
     )
 
 
-def _output_replica_events(evidence: Evidence, kind: str) -> Value:
+def _replica_event_count(evidence: Evidence, kind: str) -> Value:
     """How many events of ``kind`` the brokers' logs hold (of the output topics, but for
     unclean elections, which are of every topic of the run)."""
     if evidence.replicas is None:
@@ -56,20 +56,20 @@ def _output_replica_events(evidence: Evidence, kind: str) -> Value:
 @symptom
 def isr_shrinks(evidence: Evidence) -> Value:
     """Times a leader of an output partition dropped followers from its in-sync replicas."""
-    return _output_replica_events(evidence, "isr_shrink")
+    return _replica_event_count(evidence, "isr_shrink")
 
 
 @symptom
 def min_isr_refusals(evidence: Evidence) -> Value:
     """acks=all writes to output partitions refused for too few in-sync replicas."""
-    return _output_replica_events(evidence, "not_enough_replicas")
+    return _replica_event_count(evidence, "not_enough_replicas")
 
 
 @symptom
 def unclean_elections(evidence: Evidence) -> Value:
     """Partitions of the run's topics the controller gave a leader from outside their in-sync
     replicas (its own log's account of an unclean election)."""
-    return _output_replica_events(evidence, "unclean_election")
+    return _replica_event_count(evidence, "unclean_election")
 
 
 # --- what the brokers kept of the input ------------------------------------------------------

@@ -11,32 +11,17 @@ from kafka_replay.definitions.model import Step
 from kafka_replay.definitions.vocabulary import Field, StepContext, step_kind
 from kafka_replay.faults.elections import elect_unclean, wait_out_of_sync
 
-from .fault_steps import refused
+from .fault_steps import partition_named, refused
 from .stage import Stage, StepFailed
 
 #: A partition of one of the run's topics, by the topic's name (or its role's) and number.
 PARTITION = {"topic": Field(str, "input"), "partition": Field(int, 0)}
 
 
-def _partition(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
-    """The step names a topic the incident has and one of its partitions."""
-    topic, partition = options["topic"], options["partition"]
-    count = context.partitions.get(topic, 0)
-    if not count:
-        having = ", ".join(name for name, n in context.partitions.items() if n)
-        return "topic", f"the incident has no {topic} topic; allowed: {having}"
-    if not 0 <= partition < count:
-        return "partition", (
-            f"partition {partition} is not in the {topic} topic ({count} partitions); "
-            f"allowed: 0 to {count - 1}"
-        )
-    return None
-
-
 def _node(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
     if options["node"] is not None and options["node"] < 1:
         return "node", f"node ids start at 1, got {options['node']}; allowed: 1 to brokers"
-    return _partition(options, context)
+    return partition_named(options, context)
 
 
 @step_kind(
@@ -64,7 +49,7 @@ def _wait_out_of_sync(stage: Stage, step: Step) -> dict[str, Any]:
 
 @step_kind(
     "unclean_election",
-    _partition,
+    partition_named,
     needs="restart_brokers",
     **PARTITION,
     timeout_s=Field((int, float), 60.0),

@@ -92,6 +92,11 @@ def _broker_target(options: Mapping[str, Any], context: StepContext) -> tuple[st
     partitions."""
     if options["role"] not in ("leader", "follower"):
         return None
+    return partition_named(options, context)
+
+
+def partition_named(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    """The step's ``topic`` is one the incident has, and ``partition`` one of its partitions."""
     topic, partition = options["topic"], options["partition"]
     count = context.partitions.get(topic, 0)
     if not count:

@@ -358,7 +358,8 @@ class BrokerFaults(RunFaults):
         killed = time.time()
         self.cluster.kill_node(node)
         self.down.append(node)
-        moved = self._until(lambda: node not in self.leaders().values(), timeout)
+        quorum = self.has_quorum()
+        moved = quorum and self._until(lambda: node not in self.leaders().values(), timeout)
         found: dict[str, Any] = {
             "node": node,
             "killed": killed,
@@ -366,11 +367,18 @@ class BrokerFaults(RunFaults):
             "leaders_after": self.leaders(),
             "leadership_moved_s": round(time.time() - killed, 2) if moved else None,
             **({"spared": sorted(spare)} if spare else {}),
+            **({} if quorum else {"quorum": False}),
         }
         if controller is not None:
             found["controller_before"] = controller
-            found["controller_after"] = self._new_controller(controller, timeout)
+            after = self._new_controller(controller, timeout) if quorum else None
+            found["controller_after"] = after
         return found
+
+    def has_quorum(self) -> bool:
+        """Whether a majority of the nodes (each a KRaft controller too) runs: without one no
+        leadership moves until a node comes back, so a kill does not wait for it."""
+        return 2 * len(self.cluster.running_ids()) > len(self.cluster.nodes)
 
     def kill_all(self) -> list[int]:
         """SIGKILL every node at once, as when the cluster's whole site is lost; their ids."""

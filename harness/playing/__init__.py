@@ -7,7 +7,8 @@
   :mod:`.settling`;
 - :mod:`.stage`: what the steps act on (:class:`~.stage.Stage`) and the loop that plays them;
   :mod:`.steps` plays the app and workload steps, :mod:`.fault_steps` names the faults (whose
-  mechanics are in :mod:`kafka_replay.faults`);
+  mechanics are in :mod:`kafka_replay.faults`), :mod:`.election_steps` a replica falling out of
+  sync and its unclean election;
 - :mod:`.session`: many runs in one Spark session; :mod:`.parallel`, :mod:`.lane`: side by
   side in lanes; :mod:`.shards`: the catalog split between machines;
 - :mod:`.share_group`, :mod:`.group_protocol`, :mod:`.idle_apps`: what a run needs for share

@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from .anomaly_registry import Detailed, Finding, anomaly, example_rows
+from .final_state import WRONG_COLUMNS
 from .views import AnalysisViews
 
 #: What the two halves of the undelivered inputs (``lost``, ``unseen_at_deadline``) show.
@@ -33,6 +34,22 @@ def misrouted(analysis: AnalysisViews) -> str | Finding:
     return """
         SELECT event_id, key, seq, belongs_in, in_partition, in_offset, out_partition, out_offset
         FROM {misrouted}"""
+
+
+@anomaly("key")
+def stale_value(analysis: AnalysisViews) -> str | Finding:
+    """A key a service's state holds at an older value than its last input's (final state)."""
+    if analysis.inputs.state is None:
+        return Finding(0, [])
+    return f"SELECT {', '.join(WRONG_COLUMNS)} FROM {{state}} WHERE NOT deleted"
+
+
+@anomaly("key")
+def resurrected_key(analysis: AnalysisViews) -> str | Finding:
+    """A key a service's state still holds although its last input deleted it (final state)."""
+    if analysis.inputs.state is None:
+        return Finding(0, [])
+    return f"SELECT {', '.join(WRONG_COLUMNS)} FROM {{state}} WHERE deleted"
 
 
 @anomaly("in_partition", "in_offset")

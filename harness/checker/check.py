@@ -17,6 +17,7 @@ from kafka_replay.history.store import read_stream
 from . import sources
 from .analysis import ANOMALIES, PLACES, Analysis
 from .anomaly_registry import Finding
+from .final_state import judge_state
 from .matching import CheckInputs
 from .recorded_checks import recorder
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
@@ -65,6 +66,9 @@ class JdbcOutput:
     effect_column: str | None = None
     effect_each: float | None = None
     time_column: str | None = None  # a timestamp column: each row's out_ts_ms (else null)
+    #: The column holding each row's Kafka key: the table is the service's state, one row per
+    #: key, judged by each key's last input (:mod:`~kafka_replay.checker.final_state`).
+    key_column: str | None = None
 
 
 @dataclass(frozen=True)
@@ -283,9 +287,10 @@ def check_run(
             output.id_column,
             output.effect_column,
             output.time_column,
+            output.key_column,
         )
-        if output.effect_column is not None:  # read once for the effects and the outputs
-            rows = rows.cache()
+        if output.effect_column is not None or output.key_column is not None:
+            rows = rows.cache()  # read once for the effects or the state, and the outputs
         committed = sources.positionless(rows)
     else:
         committed = sources.files(spark, output.path, output.file_format)
@@ -311,6 +316,9 @@ def check_run(
         _expect(inputs, expected)
     if held_now is not None:
         inputs.held = held_now
+    if isinstance(output, JdbcOutput) and output.key_column is not None:
+        inputs.acks, kept_rows, inputs.state = judge_state(inputs.acks, rows)
+        inputs.committed = sources.positionless(kept_rows)
     kept = recorder(run_dir)  # None unless checks are recorded
     if kept is not None:
         inputs.log_starts = kept.remembering(inputs.log_starts)
@@ -344,6 +352,9 @@ def check_run(
         for n in ("lost", "duplicate", "unseen_at_deadline", "behind_open_transaction")
     )
     lost += findings["misrouted"].count  # not in its place: not delivered
+    # a state holding a value its key's last input replaced, or a key it deleted: that
+    # input's effect never reached it
+    lost += findings["stale_value"].count + findings["resurrected_key"].count
     unseen += pending  # neither delivered nor lost until its transaction ends
     if "effect_repeated" in findings:  # charged twice in one row is a duplicate too
         dup += findings["effect_repeated"].count

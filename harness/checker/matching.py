@@ -33,6 +33,9 @@ class CheckInputs:
     log_starts: Callable[[], list[tuple[str, int, int]]] | None = None
     #: ``source`` is the inputs' copy on a mirror cluster (see ``not_mirrored``).
     source_mirrored: bool = False
+    #: A state's rows held wrong (:func:`~kafka_replay.checker.final_state.held_wrong`): a
+    #: ``[sink]`` with a key column, judged by each key's last input.
+    state: DataFrame | None = None
 
 
 #: Which stream a row of the matching came from (the anomalies' SQL texts say ``side = 0`` and

@@ -46,6 +46,7 @@ SCHEMAS = {
                 ("offset", T.LongType()),
                 ("size", T.LongType()),
                 ("expect", T.StringType()),
+                ("delete", T.BooleanType()),
             )
         ]
     ),
@@ -123,14 +124,15 @@ def read_stream(spark: SparkSession, run_dir: Path, pattern: str, schema: str) -
 
 def acknowledged_inputs(spark: SparkSession, run_dir: Path) -> DataFrame:
     """``event_id``, ``key``, ``seq``, ``in_topic``, ``in_partition``, ``in_offset``, ``ack_ts``,
-    and ``expect``: where a correct service puts it (``output`` unless the workload marked it).
+    ``expect``: where a correct service puts it (``output`` unless the workload marked it),
+    and ``delete``: whether it is a tombstone, its key's delete.
 
     One row per ack: an ``event_id`` acknowledged twice appears twice, and the analysis
     keeps one of them (:func:`kafka_replay.checker.matching.match`) in the shuffle it makes
     anyway, so no shuffle of its own is spent here.
     """
     acks = read_stream(spark, run_dir, "produce", "produce").filter(F.col("kind") == "ack")
-    return _as_inputs(acks, F.col("ts"), F.col("expect"))
+    return _as_inputs(acks, F.col("ts"), F.col("expect"), F.col("delete"))
 
 
 def logged_inputs(
@@ -146,7 +148,9 @@ def logged_inputs(
     return _as_inputs(log, F.lit(None).cast("double"), F.col("expect"))
 
 
-def _as_inputs(rows: DataFrame, ack_ts: Column, expect: Column) -> DataFrame:
+def _as_inputs(
+    rows: DataFrame, ack_ts: Column, expect: Column, delete: Column | None = None
+) -> DataFrame:
     """Acks, or a topic's records, in the columns the checker takes its inputs in."""
     return rows.select(
         "event_id",
@@ -157,6 +161,9 @@ def _as_inputs(rows: DataFrame, ack_ts: Column, expect: Column) -> DataFrame:
         F.col("offset").alias("in_offset"),
         ack_ts.alias("ack_ts"),
         F.coalesce(expect, F.lit("output")).alias("expect"),
+        F.coalesce(delete, F.lit(False)).alias("delete")
+        if delete is not None
+        else F.lit(False).alias("delete"),
     )
 
 
@@ -377,10 +384,11 @@ def jdbc_table(
     id_column: str = "event_id",
     effect_column: str | None = None,
     time_column: str | None = None,
+    key_column: str | None = None,
 ) -> DataFrame:
     """The rows of a database table (or query): ``event_id`` from its id column, ``effect``
     from its effect column, and ``out_ts_ms`` (epoch milliseconds) from its time column, a
-    timestamp; each null without its column.
+    timestamp; each null without its column; with ``key_column``, ``key`` from it too.
 
     A PostgreSQL table is read in as many parallel parts as Spark has cores, split by a hash
     of the id; other databases in one read.
@@ -400,6 +408,7 @@ def jdbc_table(
         F.col(id_column).cast("string").alias("event_id"),
         effect.cast("double").alias("effect"),
         written.cast("long").alias("out_ts_ms"),
+        *([F.col(key_column).cast("string").alias("key")] if key_column else []),
     )
 
 

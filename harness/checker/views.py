@@ -200,6 +200,7 @@ class AnalysisViews:
             "matched": self.matched, "offsets": inputs.offsets, "lag": inputs.lag,
             "reports": inputs.reports, "committed": inputs.committed,
             "uncommitted": inputs.uncommitted, "misrouted": inputs.misrouted,
+            "state": inputs.state,
         }  # fmt: skip
         views: dict[str, DataFrame | str] = {n: f for n, f in frames.items() if f is not None}
         if self._table is not None:  # a cached table is found by its name, not through a frame

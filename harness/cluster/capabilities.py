@@ -16,6 +16,8 @@ CAPABILITIES = {
     "(the DescribeProducers, ListTransactions and WriteTxnMarkers APIs)",
     "retention": "delete records from the start of a topic's log by its retention.ms, moving "
     "the log start offset past them",
+    "compaction": "compact a topic with cleanup.policy=compact: remove the records a later one "
+    "of their key superseded, and tombstones after delete.retention.ms",
     "share_groups": "consume as a share group (KIP-932: ShareGroupHeartbeat, ShareFetch, "
     "ShareAcknowledge, DescribeShareGroupOffsets), on by default from Kafka 4.2",
 }

@@ -285,11 +285,12 @@ def _sink(table: Table) -> Sink:
         effect_column=table.get("effect_column", str, None),
         effect_each=table.number("effect_each", None, 0, above=True),
         time_column=table.get("time_column", str, None),
+        key_column=table.get("key_column", str, None),
     )
     table.finish()
     if (sink.table is None) == (sink.query is None):
         raise table.fail("table", "give the table the app writes (table) or a query, one of them")
-    for name in ("table", "id_column", "effect_column", "time_column"):
+    for name in ("table", "id_column", "effect_column", "time_column", "key_column"):
         value = getattr(sink, name)
         if value is not None and not _SQL_NAME.match(value):
             raise table.fail(name, f"{value!r} is not a table or column name")

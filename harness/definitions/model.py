@@ -170,7 +170,9 @@ class Sink:
     effect is the sum of that column over its rows, and more than ``effect_each`` (what one
     application adds; default: its first row's value) is the effect applied again. With
     ``time_column`` (a timestamp the rows carry), a row's time is when it was written: the
-    report draws rows written per second.
+    report draws rows written per second. With ``key_column``, the table is the service's
+    state, a row per key: it is judged by each key's last input (its value held, or the key
+    gone where that input deleted it), not by every input.
     """
 
     tables: str
@@ -180,6 +182,7 @@ class Sink:
     effect_column: str | None = None
     effect_each: float | None = None
     time_column: str | None = None
+    key_column: str | None = None
 
     @property
     def relation(self) -> str:

@@ -25,6 +25,7 @@ BUILT_IN = (
     "kafka_replay.playing.fault_steps",
     "kafka_replay.playing.failover",
     "kafka_replay.playing.election_steps",
+    "kafka_replay.playing.compaction_steps",
     "kafka_replay.judging.symptoms",
 )
 

@@ -93,6 +93,24 @@ def inputs_deleted_by_retention(evidence: Evidence) -> Value:
 
 
 @symptom
+def tombstones_removed(evidence: Evidence) -> Value:
+    """Tombstones a compacted topic's cleaner removed while ``wait_compaction`` waited."""
+    return _compaction(evidence, "tombstones_removed")
+
+
+@symptom
+def compacted_records(evidence: Evidence) -> Value:
+    """Acknowledged records a compacted topic's cleaner had removed (superseded by a later one
+    of their key, or tombstones) when ``wait_compaction`` ended."""
+    return _compaction(evidence, "records_removed")
+
+
+def _compaction(evidence: Evidence, counted: str) -> Value:
+    waits = [e for e in evidence.steps if e.get("do") == "wait_compaction" and counted in e]
+    return sum(e[counted] for e in waits) if waits else None
+
+
+@symptom
 def log_duplicates(evidence: Evidence) -> Value:
     """Input records written to the input log more than once (a retry appended again)."""
     return _in_log(evidence, "log_duplicate")

@@ -143,6 +143,20 @@ def inputs_lost(evidence: Evidence) -> Value:
 
 
 @symptom
+def resurrected_keys(evidence: Evidence) -> Value:
+    """Keys a service's state still holds although their last input deleted them (a ``[sink]``
+    with ``key_column``)."""
+    return evidence.check.counts["resurrected_key"]
+
+
+@symptom
+def stale_values(evidence: Evidence) -> Value:
+    """Keys a service's state holds at an older value than their last input's (a ``[sink]``
+    with ``key_column``)."""
+    return evidence.check.counts["stale_value"]
+
+
+@symptom
 def inputs_not_mirrored(evidence: Evidence) -> Value:
     """Acknowledged inputs lost with the primary: never delivered, and no copy on the mirror
     the app failed over to (``[mirror]``)."""

@@ -245,6 +245,7 @@ def _table_output(spark: SparkSession, sink: Sink, database: Database) -> JdbcOu
         "id_column": sink.id_column,
         "effect_column": sink.effect_column,
         "time_column": sink.time_column,
+        "key_column": sink.key_column,
     }
     read_back(database, sink.table, sink.query, columns)
     spark.sql(f"ADD JAR '{postgres_jdbc_jar()}'")  # the driver's class loader sees it too
@@ -256,6 +257,7 @@ def _table_output(spark: SparkSession, sink: Sink, database: Database) -> JdbcOu
         sink.effect_column,
         sink.effect_each,
         time_column=sink.time_column,
+        key_column=sink.key_column,
     )
 
 

@@ -6,6 +6,8 @@
 - :func:`deal_flood`: ~800KB deal documents (~600 options each) published in runs of hundreds
   of copies of one deal id, so each run lands on one partition.
 - :func:`quiet_then_wake`: a topic that goes silent for a while and then resumes.
+- :func:`profile_changes`: user profiles created, changed and deleted (tombstones) on a
+  compacted topic, in windows of one stream so that several workloads can carry it on.
 """
 
 from __future__ import annotations
@@ -209,6 +211,69 @@ def quiet_then_wake(
 
     parameters = {"before": before, "idle_s": idle_s, "after": after, "keys": keys}
     return Workload("quiet-then-wake", seed, build, rate, parameters)
+
+
+PLANS = ("free", "plus", "pro", "team")
+
+
+@generator
+def profile_changes(
+    keys: int = 100,
+    count: int = 100,
+    start: int = 0,
+    deletes: tuple[int, int] | None = None,
+    seed: int = 0,
+    rate: float | None = None,
+) -> Workload:
+    """User profiles as a compacted topic holds them: each key's value is its latest state.
+
+    The stream creates ``keys`` profiles (its first ``keys`` records), then changes one at
+    random per record (an email, a city, a plan); ``deletes = [FROM, TO]``: its records FROM
+    to TO - 1 each delete a profile at random instead (a tombstone: no value), and a deleted
+    profile is never written again. A workload is ``count`` records of that stream from
+    ``start``: workloads with the same ``keys``, ``deletes`` and ``seed`` are windows of one
+    stream, so one can carry on where another stopped (its keys' ``seq`` going on rising).
+    """
+    low, high = deletes if deletes is not None else (keys, keys)
+    if not keys <= low <= high:
+        raise ValueError(f"deletes {list(deletes or ())} must start at keys ({keys}) or later")
+    if high - low >= keys:
+        raise ValueError(f"deletes {list(deletes or ())} would delete every one of {keys} keys")
+
+    def build(rng: random.Random, fake: Faker, stamper: Stamper) -> Iterator[Step]:
+        clock = _Clock(fake.random, 1 / rate if rate else 0.5)
+        names, emails, cities = (
+            _pool(fake.name, keys),
+            _pool(fake.email, keys),
+            _pool(fake.city, keys),
+        )
+        live = [f"profile-{n:04d}" for n in range(keys)]
+        profiles: dict[str, dict[str, str]] = {}
+        for position in range(start + count):
+            if position < keys:
+                key, kind = live[position], "profile.created"
+                profiles[key] = {
+                    "name": rng.choice(names), "email": rng.choice(emails),
+                    "city": rng.choice(cities), "plan": rng.choice(PLANS),
+                }  # fmt: skip
+            elif low <= position < high:
+                key = live.pop(rng.randrange(len(live)))
+                record = stamper.tombstone(key)
+                if position >= start:
+                    yield record
+                continue
+            else:
+                key, kind = rng.choice(live), "profile.updated"
+                changed = rng.choice(("email", "city", "plan"))
+                pool = {"email": emails, "city": cities, "plan": PLANS}[changed]
+                profiles[key] = {**profiles[key], changed: rng.choice(pool)}
+            body = {"type": kind, "profile": profiles[key], "at": clock.tick()}
+            record = stamper.stamp(key, body)
+            if position >= start:
+                yield record
+
+    parameters = {"keys": keys, "count": count, "start": start, "deletes": deletes}
+    return Workload("profile-changes", seed, build, rate, parameters)
 
 
 def _description(source: random.Random, paragraphs: list[str], length: int) -> str:

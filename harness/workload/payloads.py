@@ -181,7 +181,10 @@ class PayloadSource:
                     step.key,
                     step.event_id,
                     step.seq,
-                    self.encoding.value(payload, step.key, step.event_id),
+                    # a tombstone stays one: a delete carries no payload
+                    None
+                    if step.value is None
+                    else self.encoding.value(payload, step.key, step.event_id),
                     payload.header_pairs(),
                     step.partition,
                     step.at_s,

@@ -208,7 +208,7 @@ class WorkloadProducer:
                     }
                 )
             return
-        size = len(record.value)
+        size = 0 if record.value is None else len(record.value)
         self.stats.acked += 1
         self.stats.bytes += size
         if on_event is not None:
@@ -224,4 +224,6 @@ class WorkloadProducer:
             }
             if record.expect is not None:  # not once on the output: where, for the checker
                 event["expect"] = record.expect
+            if record.value is None:  # a tombstone: its key deleted (a final state's check)
+                event["delete"] = True
             on_event(event)

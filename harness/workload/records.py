@@ -32,7 +32,8 @@ class WorkloadRecord:
     key: str
     event_id: str
     seq: int
-    value: bytes
+    #: None: a tombstone, the delete of its key on a compacted topic (identity in the header)
+    value: bytes | None
     #: headers of the record's own beside ``event_id`` (a team's payload or a capture's)
     extra_headers: tuple[tuple[str, bytes], ...] = ()
     #: the partition to write to; None: the key's, as Kafka's Java producer picks it
@@ -87,6 +88,10 @@ class Stamper:
         if "event_id" in body or "key" in body or "seq" in body:
             raise ValueError(f"a record body may not set its own {', '.join(IDENTITY_FIELDS)}")
         return self.stamp_encoded(key, encode(body), pad_to)
+
+    def tombstone(self, key: str) -> WorkloadRecord:
+        """The delete of ``key``: no value, its identity in the ``event_id`` header alone."""
+        return WorkloadRecord(key, self.event_id(), self.next_seq(key), None)
 
     def stamp_encoded(self, key: str, body_json: str | bytes, pad_to: int = 0) -> WorkloadRecord:
         """Like :meth:`stamp` for a body already encoded as a JSON object (``encode(body)``).
@@ -148,7 +153,7 @@ class Workload:
 
         def build(_rng: random.Random, _fake: Faker, _stamper: Stamper) -> Iterator[Step]:
             for step in self.steps():
-                if isinstance(step, WorkloadRecord):
+                if isinstance(step, WorkloadRecord) and step.value is not None:
                     step = replace(step, value=prefix + step.value)
                 yield step
 

@@ -41,7 +41,11 @@ GROUPS = {
         "tests/test_share_groups.py",
     ),
     "brokers": ("tests/test_broker_releases.py", "tests/test_history.py"),
-    "teams": ("tests/test_team_install.py", "tests/test_team_directories.py"),
+    "teams": (
+        "tests/test_team_install.py",
+        "tests/test_team_directories.py",
+        "tests/test_bad_input.py",
+    ),
     "spark": ("tests/test_connect_server.py",),
 }
 ROOT = Path(__file__).resolve().parent.parent

@@ -148,6 +148,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             args.jdbc_id_column,
             args.jdbc_effect_column,
             time_column=args.jdbc_time_column,
+            key_column=args.jdbc_key_column,
         )
     else:
         raise ValueError(
@@ -238,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--jdbc-time-column",
         help="a timestamp column: when each row was written (its output time, out_ts_ms)",
+    )
+    check.add_argument(
+        "--jdbc-key-column",
+        help="the column holding each row's Kafka key: the table is a service's state, a row "
+        "per key, judged by each key's last input (stale_value, resurrected_key)",
     )
     check.add_argument(
         "--jdbc-driver",

@@ -12,7 +12,8 @@ after it:
 - an unknown Kafka release (Maven Central is asked, and a missing artifact fails in seconds);
 - a broker property the broker itself refuses at start-up (its own words come first);
 - an app command or module that is not there;
-- an app that ignores SIGTERM: ``test_an_app_that_ignores_sigterm_is_killed_after_the_grace``;
+- an app that ignores SIGTERM: ``test_an_app_that_ignores_sigterm_is_killed_after_the_grace``
+  (the matrix tier; CI keeps the supervisor's own, in ``test_apps.py``);
 - an output-id function that raises: ``ELSEWHERE`` (``test_catalog_cli.py``, a checker failure
   is an error in the report, not a verdict);
 - a port already taken: the harness always picks free ports itself and a user cannot force
@@ -396,6 +397,7 @@ description = "r"
 """
 
 
+@pytest.mark.matrix  # CI keeps the supervisor's own (tests/test_apps.py), with a 0.5 s grace
 def test_an_app_that_ignores_sigterm_is_killed_after_the_grace(
     tmp_path: Path, scratch: Path
 ) -> None:

@@ -83,6 +83,7 @@ PUBLIC_WRITE_UPS = {
     "connect-sink-restart",
     "mirror-failover-offsets",
     "unclean-leader-election",
+    "compacted-state-resurrection",
 }
 
 

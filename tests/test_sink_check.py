@@ -4,6 +4,7 @@ never (lost), in several rows (duplicate), or once with its effect applied again
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,3 +120,45 @@ def test_a_time_column_is_each_rows_output_time(
     written = [("e0", 1714564800123), ("e1", 1714564801500), ("e1", 1714564802000)]
     assert out_times("charged_at") == written  # epoch milliseconds, whatever the zone written
     assert out_times(None) == [("e0", None), ("e1", None), ("e1", None)]  # no column, no time
+
+
+#: A profile table's inputs, (event_id, key, offset, delete): p1 changed, p2 changed, p3 and p4
+#: deleted, p5 created.
+STATE_ACKS = [
+    ("e10", "p1", 0, False), ("e11", "p1", 1, False), ("e20", "p2", 2, False),
+    ("e21", "p2", 3, False), ("e30", "p3", 4, False), ("e31", "p3", 5, True),
+    ("e40", "p4", 6, False), ("e41", "p4", 7, True), ("e50", "p5", 8, False),
+]  # fmt: skip
+
+
+def test_a_state_table_is_judged_by_each_keys_last_input(
+    with_driver: SparkSession, database: PostgresServer, tmp_path: Path
+) -> None:
+    # p1 right, p2 at its first value, p3 kept after its delete, p4 gone as it should be, p5
+    # never written, and a row of no input
+    database.execute(
+        "CREATE TABLE profiles (profile_id text PRIMARY KEY, event_id text NOT NULL);"
+        "INSERT INTO profiles VALUES ('p1', 'e11'), ('p2', 'e20'), ('p3', 'e30'), ('p9', 'x9');"
+    )
+    acks = [(event_id, key, 0, 0, offset) for event_id, key, offset, _ in STATE_ACKS]
+    run = write_run(tmp_path, acks, offsets=[commit(len(STATE_ACKS))])
+    produce = run / "events" / "produce.jsonl"
+    deletes = {e for e, *_, delete in STATE_ACKS if delete}
+    lines = [json.loads(line) for line in produce.read_text().splitlines()]
+    produce.write_text(
+        "".join(json.dumps({**a, "delete": a["event_id"] in deletes}) + "\n" for a in lines)
+    )
+    output = JdbcOutput(
+        database.jdbc_url, "profiles", "org.postgresql.Driver", key_column="profile_id"
+    )
+    result = check_run(with_driver, run, output, "at-least-once")
+    counts = {name: count for name, count in result.counts.items() if count}
+    assert counts == {"stale_value": 1, "resurrected_key": 1, "lost": 1, "unexpected": 1}
+    (stale,) = result.findings["stale_value"].examples
+    assert (stale["key"], stale["event_id"], stale["last_event_id"]) == ("p2", "e20", "e21")
+    (resurrected,) = result.findings["resurrected_key"].examples
+    assert (resurrected["key"], resurrected["last_event_id"]) == ("p3", "e31")
+    assert [e["event_id"] for e in result.findings["lost"].examples] == ["e50"]
+    # p1's and p5's last inputs: p2's is accounted for as stale, p3's and p4's deleted them
+    assert result.totals["acknowledged"] == 2
+    assert (result.verdict, result.result) == ("at-most-once", "fail")

@@ -205,6 +205,7 @@ NOT_APPLICABLE_ON_TANSU = {
     "paused-leader-send-expiry": "3 brokers",
     "min-isr-blocked-sends": "5 brokers",
     "unclean-leader-election": "3 brokers",
+    "compacted-state-resurrection": "wait_compaction",  # Tansu compacts no topic
     "protocol-migration": "group.coordinator.rebalance.protocols",
     "share-group-lock-expiry": "Tansu has no share groups",
     "offset-retention-expiry": "offsets.retention.minutes",

@@ -18,6 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from kafka_replay.definitions.model import Step
 from kafka_replay.definitions.vocabulary import Field, step_kind
 from kafka_replay.workload import EVENT_ID_HEADER
+from kafka_replay.workload.producer import CLIENT_LOG
 
 from .stage import Stage, StepFailed
 
@@ -34,6 +35,7 @@ def logged_ids(bootstrap_servers: str, topic: str) -> set[str] | None:
             "group.id": "kafka-replay-compaction-watch",
             "enable.auto.commit": False,
             "isolation.level": "read_uncommitted",
+            "logger": CLIENT_LOG,
         }
     )
     try:
@@ -50,13 +52,12 @@ def logged_ids(bootstrap_servers: str, topic: str) -> set[str] | None:
         deadline = time.monotonic() + _READ_TIMEOUT_S
         while ends and time.monotonic() < deadline:
             for message in consumer.consume(500, timeout=0.5):
-                if message.error() is not None:
-                    continue
-                headers = dict(message.headers() or [])
+                headers = dict(message.headers() or []) if message.error() is None else {}
                 if EVENT_ID_HEADER in headers:
                     found.add(headers[EVENT_ID_HEADER].decode())
-                if message.offset() + 1 >= ends.get(message.partition(), 0):
-                    ends.pop(message.partition(), None)
+            # by position, not by the last record seen: the cleaner leaves gaps in the offsets
+            at = consumer.position([TopicPartition(topic, p) for p in ends])
+            ends = {tp.partition: ends[tp.partition] for tp in at if tp.offset < ends[tp.partition]}
         return None if ends else found
     except KafkaException:
         return None

@@ -9,6 +9,7 @@ import pytest
 from kafka_replay.checker import analyse, guarantee_result, sources, verdict
 from kafka_replay.checker.analysis import Analysis
 from kafka_replay.checker.check import history_bytes, history_inputs
+from kafka_replay.checker.final_state import superseded_in
 from kafka_replay.checker.spark import (
     SMALL_HISTORY_BYTES,
     SMALL_RUN_SETTINGS,
@@ -534,3 +535,19 @@ def test_a_pyspark_release_takes_the_connector_of_its_own_line() -> None:
     assert connector_versions("4.2.1") == ["4.2.1", "4.2.0"]
     assert connector_versions("4.2.1.dev0") == ["4.2.1.dev0", "4.2.1", "4.2.0"]
     assert connector_versions("nightly") == ["nightly"]
+
+
+def test_inputs_a_compacted_logs_cleaner_removed_are_not_lost_writes(spark, tmp_path) -> None:
+    # a compacted input: its cleaner kept each key's last record (e2 of k, e4 of j); e0 and e1
+    # were superseded and removed before the app read them; e3, the last of its key, was lost
+    acks = [*THREE, ("e3", "m", 0, 0, 3), ("e4", "j", 0, 0, 4), ("e5", "j", 1, 0, 5)]
+    run = write_run(tmp_path, acks, offsets=[commit(6)])
+    log = input_log(spark, [("e2", "k", 2, 0, 2), ("e5", "j", 1, 0, 5)])
+    rows = [("e2", 0, 0, 1), ("e4", 0, 1, 2), ("e5", 0, 2, 3)]  # e4 read before it was removed
+    fit_to_history(spark, history_bytes(run))
+    inputs = history_inputs(spark, run, output(spark, rows), source=log)
+    inputs.acks = superseded_in(inputs.acks, [T])
+    found = analyse(inputs)
+    assert counts(found) == {"removed_by_compaction": 2, "lost_write": 1}
+    assert [e["event_id"] for e in found["removed_by_compaction"].examples] == ["e0", "e1"]
+    assert found["lost_write"].examples[0]["event_id"] == "e3"

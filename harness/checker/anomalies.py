@@ -181,7 +181,7 @@ def lost_write(analysis: AnalysisViews) -> Detailed | Finding:
     # an input the log start passed was deleted from the log's start, not lost by a broker
     lost = """
         SELECT event_id, key, seq, in_partition, in_offset, ack_ts FROM {retention}
-        WHERE copies = 0 AND log_start_to IS NULL"""
+        WHERE copies = 0 AND log_start_to IS NULL AND NOT coalesce(superseded, false)"""
 
     def detail(frame: DataFrame, count: int) -> Finding:
         """Examples, each with what the input log holds at its position now."""
@@ -200,6 +200,17 @@ def deleted_by_retention(analysis: AnalysisViews) -> DataFrame | Finding:
     if analysis.log_start_moves is None:
         return Finding(0, [])
     return analysis.deleted
+
+
+@anomaly("in_partition", "in_offset")
+def removed_by_compaction(analysis: AnalysisViews) -> str | Finding:
+    """Acknowledged, never delivered, and gone from its compacted input log, a later input of
+    its key there: its topic's cleaner removed it, by design."""
+    if not analysis.source_read:
+        return Finding(0, [])
+    return """
+        SELECT event_id, key, seq, in_partition, in_offset, ack_ts FROM {retention}
+        WHERE side = 0 AND copies = 0 AND coalesce(superseded, false)"""
 
 
 @anomaly("in_partition", "in_offset")

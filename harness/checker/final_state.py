@@ -19,6 +19,15 @@ WRONG_COLUMNS = (
 )  # fmt: skip
 
 
+def superseded_in(acks: DataFrame, topics: list[str]) -> DataFrame:
+    """``acks`` with ``superseded`` true for each input of ``topics`` (compacted ones) that a
+    later acknowledged input of its key in its partition follows: what their cleaners may
+    remove by design."""
+    later = Window.partitionBy("in_topic", "in_partition", "key").orderBy("in_offset")
+    followed = F.lead("in_offset").over(later).isNotNull() & F.col("in_topic").isin(topics)
+    return acks.withColumn("superseded", F.coalesce(followed, F.lit(False)))
+
+
 def last_inputs(acks: DataFrame) -> DataFrame:
     """Each key's last acknowledged input of each input topic: the latest acknowledged, then
     the highest offset (a key's records share a partition, acknowledged in offset order)."""

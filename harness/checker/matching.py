@@ -41,7 +41,7 @@ class CheckInputs:
 #: Which stream a row of the matching came from (the anomalies' SQL texts say ``side = 0`` and
 #: so on).
 ACK_SIDE, OUT_SIDE, LOG_SIDE = 0, 1, 2
-_ACK_FIELDS = ("key", "seq", "in_topic", "in_partition", "in_offset", "ack_ts")
+_ACK_FIELDS = ("key", "seq", "in_topic", "in_partition", "in_offset", "ack_ts", "superseded")
 _OUT_FIELDS = ("out_partition", "out_offset", "out_ts_ms")
 _LOG_FIELDS = ("in_partition", "in_offset", "key", "seq", "in_topic")  # a log record's own
 

@@ -162,7 +162,9 @@ class AnalysisViews:
         commit passed them, with when and how far the log start moved (``deleted_by_retention``).
         """
         candidates = self.retention.filter(
-            (F.col("side") == ACK_SIDE) & F.col("log_start_to").isNotNull()
+            (F.col("side") == ACK_SIDE)
+            & F.col("log_start_to").isNotNull()
+            & ~F.coalesce(F.col("superseded"), F.lit(False))  # a compacted log's gaps are its own
         )
         deleted = deleted_before_commits(candidates, self.commits)
         return deleted if self.log_start_moves is not None else deleted.limit(0)
@@ -174,9 +176,12 @@ class AnalysisViews:
         whose output sits behind an open transaction (a read_committed read cannot reach it yet).
 
         A write the brokers lost is neither: the app could never read it (``lost_write``); nor is
-        an input retention deleted before the group passed it (``deleted_by_retention``).
+        an input retention deleted before the group passed it (``deleted_by_retention``), nor
+        one a compacted log's cleaner removed (``removed_by_compaction``).
         """
-        brokers_lost = F.coalesce(unlogged(), F.lit(False)) & F.col("log_start_to").isNull()
+        gone = F.coalesce(unlogged(), F.lit(False))
+        # lost by the brokers, or removed by a compacted log's cleaner: none the app's to read
+        brokers_lost = gone & (F.col("log_start_to").isNull() | F.col("superseded"))
         undelivered = self.retention.filter((F.col("side") == ACK_SIDE) & ~brokers_lost)
         if self.log_start_moves is not None:
             deleted = F.broadcast(self.deleted.select("event_id"))

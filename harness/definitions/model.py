@@ -241,6 +241,12 @@ class Profile:
     #: the definition (``retention.ms``, ``message.timestamp.type``); a profile's over the top's.
     topic_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
+    def compacted(self, topic: str) -> bool:
+        """Whether the topic (by its name in the definition) is created compacted
+        (``cleanup.policy`` ``compact`` or ``compact,delete``)."""
+        policy = str(self.topic_config.get(topic, {}).get("cleanup.policy", ""))
+        return "compact" in policy.split(",")
+
     @property
     def services(self) -> dict[str, AppDefinition]:
         """Every app the run starts, by name (the one-app form's is ``app``), upstream first."""

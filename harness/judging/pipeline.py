@@ -56,7 +56,10 @@ def check_services(
     found = {}
     for name, app in profile.apps.items():
         chosen = places(incident, topics, output, hop=app)
-        source = [KafkaOutput(bootstrap_servers, topics[topic]) for topic in app.reads]
+        source = [
+            KafkaOutput(bootstrap_servers, topics[topic], compacted=profile.compacted(topic))
+            for topic in app.reads
+        ]
         found[name] = check_places(spark, run_dir, chosen, guarantee, source)
     return found
 

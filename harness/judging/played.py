@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -196,10 +196,14 @@ def _check(
     cluster, history, incident, topics = (
         played.cluster, played.history, played.incident, played.topics,
     )  # fmt: skip
-    source = [KafkaOutput(cluster.bootstrap_servers, topics[n]) for n in incident.named("input")]
+    compacted = played.profile.compacted
+    source = [
+        KafkaOutput(cluster.bootstrap_servers, topics[n], compacted=compacted(n))
+        for n in incident.named("input")
+    ]
     if played.mirror is not None:  # the copy the app was moved to: what was not mirrored is apart
         where = played.mirror.bootstrap_servers
-        source = [KafkaOutput(where, each.topic, mirrored=True) for each in source]
+        source = [replace(each, bootstrap_servers=where, mirrored=True) for each in source]
     table = None
     sink, database = played.profile.sink, played.database
     if sink is not None and database is not None:

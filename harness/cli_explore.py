@@ -93,6 +93,15 @@ def add_explore_command(commands: Any) -> None:
         action="store_true",
         help="your app promises each key's order: results out of order break it",
     )
+    explore.add_argument(
+        "--expect",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="what your app makes of each input where it is not once on the output: a TOML "
+        "file with [topics.NAME] and an [expect] table (a dead-letter topic, inputs it drops), "
+        "as for kafka-replay run (docs/explore.md)",
+    )
     explore.add_argument("--out", type=Path, default=Path("explored"), metavar="DIR",
                          help="where findings (DIR/NAME.toml) and the report go (default: "
                          "./explored)")  # fmt: skip
@@ -116,7 +125,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     result = explore(
         settings.app, settings.guarantee, image=settings.app_image, budget_s=args.budget,
         seed=args.seed, families=args.families, out=args.out, findings=args.findings,
-        records=args.records, ordered=args.ordered, jobs=args.jobs, settings=settings,
+        records=args.records, ordered=args.ordered, jobs=args.jobs, expect=args.expect,
+        settings=settings,
         progress=lambda line: out.print(escape(line)),
     )  # fmt: skip
     return 1 if result.findings else 0

@@ -44,7 +44,7 @@ def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> 
     # two schedules are drawn at once and either may be the one found first: both grow the topic
     assert re.fullmatch(rf"lost-{SEED}-[01]\.toml", written.name), written.name
     finding = load_incident(written)
-    assert [str(c) for c in finding.signature] == ["inputs_lost >= 1"]
+    assert [str(c) for c in finding.signature] == ["inputs_lost_in_worst_place >= 1"]
     faults = [
         s
         for s in finding.steps
@@ -75,6 +75,9 @@ def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> 
          "unknown family disks"),
         (["--app", LATEST_START, "--guarantee", "at-least-once", "--records", "5"],
          "--records must be 100 or more"),
+        (["--app", LATEST_START, "--guarantee", "at-least-once", "--expect",
+          str(Path(__file__).parent / "data" / "expect-unknown-dead-letter.toml")],
+         "expect-unknown-dead-letter.toml: expect.dead_letter"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_line(argv: list[str], message: str, tmp_path: Path) -> None:

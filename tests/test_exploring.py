@@ -4,6 +4,7 @@ schedule a valid definition), shrinking on made-up failures, and what counts as 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from kafka_replay.exploring.explorer import KINDS, ExploreError, Explorer, kinds
 from kafka_replay.exploring.families import FAMILIES, choose_families
 from kafka_replay.exploring.findings import html_page, write_report
 from kafka_replay.exploring.schedule import Fault, definition_text, draw, simpler_faults
+from kafka_replay.exploring.shape import read_shape
 from kafka_replay.exploring.shrinking import shrink
 from kafka_replay.report.outcome import Outcome
 
@@ -81,6 +83,59 @@ def test_a_service_from_an_image_is_the_vulnerable_profile_alone(tmp_path: Path)
         assert "eos_processor" in profiles["remediated"].app.command
 
 
+EXPECT_DEAD_LETTER = """
+[topics.orders-dlq]
+partitions = 1
+role = "dead_letter"
+
+[expect]
+dead_letter = "orders-dlq"
+filtered = "tests.apps.shop:is_payment"
+"""
+
+
+def test_a_service_that_dead_letters_is_drawn_with_poison_pills_and_a_reference_that_does_too(
+    tmp_path: Path,
+) -> None:
+    expect = tmp_path / "expect.toml"
+    expect.write_text(EXPECT_DEAD_LETTER)
+    service = read_shape(expect, "at-least-once")
+    schedule = draw(3, 0, choose_families(None))
+    path = tmp_path / f"{schedule.name}.toml"
+    path.write_text(definition_text(schedule, APP, "at-least-once", dict([KINDS["misrouted"]]),
+                                    service=service))  # fmt: skip
+    incident = load_incident(path)
+    assert (incident.role("orders-dlq"), incident.expect.dead_letter) == ("dead_letter",
+                                                                          "orders-dlq")  # fmt: skip
+    assert incident.expect.filtered == "tests.apps.shop:is_payment"
+    workload = incident.profiles["vulnerable"].workloads["events"]
+    poisoned = workload.parameters["poison_at"]
+    assert len(poisoned) == 3 and poisoned == service.poison_at(3, schedule.shape.records)
+    reference = incident.profiles["remediated"].app.command
+    assert reference.endswith(
+        "batch_forwarder --on-bad dead-letter --dead-letter-topic {topic.orders-dlq}"
+        " --filtered tests.apps.shop:is_payment"
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "guarantee", "said"),
+    [
+        ('[expect.fan_out]\nkinds = ["a", "b"]\nkind_of = "m:f"\n', "at-least-once",
+         "[expect.fan_out] is not explored"),
+        ('[topics.dlq]\npartitions = 1\nrole = "dead_letter"\n', "exactly-once",
+         "an exactly-once service that dead-letters or drops inputs is not explored yet"),
+    ],
+)  # fmt: skip
+def test_a_shape_no_reference_service_has_is_refused(
+    table: str, guarantee: str, said: str, tmp_path: Path
+) -> None:
+    expect = tmp_path / "expect.toml"
+    expect.write_text(table + ('\n[expect]\ndead_letter = "dlq"\n' if "dlq" in table else ""))
+    with pytest.raises(ValueError, match=re.escape(said)):
+        read_shape(expect, guarantee)
+
+
 def test_unknown_families_are_refused_naming_the_allowed_ones() -> None:
     with pytest.raises(ValueError, match=r"unknown family disks.*allowed: app, groups"):
         choose_families("app,disks")
@@ -136,6 +191,7 @@ def _outcome(anomalies: dict[str, int], **symptoms: object) -> Outcome:
 
 def test_what_breaks_a_guarantee() -> None:
     assert kinds_of(_outcome({"lost": 2}), "at-least-once", False) == {"lost"}
+    assert kinds_of(_outcome({"misrouted": 1}), "at-least-once", False) == {"misrouted"}
     assert kinds_of(_outcome({"duplicate": 3}), "at-least-once", False) == set()
     assert kinds_of(_outcome({"duplicate": 3}), "exactly-once", False) == {"duplicated"}
     assert kinds_of(_outcome({"reordered": 1}), "exactly-once", False) == set()
@@ -199,7 +255,7 @@ def test_a_finding_is_kept_when_it_comes_back_and_the_reference_survives(tmp_pat
     assert finding.kind == "lost" and finding.shrunk == finding.drawn
     assert player.played[:5] == ["vulnerable"] * 3 + ["remediated"] * 2
     written = load_incident(finding.path)
-    assert [str(c) for c in written.signature] == ["inputs_lost >= 1"]
+    assert [str(c) for c in written.signature] == ["inputs_lost_in_worst_place >= 1"]
 
 
 def test_a_smaller_schedule_must_break_the_service_every_time_it_is_played(

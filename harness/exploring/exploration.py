@@ -14,11 +14,12 @@ from kafka_replay.playing.session import CatalogSession
 from kafka_replay.replay.settings import RunSettings
 from kafka_replay.servers.reaper import leased_temp_dir
 
-from .explorer import Exploration, ExploreError, Explorer
+from .explorer import KINDS, Exploration, ExploreError, Explorer
 from .families import choose_families
 from .findings import write_report
 from .players import InLanes, InTurn, Player
-from .schedule import RECORDS, REFERENCE_APPS
+from .schedule import RECORDS, REFERENCE_APPS, definition_text, draw
+from .shape import check_shape, read_shape
 
 
 def explore(
@@ -34,6 +35,7 @@ def explore(
     records: int = RECORDS,
     ordered: bool = False,
     jobs: int = 1,
+    expect: Path | None = None,
     settings: RunSettings | None = None,
     progress: Callable[[str], None] = print,
 ) -> Exploration:
@@ -45,7 +47,8 @@ def explore(
     separated names (default: every family a correct service survives, all but retention).
     ``jobs``: plays side by side, each lane with brokers and Spark of its own. ``settings``:
     what runs share with ``kafka-replay run`` (the Kafka release and backend, client
-    settings, a payload).
+    settings, a payload). ``expect``: an ``--expect`` file, what the service makes of each
+    input where it is not once on the output (a dead-letter topic, inputs it drops).
     """
     if guarantee not in REFERENCE_APPS:
         raise ValueError(f"guarantee is one of {', '.join(REFERENCE_APPS)}, got {guarantee!r}")
@@ -58,6 +61,7 @@ def explore(
                          "an image")  # fmt: skip
     drawn_from = choose_families(families)
     check_one_service(app, image)
+    service = read_shape(expect, guarantee) if expect is not None else None
     settings = (settings or RunSettings()).replace(app=None, app_image=None, guarantee=None)
     seed = seed if seed is not None else secrets.randbelow(10**6)
     progress(
@@ -67,11 +71,16 @@ def explore(
     with leased_temp_dir("kafka-replay-explore-") as scratch:
         definitions = scratch / "schedules"
         definitions.mkdir()
+        if service is not None:  # before any broker starts: a topic it names, a clash
+            first = draw(seed, 0, drawn_from, records)
+            text = definition_text(first, app or "", guarantee, dict([KINDS["lost"]]),
+                                   name="expect-check", service=service)  # fmt: skip
+            check_shape(service, text, definitions)
         player = player_for(jobs, settings, definitions, scratch)
         explorer = Explorer(
             player, app=app or "", guarantee=guarantee, image=image, families=drawn_from,
             seed=seed, budget_s=budget_s, out_dir=out, work_dir=definitions, ordered=ordered,
-            wanted=findings, records=records, progress=progress,
+            wanted=findings, records=records, service=service, progress=progress,
         )  # fmt: skip
         try:
             explorer.explore()

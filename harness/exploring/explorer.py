@@ -19,11 +19,13 @@ from kafka_replay.report.outcome import Outcome
 from .families import Family
 from .players import Player
 from .schedule import RECORDS, Fault, Schedule, definition_text, draw, simpler_faults
+from .shape import ServiceShape
 from .shrinking import shrink
 
 #: What breaks a service, the worst first, with the symptom that says so in a definition.
 KINDS: dict[str, tuple[str, str]] = {
-    "lost": ("inputs_lost", ">= 1"),
+    "lost": ("inputs_lost_in_worst_place", ">= 1"),
+    "misrouted": ("inputs_misrouted", ">= 1"),
     "duplicated": ("reprocessed", ">= 1"),
     "reordered": ("reordered", ">= 1"),
     "not drained": ("backlog_drained", "== false"),
@@ -44,15 +46,18 @@ class ExploreError(ValueError):
 
 
 def kinds_of(outcome: Outcome, guarantee: str, ordered: bool) -> set[str]:
-    """What a played run says broke: lost or (under exactly-once) duplicated inputs, results
-    out of their keys' order (when order is promised), a backlog never drained.
+    """What a played run says broke: lost, misrouted (not in the place ``[expect]`` gives them)
+    or (under exactly-once) duplicated inputs, results out of their keys' order (when order is
+    promised), a backlog never drained.
 
     Not a crash loop by itself: the supervisor counts the harness's own kills toward one, as a
     deployment counts every exit, so drawn kills make one of any service, the reference's too.
     A service that loops on its own leaves its backlog undrained, which is the finding."""
     found = set()
-    if outcome.anomalies.get("lost", 0) or outcome.anomalies.get("misrouted", 0):
+    if outcome.anomalies.get("lost", 0):
         found.add("lost")
+    if outcome.anomalies.get("misrouted", 0):
+        found.add("misrouted")
     if guarantee == "exactly-once" and outcome.anomalies.get("duplicate", 0):
         found.add("duplicated")
     if ordered and outcome.anomalies.get("reordered", 0):
@@ -124,9 +129,11 @@ class Explorer:
         ordered: bool = False,
         wanted: int = 1,
         records: int = RECORDS,
+        service: ServiceShape | None = None,
         progress: Callable[[str], None] = print,
     ) -> None:
         self.player, self.app, self.guarantee, self.image = player, app, guarantee, image
+        self.service = service
         self.families, self.budget_s = families, budget_s
         self.ordered, self.wanted, self.records = ordered, wanted, records
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
@@ -198,8 +205,9 @@ class Explorer:
             # every kind's symptom named, so that each is measured; only ``kind``'s when confirming
             signature = dict([KINDS[kind]]) if kind else dict(KINDS.values())
             text = definition_text(
-                schedule, self.app, self.guarantee, signature, name=name, image=self.image
-            )
+                schedule, self.app, self.guarantee, signature, name=name, image=self.image,
+                service=self.service,
+            )  # fmt: skip
             path.write_text(text)
             given.append((path, profile))
         started = time.monotonic()
@@ -313,7 +321,7 @@ class Explorer:
             definition_text(
                 shrunk, self.app, self.guarantee, dict([KINDS[kind]]), name=name,
                 description=f"{kind.capitalize()} under {len(shrunk.faults)} drawn fault(s): "
-                + "; ".join(shrunk.timeline()), image=self.image,
+                + "; ".join(shrunk.timeline()), image=self.image, service=self.service,
             )
         )  # fmt: skip
         found_s = time.monotonic() - self.result.started

@@ -9,13 +9,16 @@ replays.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .families import FAMILIES, Family, Shape, Step
+from .toml_text import toml_value
+
+if TYPE_CHECKING:
+    from .shape import ServiceShape
 
 #: The workload every schedule plays: onboarding events, 80 a second (1,200: 15 s).
 RECORDS = 1200
@@ -176,20 +179,29 @@ def definition_text(
     name: str | None = None,
     description: str = "",
     image: str | None = None,
+    service: ServiceShape | None = None,
 ) -> str:
     """The incident definition that plays ``schedule`` against ``app`` (profile vulnerable)
     and against the reference service for ``guarantee`` (profile remediated); ``image``: the
-    service is that container image, ``app`` its arguments (empty: the image's command)."""
+    service is that container image, ``app`` its arguments (empty: the image's command);
+    ``service``: what an ``--expect`` file says the service makes of each input (its topics,
+    its ``[expect]``, poison pills in the workload when it dead-letters, and a reference that
+    does the same)."""
     shape = schedule.shape
+    reference = REFERENCE_APPS[guarantee]
+    poison_at: list[int] = []
+    if service is not None:
+        reference = service.reference(reference)
+        poison_at = service.poison_at(schedule.seed, shape.records)
     post = f"kafka-replay explore --seed {schedule.seed} (schedule {schedule.index})"
     lines = [
-        f"name = {_value(name or schedule.name)}",
-        f"title = {_value(description or 'A schedule drawn by kafka-replay explore')}",
-        f"post = {_value(post)}",
-        f"guarantee = {_value(guarantee)}",
+        f"name = {toml_value(name or schedule.name)}",
+        f"title = {toml_value(description or 'A schedule drawn by kafka-replay explore')}",
+        f"post = {toml_value(post)}",
+        f"guarantee = {toml_value(guarantee)}",
         f"seed = {schedule.seed}",
         "time_scale = "
-        + _value(
+        + toml_value(
             f"Drawn, not from a post: {shape.records} onboarding events at {RATE:g} a second over "
             f"{shape.partitions} partitions, {shape.instances} instance(s) of the app, and "
             f"{len(schedule.faults)} fault(s) that each heal before the drain. "
@@ -204,6 +216,7 @@ def definition_text(
         f"input = {shape.partitions}",
         f"output = {shape.partitions}",
         "",
+        *(service.toml_lines() if service is not None else []),
         *_broker_tables(schedule),
         "[producer]",
         '"topic.metadata.refresh.interval.ms" = 1000',
@@ -214,7 +227,7 @@ def definition_text(
         '"metadata.max.age.ms" = 2000',
         "",
         "[app]",
-        f"command = {_value(app)}",
+        f"command = {toml_value(app)}",
         f"instances = {shape.instances}",
         "",
         "[workloads.events]",
@@ -223,19 +236,24 @@ def definition_text(
         f"students = {KEYS}",
         f"rate = {RATE}",
         f"seed = {schedule.seed}",
+        *([f"poison_at = {toml_value(poison_at)}"] if poison_at else []),
     ]
     for step in steps_of(schedule):
-        lines += ["", "[[steps]]", *(f"{key} = {_value(value)}" for key, value in step.items())]
-    lines += ["", "[signature]", *(f"{key} = {_value(cond)}" for key, cond in signature.items())]
+        lines += ["", "[[steps]]", *(f"{key} = {toml_value(value)}" for key, value in step.items())]
+    lines += [
+        "",
+        "[signature]",
+        *(f"{key} = {toml_value(cond)}" for key, cond in signature.items()),
+    ]
     lines += [
         "",
         "[profiles.vulnerable]",
-        f"description = {_value('the service under test')}",
-        *([f"app.image = {_value(image)}"] if image else []),
+        f"description = {toml_value('the service under test')}",
+        *([f"app.image = {toml_value(image)}"] if image else []),
         "",
         "[profiles.remediated]",
-        f"description = {_value(f'the catalog reference service for {guarantee}')}",
-        f"app.command = {_value(REFERENCE_APPS[guarantee])}",
+        f"description = {toml_value(f'the catalog reference service for {guarantee}')}",
+        f"app.command = {toml_value(reference)}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -255,19 +273,12 @@ def _broker_tables(schedule: Schedule) -> list[str]:
         return []
     return [
         "[broker]",
-        *(f"{_value(key)} = {_value(value)}" for key, (value, _) in settings.items()),
+        *(f"{toml_value(key)} = {toml_value(value)}" for key, (value, _) in settings.items()),
         "",
         "[broker_needs]",
-        *(f"{_value(key)} = {_value(why)}" for key, (_, why) in settings.items()),
+        *(f"{toml_value(key)} = {toml_value(why)}" for key, (_, why) in settings.items()),
         "",
     ]
-
-
-def _value(value: Any) -> str:
-    """A TOML value: JSON writes strings, numbers, booleans and arrays the way TOML reads them."""
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_value(k)} = {_value(v)}" for k, v in value.items()) + " }"
-    return json.dumps(value)
 
 
 def _step_text(step: Step) -> str:

@@ -143,6 +143,22 @@ def inputs_lost(evidence: Evidence) -> Value:
 
 
 @symptom
+def inputs_misrouted(evidence: Evidence) -> Value:
+    """Inputs found in a place a correct service does not put them (``[expect]``): a good one
+    in the dead-letter topic, a poison pill on an output (the checker's ``misrouted``, in the
+    place the gate judged)."""
+    return evidence.worst.counts["misrouted"]
+
+
+@symptom
+def inputs_lost_in_worst_place(evidence: Evidence) -> Value:
+    """Acknowledged inputs missing from their place although the group committed past them,
+    in the place the gate judged (the worst): a poison pill in neither the dead-letter topic
+    nor the output counts here, where ``inputs_lost`` counts the output's."""
+    return evidence.worst.counts["lost"]
+
+
+@symptom
 def resurrected_keys(evidence: Evidence) -> Value:
     """Keys a service's state still holds although their last input deleted them (a ``[sink]``
     with ``key_column``)."""

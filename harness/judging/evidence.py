@@ -49,6 +49,15 @@ class Evidence:
     #: The requests the brokers refused for a protocol version they do not serve (None: no
     #: broker logs).
     refused: list[dict[str, Any]] | None = None
+    #: The worst place's check, where results land in several (a dead-letter topic beside the
+    #: output): what the gate judged, and where an input missing from its place is counted;
+    #: ``check`` is the first place's, the one the consumption symptoms follow. None: ``check``.
+    judged: CheckResult | None = None
+
+    @property
+    def worst(self) -> CheckResult:
+        """The check the gate judged (see ``judged``)."""
+        return self.judged if self.judged is not None else self.check
 
     @classmethod
     def of(
@@ -59,6 +68,7 @@ class Evidence:
         group: list[dict[str, Any]] | None = None,
         replicas: list[dict[str, Any]] | None = None,
         refused: list[dict[str, Any]] | None = None,
+        judged: CheckResult | None = None,
     ) -> Evidence:
         """The evidence of a run read by :class:`RecordedRun`, beside the checker's results
         (held in memory) and the group's events (None: no broker logs to read them from)."""
@@ -74,6 +84,7 @@ class Evidence:
             lag=stream("lag"),
             steps=stream("steps"),
             check=check,
+            judged=judged,
             side_effects=side_effects,
             input_topic=recorded.input_topic or "",
             client_config=recorded.meta.get("client_config", {}),

@@ -102,7 +102,9 @@ def check_played(spark: SparkSession, played: Played, outcome: Outcome) -> Check
 def measure_symptoms(played: Played, checked: Checked, outcome: Outcome) -> Evidence:
     """The incident's symptoms, measured from the run's evidence (and again without the
     app's own reports, where it sent some); the evidence they were measured from."""
-    evidence = _evidence(played.history, played.cluster, checked.read, checked.side_effects)
+    evidence = _evidence(
+        played.history, played.cluster, checked.read, checked.side_effects, checked.judged
+    )
     measure_into(outcome, evidence, played.incident)
     return evidence
 
@@ -281,6 +283,7 @@ def _evidence(
     cluster: Cluster,
     check: CheckResult,
     side_effects: CheckResult | None,
+    judged: CheckResult,
 ) -> Evidence:
     """Everything the symptoms look at, read by the one reader of a run's history; the
     brokers' group events (of every service's group, in a pipeline) are kept as a stream too."""
@@ -316,4 +319,4 @@ def _evidence(
         for event in refused:
             refused_stream.append(event)
     recorded = RecordedRun.read(history.root, outputs=False)  # the check's are in memory
-    return Evidence.of(recorded, check, side_effects, group, replicas, refused)
+    return Evidence.of(recorded, check, side_effects, group, replicas, refused, judged)

@@ -91,6 +91,7 @@ def rejudge(root: Path, incident: Incident) -> Outcome:
         _events(history, "group"),
         _events(history, "replicas"),
         _events(history, "refused"),
+        checks.judged,
     )
     outcome = dataclasses.replace(stored, **dict.fromkeys(JUDGED), reasons=[])
     measure_into(outcome, evidence, incident)

@@ -2,7 +2,8 @@
 
 ``python -m kafka_replay_incidents.apps.batch_forwarder [--batch N] [--work-ms MS]
 [--on-bad crash|skip|dead-letter] [--dead-letter-topic TOPIC] [--enrich-percent P]
-[--on-send-error log|stop] [--on-commit-error exit|retry]``
+[--on-send-error log|stop] [--on-commit-error exit|retry] [--bad MODULE:FUNCTION]
+[--filtered MODULE:FUNCTION]``
 
 The batch size is the Java client's ``max.poll.records``: the incident's, given by the
 contract (``REPLAY_MAX_POLL_RECORDS``), else ``--batch`` (500, the Java default). ``--work-ms``
@@ -28,6 +29,10 @@ producer changed its serializer):
   the batch is committed, and the service goes on.
 
 Without ``--on-bad`` an undecodable value fails as it always did (an exception, so a crash).
+``--bad`` names more records ``--on-bad`` takes, and ``--filtered`` records the service drops
+(committed with the batch, written nowhere): each a ``module:function`` over the input as an
+incident's ``[expect]`` predicates see it (``kafka_replay.workload.expect.InputRecord``, its
+topic ``input``), so that the service puts each input where such an ``[expect]`` says.
 
 ``--enrich-percent P`` makes the service enrich each record and re-publish it: the output is
 the input's value (a JSON object) with an ``enrichment`` field of P percent of its size added
@@ -50,6 +55,9 @@ import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from kafka_replay.apps import load_callable
+from kafka_replay.workload.expect import InputRecord
 
 from .common import Service, next_offsets, result_of
 
@@ -79,6 +87,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--enrich-percent", type=float, help="output = input + P%% enrichment")
     parser.add_argument("--on-send-error", choices=ON_SEND_ERROR, help="a send that failed")
     parser.add_argument("--on-commit-error", choices=ON_COMMIT_ERROR, help="a refused commit")
+    parser.add_argument("--bad", type=load_callable, help="module:function: more bad records")
+    parser.add_argument("--filtered", type=load_callable, help="module:function: records dropped")
     options = parser.parse_args(argv)
     if options.on_bad == "dead-letter" and not options.dead_letter_topic:
         parser.error("--on-bad dead-letter needs --dead-letter-topic")
@@ -101,7 +111,13 @@ def main(argv: list[str]) -> int:
             continue
         for message in batch:
             time.sleep(options.work_ms / 1000)  # the record's work
-            if options.on_bad and not _decodes(message):
+            # the order an [expect]'s marks are given in: a poison pill, then bad, then filtered
+            bad = bool(options.on_bad) and (
+                not _decodes(message) or bool(options.bad and options.bad(_as_input(message)))
+            )
+            if not bad and options.filtered and options.filtered(_as_input(message)):
+                continue
+            if bad:
                 if options.on_bad == "crash":  # as an uncaught exception closes the clients
                     producer.flush(30)
                     consumer.close()
@@ -164,6 +180,19 @@ def _commit(
         if on_error != "retry" or error.code() not in RETRIABLE_COMMIT or service.stopping:
             return  # the next batch's commit covers these offsets too
         time.sleep(COMMIT_RETRY_S)
+
+
+def _as_input(message: Message) -> InputRecord:
+    """The record as an ``[expect]`` predicate sees an input."""
+    headers = {name: value or b"" for name, value in message.headers() or []}
+    key = message.key()
+    return InputRecord(
+        "input",
+        None if key is None else key.decode(errors="replace"),
+        message.value() or b"",
+        headers,
+        headers.get("event_id", b"").decode(errors="replace"),
+    )
 
 
 def _decodes(message: Message) -> bool:

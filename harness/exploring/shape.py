@@ -1,0 +1,111 @@
+"""A service whose correct output is not one record per input, explored: what its ``--expect``
+file says it makes of each input, written into every drawn definition, and the reference
+service that does the same, so that a schedule that breaks it is checked against a correct one.
+
+The reference is the catalog's at-least-once service given the same place for each input: a
+value that is not a JSON object, or one the ``[expect] bad`` predicate names, written to the
+dead-letter topic as it came; one the ``filtered`` predicate names dropped. Kinds of output on
+one topic have no reference (no service but the team's knows what makes a record one kind or
+another), nor has an exactly-once service that dead-letters or drops yet.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka_replay.definitions.shapes import read_expect_file
+
+from .toml_text import toml_value
+
+#: Poison pills a schedule's workload carries when the service dead-letters: records a producer
+#: wrote with another serializer, at positions the schedule's seed draws.
+POISON_PILLS = 3
+#: The reference's topic, as the predicates see it (``InputRecord.topic``): the drawn input's.
+INPUT = "input"
+
+
+@dataclass(frozen=True)
+class ServiceShape:
+    """What an ``--expect`` file adds to each drawn definition: its ``[topics.NAME]`` tables
+    and its ``[expect]`` table, as read."""
+
+    path: Path
+    topics: Mapping[str, Mapping[str, Any]]
+    expect: Mapping[str, Any]
+
+    @property
+    def dead_letter(self) -> str | None:
+        """The dead-letter topic: ``[expect] dead_letter``, else the first of that role."""
+        named = self.expect.get("dead_letter")
+        if named:
+            return str(named)
+        roles = (name for name, table in self.topics.items() if table.get("role") == "dead_letter")
+        return next(roles, None)
+
+    def reference(self, command: str) -> str:
+        """The at-least-once reference ``command`` made to put each input where this shape
+        says."""
+        if self.dead_letter:
+            command += f" --on-bad dead-letter --dead-letter-topic {{topic.{self.dead_letter}}}"
+        for option in ("bad", "filtered"):
+            if self.expect.get(option):
+                command += f" --{option} {self.expect[option]}"
+        return command
+
+    def poison_at(self, seed: int, records: int) -> list[int]:
+        """Where a schedule's workload puts its poison pills (none without a dead-letter
+        topic): the same for every schedule of one seed, so shrinking keeps them."""
+        if not self.dead_letter:
+            return []
+        return sorted(random.Random(f"poison:{seed}").sample(range(records), POISON_PILLS))
+
+    def toml_lines(self) -> list[str]:
+        """The file's tables, as a drawn definition carries them."""
+        lines = []
+        for name, table in self.topics.items():
+            lines += [f"[topics.{name}]", *(f"{k} = {toml_value(v)}" for k, v in table.items())]
+            lines.append("")
+        lines += ["[expect]", *(f"{k} = {toml_value(v)}" for k, v in self.expect.items()), ""]
+        return lines
+
+
+def check_shape(service: ServiceShape, text: str, scratch: Path) -> None:
+    """Whether a drawn definition ``text`` carrying the shape reads: ValueError naming the
+    ``--expect`` file and its key when it does not (a dead-letter topic it never makes)."""
+    from kafka_replay.definitions.definition import load_incident
+    from kafka_replay.definitions.model import DefinitionError
+
+    probe = scratch / "expect-check.toml"
+    probe.write_text(text)
+    try:
+        load_incident(probe)
+    except DefinitionError as exc:
+        raise ValueError(f"--expect {service.path}: {exc.where}: {exc.problem}") from None
+    finally:
+        probe.unlink()
+
+
+def read_shape(path: Path, guarantee: str) -> ServiceShape:
+    """An ``--expect`` file as an exploration takes it; ValueError for a shape no reference
+    service can be checked against (its one ``error:`` line)."""
+    data = read_expect_file(path)  # a DefinitionError names the file and key
+    expect = dict(data.get("expect", {}))
+    where = f"--expect {path}"
+    if "fan_out" in expect:
+        raise ValueError(
+            f"{where}: [expect.fan_out] is not explored: a finding counts only when a correct "
+            "service survives the same schedule, and no reference service writes your kinds; "
+            "replay the catalog against your service instead (kafka-replay run --expect)"
+        )
+    if guarantee == "exactly-once" and expect:
+        raise ValueError(
+            f"{where}: an exactly-once service that dead-letters or drops inputs is not "
+            "explored yet (its reference is the at-least-once one's): explore it with "
+            "--guarantee at-least-once, or replay the catalog against it (kafka-replay run "
+            "--expect)"
+        )
+    return ServiceShape(path, dict(data.get("topics", {})), expect)

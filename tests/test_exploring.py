@@ -126,6 +126,7 @@ def test_a_service_that_dead_letters_is_drawn_with_poison_pills_and_a_reference_
         ('[topics.dlq]\npartitions = 1\nrole = "dead_letter"\n', "exactly-once",
          "an exactly-once service that dead-letters or drops inputs is not explored yet"),
     ],
+    ids=["fan-out", "exactly-once-dead-letters"],
 )  # fmt: skip
 def test_a_shape_no_reference_service_has_is_refused(
     table: str, guarantee: str, said: str, tmp_path: Path

@@ -55,10 +55,10 @@ def held_wrong(rows: DataFrame, acks: DataFrame, last: DataFrame) -> DataFrame:
 
 
 def judge_state(acks: DataFrame, rows: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """``(expected, kept, wrong)``: the inputs the state should hold (each key's last, but a
-    delete, and but the keys held wrong, which :func:`held_wrong` accounts for), the rows
-    judged as outputs (held right, or of a key no input has: ``unexpected`` if of no input),
-    and the rows held wrong."""
+    """``(expected, kept, wrong)``: the inputs the state should hold (each key's last input,
+    unless it is a delete or the key is held wrong: :func:`held_wrong` accounts for those),
+    the rows judged as outputs (held right, or of a key no input has: ``unexpected`` when of
+    no input), and the rows held wrong."""
     last = last_inputs(acks)
     wrong = held_wrong(rows, acks, last)
     keys = wrong.select("key").distinct()

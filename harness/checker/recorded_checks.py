@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .analysis import Analysis
@@ -118,6 +119,9 @@ def analyse_recorded(spark: SparkSession, directory: Path) -> dict[str, Any]:
         )
         for name, schema in recorded["frames"].items()
     }
+    for column in ("delete", "superseded"):  # recorded before tombstones and compacted inputs
+        if column not in frames["acks"].columns:
+            frames["acks"] = frames["acks"].withColumn(column, F.lit(False))
     starts = recorded["log_starts"]
     inputs = CheckInputs(
         **frames,

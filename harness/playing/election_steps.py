@@ -11,17 +11,12 @@ from kafka_replay.definitions.model import Step
 from kafka_replay.definitions.vocabulary import Field, StepContext, step_kind
 from kafka_replay.faults.elections import elect_unclean, wait_out_of_sync
 
-from .fault_steps import partition_named, refused
+from .fault_steps import PARTITION, node_named, partition_named, refused
 from .stage import Stage, StepFailed
-
-#: A partition of one of the run's topics, by the topic's name (or its role's) and number.
-PARTITION = {"topic": Field(str, "input"), "partition": Field(int, 0)}
 
 
 def _node(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
-    if options["node"] is not None and options["node"] < 1:
-        return "node", f"node ids start at 1, got {options['node']}; allowed: 1 to brokers"
-    return partition_named(options, context)
+    return node_named(options, context) or partition_named(options, context)
 
 
 @step_kind(

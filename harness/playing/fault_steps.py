@@ -126,7 +126,8 @@ def _pause_target(options: Mapping[str, Any], context: StepContext) -> tuple[str
     return _sparing_target(options, context)
 
 
-def _restart_target(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+def node_named(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
+    """A step's ``node``, when given, is a node id (1 to ``brokers``)."""
     if options["node"] is not None and options["node"] < 1:
         return "node", f"node ids start at 1, got {options['node']}; allowed: 1 to brokers"
     return None
@@ -147,12 +148,10 @@ def refused() -> Iterator[None]:
         raise StepFailed(str(exc)) from exc
 
 
+#: A partition of one of the run's topics, by the topic's name (or its role's) and number.
+PARTITION = {"topic": Field(str, "input"), "partition": Field(int, 0)}
 #: How a broker fault names its broker: by role, and for a leader or follower, which partition's.
-BROKER_TARGET = {
-    "role": Field(str, "leader", ROLES),
-    "topic": Field(str, "input"),
-    "partition": Field(int, 0),
-}
+BROKER_TARGET = {"role": Field(str, "leader", ROLES), **PARTITION}
 #: A broker fault that kills or freezes: never a broker holding the group's offsets, when
 #: asked, so that the app's commits keep working through it.
 SPARING = {"spare_group_offsets": Field(bool, False)}
@@ -202,7 +201,7 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
 
 @step_kind(
     "restart_broker",
-    _restart_target,
+    node_named,
     needs="restart_brokers",
     node=Field(int, None),
     which=Field(str, "last", ("last", "first")),

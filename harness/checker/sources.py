@@ -161,7 +161,9 @@ def _as_inputs(
         F.col("offset").alias("in_offset"),
         ack_ts.alias("ack_ts"),
         F.coalesce(expect, F.lit("output")).alias("expect"),
-        F.coalesce(delete if delete is not None else F.lit(None), F.lit(False)).alias("delete"),
+        F.coalesce(delete, F.lit(False)).alias("delete")
+        if delete is not None
+        else F.lit(False).alias("delete"),
         F.lit(False).alias("superseded"),  # see final_state.superseded_in (a compacted topic)
     )
 

@@ -26,10 +26,9 @@ from .stage import Stage, StepFailed
 _READ_TIMEOUT_S = 10.0
 
 
-def logged_ids(bootstrap_servers: str, topic: str) -> set[str] | None:
-    """The ``event_id`` header of every record a topic's log holds now (None: it could not be
-    read in time, as on a loaded machine; the caller asks again)."""
-    consumer = Consumer(
+def log_reader(bootstrap_servers: str) -> Consumer:
+    """A consumer that reads logs from their start for :func:`logged_ids` (it joins no group)."""
+    return Consumer(
         {
             "bootstrap.servers": bootstrap_servers,
             "group.id": "kafka-replay-compaction-watch",
@@ -38,6 +37,12 @@ def logged_ids(bootstrap_servers: str, topic: str) -> set[str] | None:
             "logger": CLIENT_LOG,
         }
     )
+
+
+def logged_ids(consumer: Consumer, topic: str) -> set[str] | None:
+    """The ``event_id`` header of every record a topic's log holds now, read from its start
+    with ``consumer`` (None: it could not be read in time, as on a loaded machine; the caller
+    asks again)."""
     try:
         partitions = consumer.list_topics(topic, timeout=_READ_TIMEOUT_S).topics[topic].partitions
         ends = {}
@@ -62,7 +67,7 @@ def logged_ids(bootstrap_servers: str, topic: str) -> set[str] | None:
     except KafkaException:
         return None
     finally:
-        consumer.close()
+        consumer.unassign()  # what it fetched is dropped: the next read starts afresh
 
 
 @step_kind(
@@ -87,17 +92,21 @@ def _wait_compaction(stage: Stage, step: Step) -> dict[str, Any]:
         )
     started = time.monotonic()
     left: dict[str, int] = {}
+    reader = log_reader(stage.cluster.bootstrap_servers)  # one for every look at the log
 
     def removed() -> bool:
         acked = {e["event_id"] for e in _acks(stage, topic)}  # before the log: each is in it
-        held = logged_ids(stage.cluster.bootstrap_servers, topic)
+        held = logged_ids(reader, topic)
         if held is None:
             return False
         left["tombstones"] = len(tombstones & held)
         left["records_removed"] = len(acked - held)
         return left["tombstones"] == 0
 
-    reached = stage.until(removed, step["budget_s"])
+    try:
+        reached = stage.until(removed, step["budget_s"])
+    finally:
+        reader.close()
     return {
         "topic": topic,
         "tombstones": len(tombstones),

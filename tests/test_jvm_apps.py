@@ -45,8 +45,8 @@ def test_a_jvm_reference_app_replays_its_post(
 def test_the_classes_are_compiled_once_per_release_and_content(tmp_path: Path) -> None:
     sources = Path("incidents/apps/jvm")
     jars = kafka_clients_classpath("3.9.1")
-    first = compiled_apps(sources, jars, "3.9.1")
-    assert compiled_apps(sources, jars, "3.9.1") == first
+    first = compiled_apps(sources, jars, "kafka-clients-3.9.1")
+    assert compiled_apps(sources, jars, "kafka-clients-3.9.1") == first
     assert (first / "EosProcessor.class").is_file()
     command = java_command(Path("incidents"), "3.9.1")
     assert str(first) in command and "kafka-clients-3.9.1.jar" in command
@@ -55,13 +55,13 @@ def test_the_classes_are_compiled_once_per_release_and_content(tmp_path: Path) -
 def test_sources_that_do_not_compile_are_named(tmp_path: Path) -> None:
     (tmp_path / "Broken.java").write_text("public final class Broken { int x = ; }\n")
     with pytest.raises(JvmAppError, match="did not compile") as caught:
-        compiled_apps(tmp_path, kafka_clients_classpath("3.9.1"), "3.9.1")
+        compiled_apps(tmp_path, kafka_clients_classpath("3.9.1"), "kafka-clients-3.9.1")
     assert "Broken.java" in str(caught.value)
 
 
 def test_no_sources_is_named(tmp_path: Path) -> None:
     with pytest.raises(JvmAppError, match=r"has no \.java files"):
-        compiled_apps(tmp_path, kafka_clients_classpath("3.9.1"), "3.9.1")
+        compiled_apps(tmp_path, kafka_clients_classpath("3.9.1"), "kafka-clients-3.9.1")
 
 
 def test_a_jvm_command_must_start_with_java(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def pairs(given: Sequence[str], option: str) -> dict[str, str]:
     for item in given:
         key, equals, value = item.partition("=")
         if not equals or not key.strip():
-            raise connect_runtime.ConnectError(f"{option} {item!r}: expected KEY=VALUE")
+            raise ValueError(f"{option} {item!r}: expected KEY=VALUE")
         found[key.strip()] = value
     return found
 

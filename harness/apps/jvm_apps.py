@@ -52,20 +52,21 @@ def java_command(definition_dir: Path, version: str) -> str:
     """What ``{java}`` stands for: ``java <options> -cp <classes>:<jars>``, shell-quoted."""
     sources = definition_dir / SOURCES
     jars = [*kafka_clients_classpath(version), *database_drivers(sources)]
-    classes = compiled_apps(sources, jars, version)
+    classes = compiled_apps(sources, jars, f"kafka-clients-{version}")
     classpath = ":".join([str(classes), *(str(jar) for jar in jars)])
     return shlex.join([find_java(), *JAVA_OPTIONS, "-cp", classpath])
 
 
-def compiled_apps(sources: Path, jars: list[Path], version: str) -> Path:
-    """The classes of ``sources/*.java`` compiled against ``jars``, compiled the first time."""
+def compiled_apps(sources: Path, jars: list[Path], label: str) -> Path:
+    """The classes of ``sources/*.java`` compiled against ``jars`` (``label`` names them, e.g.
+    the release they were compiled for), compiled the first time."""
     files = sorted(sources.glob("*.java"))
     if not files:
         raise JvmAppError(f"no JVM reference app: {sources} has no .java files")
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    target = cache_root() / "jvm-apps" / f"{digest.hexdigest()[:16]}-kafka-clients-{version}"
+    target = cache_root() / "jvm-apps" / f"{digest.hexdigest()[:16]}-{label}"
     if (target / ".complete").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ verbs reach: the signals of a process group become ``docker kill``, ``pause`` an
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -409,6 +410,8 @@ class Supervisor:
                 waiting.remove(instance)
             if self._ready is not None and waiting and self._ready(len(self.running())):
                 return
+            if waiting and all(self._reported_ready(instance) for instance in waiting):
+                return
             if time.monotonic() >= deadline:
                 if self._ready is None:
                     return
@@ -418,6 +421,22 @@ class Supervisor:
                     f"({waiting[0].log_path}):\n{waiting[0].tail()}"
                 )
             time.sleep(0.1)
+
+    def _reported_ready(self, instance: _Instance) -> bool:
+        """Whether this start of ``instance`` reported itself working (a ``ready`` event in its
+        report file, from its own process): for an app that reads without joining a consumer
+        group, as a Flink job does."""
+        process = instance.process
+        if self._report_dir is None or process is None:
+            return False
+        path = self._report_dir / f"{self._prefix}{instance.index}.jsonl"
+        with contextlib.suppress(OSError):
+            for line in path.read_text().splitlines():
+                with contextlib.suppress(ValueError):
+                    event = json.loads(line)
+                    if event.get("kind") == "ready" and event.get("pid") == process.pid:
+                        return True
+        return False
 
     def _watch(self) -> None:
         while not self._stop.wait(0.1):

@@ -159,7 +159,7 @@ def holders(bootstrap: str, held: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @functools.cache
 def _classpath(version: str) -> str:
     jars = kafka_clients_classpath(version)
-    classes = compiled_apps(SOURCES, jars, version)
+    classes = compiled_apps(SOURCES, jars, f"kafka-clients-{version}")
     return ":".join([str(classes), *(str(jar) for jar in jars)])
 
 

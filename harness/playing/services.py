@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_replay.apps import AppContext, AppSpec, RestartPolicy, Supervisor
 from kafka_replay.apps.client_config import distinct_members
 from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
+from kafka_replay.apps.flink_runtime import FLINK_JOB, reference_job_jar
 from kafka_replay.apps.jvm_apps import JvmAppError, java_command
 from kafka_replay.definitions.app_option import users_app
 from kafka_replay.definitions.model import AppDefinition, Incident, Profile
@@ -91,6 +92,8 @@ def app_command(
         command = app.jvm.replace("{java}", java)
     else:
         command = app.command.replace("{python}", sys.executable)
+    if FLINK_JOB in command:  # the definition's reference Flink job, compiled beside it
+        command = command.replace(FLINK_JOB, str(reference_job_jar(incident.source.parent)))
     return AppSpec.parse(command.replace("{side_effects_topic}", topics.get("side_effects", "")))
 
 

@@ -1,0 +1,145 @@
+"""A Flink job as the app under test: ``python -m kafka_replay.apps.flink_job JOB.jar
+[--class MAIN] [--with GROUP:ARTIFACT:VERSION]... [--set KEY=VALUE]... [-- ARGUMENT...]``.
+
+It follows the app contract like any other app, so every face of the harness runs it (``--app``,
+a definition's ``[app] command``, pytest, the action) and every verb reaches it: the job runs
+as ``flink run --target local`` runs it, its JobManager and TaskManager in one JVM in this
+process's group, so a kill -9, a freeze or a stop of the instance is one of the whole cluster.
+The job reads the contract's variables itself (``REPLAY_INPUT_TOPIC``, ``REPLAY_CLIENT_PROPERTIES``,
+...), as any app does. Each instance checkpoints into a directory of its own that outlives its
+restarts, and each start resumes from the last completed checkpoint there, as a deployment
+without high availability resubmits a job. An instance counts as started once its job has
+completed a checkpoint: a Flink job reads its partitions without joining the consumer group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kafka_replay.servers.process import spawn_in_group
+from kafka_replay.servers.server_errors import ServerError
+
+from . import flink_runtime
+from .connect_worker import pairs
+from .contract import CLIENT_PROPERTIES, AppContext
+from .instrument import Reporter
+
+#: The event an instance reports once its job completed a checkpoint (see the supervisor).
+READY = "ready"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kafka_replay.apps.flink_job",
+        description="Run a Flink job on a local Flink cluster as the app under test.",
+    )
+    parser.add_argument("jar", type=Path, help="the job's jar, as `flink run` takes it")
+    parser.add_argument("--class", dest="main_class", help="its main class (else the manifest's)")
+    parser.add_argument(
+        "--with",
+        dest="extra",
+        action="append",
+        default=[],
+        help="Maven coordinates of a connector the jar does not carry, put on the job's "
+        "classpath (repeatable)",
+    )
+    parser.add_argument(
+        "--set", action="append", default=[], help="a Flink setting KEY=VALUE (repeatable)"
+    )
+    parser.add_argument("--version", default=flink_runtime.FLINK_VERSION)
+    parser.add_argument(
+        "--fetch",
+        action="store_true",
+        help="only fetch Flink and the --with connectors from Maven Central (once, then cached)",
+    )
+    parser.add_argument("arguments", nargs="*", help="the job's own arguments (after --)")
+    arguments = parser.parse_args(argv)
+    try:
+        if arguments.fetch:
+            fetch(arguments.version, arguments.extra)
+            return 0
+        return run_job(arguments)
+    except (flink_runtime.FlinkError, ServerError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 2
+
+
+def fetch(version: str, extra: Sequence[str]) -> None:
+    """Resolve Flink ``version`` and ``extra`` into the cache, saying where."""
+    jars = flink_runtime.flink_classpath(version)
+    print(f"Flink {version}: {len(jars)} jars in {jars[0].parent}")
+    for coordinates in extra:
+        print(f"{coordinates}: {len(flink_runtime.user_jars(coordinates, version))} jars")
+
+
+def run_job(arguments: argparse.Namespace) -> int:
+    """Run the job from its last checkpoint, and last as long as it does (its exit code, or
+    128 + the signal that ended it)."""
+    if not arguments.jar.is_file():
+        raise flink_runtime.FlinkError(f"{arguments.jar}: no such job jar")
+    context = AppContext.from_env()
+    settings = pairs(arguments.set, "--set")
+    extra = [jar for c in arguments.extra for jar in flink_runtime.user_jars(c, arguments.version)]
+    classpath = flink_runtime.flink_classpath(arguments.version)
+    properties_file = os.environ.get(CLIENT_PROPERTIES)
+    with contextlib.ExitStack() as scratch:
+        work_dir = (  # the run's: the instance's checkpoints are kept there across restarts
+            Path(properties_file).parent / f"flink-job-{context.instance}"
+            if properties_file
+            else Path(scratch.enter_context(tempfile.TemporaryDirectory()))
+        )
+        checkpoints = work_dir / "checkpoints"
+        config = flink_runtime.cluster_config(checkpoints, settings)
+        flink_runtime.write_config(work_dir / "conf", config)
+        restore = flink_runtime.newest_checkpoint(checkpoints)
+        print(
+            f"restoring from {restore}" if restore else f"no checkpoint in {checkpoints}: a fresh start",
+            flush=True,
+        )
+        command = flink_runtime.run_command(
+            classpath=classpath,
+            main_class=arguments.main_class,
+            jar=arguments.jar,
+            extra_jars=extra,
+            restore=restore,
+            arguments=arguments.arguments,
+        )
+        started = time.time()
+        job = spawn_in_group(
+            command, sys.stdout.buffer, env={**os.environ, "FLINK_CONF_DIR": str(work_dir / "conf")}
+        )
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(stop, lambda number, _frame: job.send_signal(number))
+        watch = threading.Thread(
+            target=_report_ready, args=(job, checkpoints, restore, started), daemon=True
+        )
+        watch.start()
+        code = job.wait()
+    return code if code >= 0 else 128 - code
+
+
+def _report_ready(job: Any, checkpoints: Path, restored: Path | None, started: float) -> None:
+    """Report :data:`READY` once the job completed a checkpoint of this start: its sources
+    read and its sinks write, which is what the supervisor waits for."""
+    while job.poll() is None:
+        newest = flink_runtime.newest_checkpoint(checkpoints)
+        if newest is not None and newest != restored:
+            if (newest / flink_runtime.METADATA).stat().st_mtime >= started - 1:
+                print(f"the job completed its first checkpoint: {newest}", flush=True)
+                Reporter.from_env().event(READY, checkpoint=str(newest))
+                return
+        time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

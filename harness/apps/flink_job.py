@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from kafka_replay.servers.process import spawn_in_group
-from kafka_replay.servers.server_errors import ServerError
 
 from . import flink_runtime
 from .connect_worker import pairs
@@ -69,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fetch(arguments.version, arguments.extra)
             return 0
         return run_job(arguments)
-    except (flink_runtime.FlinkError, ServerError, ValueError) as exc:
+    except (RuntimeError, ValueError) as exc:  # FlinkError, ServerError, the contract's
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
 
@@ -87,9 +86,9 @@ def run_job(arguments: argparse.Namespace) -> int:
     128 + the signal that ended it)."""
     if not arguments.jar.is_file():
         raise flink_runtime.FlinkError(f"{arguments.jar}: no such job jar")
-    context = AppContext.from_env()
     settings = pairs(arguments.set, "--set")
     extra = [jar for c in arguments.extra for jar in flink_runtime.user_jars(c, arguments.version)]
+    context = AppContext.from_env()  # outside the harness: says which variables are unset
     classpath = flink_runtime.flink_classpath(arguments.version)
     properties_file = os.environ.get(CLIENT_PROPERTIES)
     with contextlib.ExitStack() as scratch:
@@ -103,7 +102,9 @@ def run_job(arguments: argparse.Namespace) -> int:
         flink_runtime.write_config(work_dir / "conf", config)
         restore = flink_runtime.newest_checkpoint(checkpoints)
         print(
-            f"restoring from {restore}" if restore else f"no checkpoint in {checkpoints}: a fresh start",
+            f"restoring from {restore}"
+            if restore
+            else f"no checkpoint in {checkpoints}: a fresh start",
             flush=True,
         )
         command = flink_runtime.run_command(
@@ -121,23 +122,22 @@ def run_job(arguments: argparse.Namespace) -> int:
         for stop in (signal.SIGTERM, signal.SIGINT):
             signal.signal(stop, lambda number, _frame: job.send_signal(number))
         watch = threading.Thread(
-            target=_report_ready, args=(job, checkpoints, restore, started), daemon=True
+            target=_report_ready, args=(job, checkpoints, started), daemon=True
         )
         watch.start()
         code = job.wait()
     return code if code >= 0 else 128 - code
 
 
-def _report_ready(job: Any, checkpoints: Path, restored: Path | None, started: float) -> None:
-    """Report :data:`READY` once the job completed a checkpoint of this start: its sources
-    read and its sinks write, which is what the supervisor waits for."""
+def _report_ready(job: Any, checkpoints: Path, started: float) -> None:
+    """Report :data:`READY` once the job completed a checkpoint of this start (its sources
+    read and its sinks write): what the supervisor waits for."""
     while job.poll() is None:
-        newest = flink_runtime.newest_checkpoint(checkpoints)
-        if newest is not None and newest != restored:
-            if (newest / flink_runtime.METADATA).stat().st_mtime >= started - 1:
-                print(f"the job completed its first checkpoint: {newest}", flush=True)
-                Reporter.from_env().event(READY, checkpoint=str(newest))
-                return
+        newest = flink_runtime.newest_checkpoint(checkpoints, since=started)
+        if newest is not None:
+            print(f"the job completed its first checkpoint: {newest}", flush=True)
+            Reporter.from_env().event(READY, checkpoint=str(newest))
+            return
         time.sleep(0.1)
 
 

@@ -12,6 +12,7 @@ checkpoint, as a deployment without high availability resubmits it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import zipfile
@@ -89,7 +90,9 @@ def user_jars(coordinates: str, version: str = FLINK_VERSION) -> list[Path]:
     Flink itself does not bring: what ``flink run --classpath`` adds to the job's own."""
     parts = coordinates.split(":")
     if len(parts) != 3 or not all(parts):
-        raise FlinkError(f"--with {coordinates!r}: expected Maven coordinates group:artifact:version")
+        raise FlinkError(
+            f"--with {coordinates!r}: expected Maven coordinates group:artifact:version"
+        )
     jars = resolve_classpath("flink-job-" + coordinates.replace(":", "_"), [Artifact(*parts)])
     flink = {jar.name for jar in flink_classpath(version)}
     return [jar for jar in jars if jar.name not in flink]
@@ -131,11 +134,15 @@ def write_config(conf_dir: Path, config: Mapping[str, str]) -> Path:
     return path
 
 
-def newest_checkpoint(checkpoints: Path) -> Path | None:
+def newest_checkpoint(checkpoints: Path, since: float = 0.0) -> Path | None:
     """The last completed checkpoint under ``checkpoints`` (``JOB_ID/chk-N`` holding its
-    metadata; each run of the job has a job id of its own), or None before the first."""
-    completed = [meta.parent for meta in checkpoints.glob(f"*/chk-*/{METADATA}") if meta.is_file()]
-    return max(completed, key=lambda chk: (chk / METADATA).stat().st_mtime, default=None)
+    metadata; each run of the job has a job id of its own), of those completed at or after
+    ``since`` (Unix seconds), or None before the first."""
+    completed = []
+    for meta in checkpoints.glob(f"*/chk-*/{METADATA}"):
+        with contextlib.suppress(OSError):  # a retained one replaced as we look
+            completed.append((meta.stat().st_mtime, meta.parent))
+    return max((c for c in completed if c[0] >= since), default=(0.0, None))[1]
 
 
 def run_command(

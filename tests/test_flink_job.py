@@ -1,0 +1,142 @@
+"""A Flink job as the app: its local cluster on loopback, its checkpoints kept across restarts,
+and a kill -9 followed by a restore that loses and repeats nothing."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from confluent_kafka import Message
+
+from kafka_replay.apps import AppContext, AppSpec, Supervisor
+from kafka_replay.apps.flink_runtime import (
+    cluster_config,
+    newest_checkpoint,
+    reference_job_jar,
+)
+from kafka_replay.cluster import Cluster
+from kafka_replay.definitions.catalog import catalog_dir
+from kafka_replay.history import RunHistory
+from kafka_replay.servers.ports import listening_addresses
+from tests.kafka_helpers import consume_until, new_consumer, produce_acked
+from tests.test_connect_app import wait_for
+
+
+def test_the_cluster_listens_on_loopback_keeps_its_checkpoints_and_takes_the_teams_settings(
+    tmp_path: Path,
+) -> None:
+    config = cluster_config(tmp_path / "checkpoints", {"execution.checkpointing.interval": "5s"})
+    hosts = [
+        key for key in config if key.endswith(("bind-address", "bind-host", ".address", ".host"))
+    ]
+    assert len(hosts) == 6 and {config[key] for key in hosts} == {"127.0.0.1"}
+    assert config["execution.checkpointing.dir"] == (tmp_path / "checkpoints").as_uri()
+    assert config["execution.checkpointing.externalized-checkpoint-retention"] == (
+        "RETAIN_ON_CANCELLATION"
+    )
+    assert config["restart-strategy.type"] == "none"  # a failed job ends; its supervisor restarts
+    assert config["execution.checkpointing.interval"] == "5s"
+
+
+def test_the_newest_completed_checkpoint_is_restored_from(tmp_path: Path) -> None:
+    assert newest_checkpoint(tmp_path) is None
+    for job, checkpoint, completed in (("a", 3, 100.0), ("b", 7, 200.0), ("b", 8, None)):
+        directory = tmp_path / job / f"chk-{checkpoint}"
+        directory.mkdir(parents=True)
+        if completed is not None:
+            (directory / "_metadata").write_bytes(b"m")
+            os.utime(directory / "_metadata", (completed, completed))
+    assert newest_checkpoint(tmp_path) == tmp_path / "b" / "chk-7"  # chk-8 never completed
+    assert newest_checkpoint(tmp_path, since=150.0) == tmp_path / "b" / "chk-7"
+    assert newest_checkpoint(tmp_path, since=250.0) is None  # none of this start yet
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        (["missing.jar"], "missing.jar: no such job jar"),
+        (
+            ["{jar}", "--set", "parallelism.default"],
+            "--set 'parallelism.default': expected KEY=VALUE",
+        ),
+        (["{jar}", "--with", "flink-connector-kafka"], "expected Maven coordinates"),
+    ],
+    ids=["no-jar", "bad-setting", "bad-connector"],
+)
+def test_a_mistake_is_one_error_line_before_any_cluster_starts(
+    tmp_path: Path, arguments: list[str], says: str
+) -> None:
+    jar = tmp_path / "job.jar"
+    jar.write_bytes(b"PK")
+    result = subprocess.run(
+        [sys.executable, "-m", "kafka_replay.apps.flink_job",
+         *(argument.replace("{jar}", str(jar)) for argument in arguments)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and says in line, line
+
+
+def _copied(cluster: Cluster, topic: str, count: int) -> list[Message]:
+    """What a read_committed reader finds in ``topic`` once it holds ``count`` records."""
+    consumer = new_consumer(cluster, **{"isolation.level": "read_committed"})
+    try:
+        consumer.subscribe([topic])
+        return consume_until(consumer, lambda found: len(found) >= count, timeout=60)
+    finally:
+        consumer.close()
+
+
+def test_the_job_runs_on_loopback_and_a_killed_job_resumes_from_its_checkpoint(
+    kafka_cluster: Cluster, kafka_topic, tmp_path: Path
+) -> None:
+    source, sink = kafka_topic("flink-in", partitions=2), kafka_topic("flink-out", partitions=2)
+    group = kafka_cluster.unique_name("flink")
+    history = RunHistory(tmp_path / "run")
+    command = (
+        f"{shlex.quote(sys.executable)} -m kafka_replay.apps.flink_job "
+        f"{reference_job_jar(catalog_dir())} --class ExactlyOnceJob"
+    )
+    apps = Supervisor(
+        AppSpec.parse(command),
+        lambda i: AppContext(
+            kafka_cluster.client_bootstrap_servers,
+            source,
+            sink,
+            group,
+            {"transaction.timeout.ms": 60000},
+            i,
+            properties_dir=tmp_path,
+        ),
+        history.logs_dir,
+        on_event=history.stream("lifecycle"),
+        report_dir=history.events_dir,
+        ready=lambda members: False,  # a Flink source joins no group: the job reports ready
+    )
+    try:
+        with apps:
+            apps.start(1)  # returns once the job completed a checkpoint
+            (started,) = [e for e in history.read("lifecycle") if e["kind"] == "start"]
+            wrapper = psutil.Process(started["pid"])
+            (jvm,) = wrapper.children()
+            listening = listening_addresses(jvm.pid)
+            assert listening and {ip for ip, _ in listening} == {"127.0.0.1"}, listening
+
+            produce_acked(kafka_cluster, source, [(f"k{n}", f"first-{n}") for n in range(50)])
+            assert len(_copied(kafka_cluster, sink, 50)) == 50
+            apps.signal(0, signal.SIGKILL)  # its JVM too: one process group
+            wait_for(lambda: "restoring from" in apps.output(0), 60, "a restart from a checkpoint")
+            produce_acked(kafka_cluster, source, [(f"k{n}", f"second-{n}") for n in range(50)])
+            copied = _copied(kafka_cluster, sink, 100)
+            values = sorted(message.value().decode() for message in copied)
+            assert len(values) == len(set(values)) == 100, values
+    finally:
+        history.close()
+    assert not jvm.is_running() or jvm.status() == psutil.STATUS_ZOMBIE

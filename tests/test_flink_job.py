@@ -31,7 +31,9 @@ from tests.test_connect_app import wait_for
 def test_the_cluster_listens_on_loopback_keeps_its_checkpoints_and_takes_the_teams_settings(
     tmp_path: Path,
 ) -> None:
-    config = cluster_config(tmp_path / "checkpoints", {"execution.checkpointing.interval": "5s"})
+    config = cluster_config(
+        tmp_path / "checkpoints", tmp_path / "tmp", {"execution.checkpointing.interval": "5s"}
+    )
     hosts = [
         key for key in config if key.endswith(("bind-address", "bind-host", ".address", ".host"))
     ]
@@ -40,6 +42,7 @@ def test_the_cluster_listens_on_loopback_keeps_its_checkpoints_and_takes_the_tea
     assert config["execution.checkpointing.externalized-checkpoint-retention"] == (
         "RETAIN_ON_CANCELLATION"
     )
+    assert config["io.tmp.dirs"] == str(tmp_path / "tmp")  # nothing left in the machine's /tmp
     assert config["restart-strategy.type"] == "none"  # a failed job ends; its supervisor restarts
     assert config["execution.checkpointing.interval"] == "5s"
 
@@ -140,3 +143,4 @@ def test_the_job_runs_on_loopback_and_a_killed_job_resumes_from_its_checkpoint(
     finally:
         history.close()
     assert not jvm.is_running() or jvm.status() == psutil.STATUS_ZOMBIE
+    assert not (tmp_path / "flink-job-0" / "tmp").exists()  # its temporary files went with it

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -97,8 +98,11 @@ def run_job(arguments: argparse.Namespace) -> int:
             if properties_file
             else Path(scratch.enter_context(tempfile.TemporaryDirectory()))
         )
-        checkpoints = work_dir / "checkpoints"
-        config = flink_runtime.cluster_config(checkpoints, settings)
+        checkpoints, scratch_dir = work_dir / "checkpoints", work_dir / "tmp"
+        shutil.rmtree(scratch_dir, ignore_errors=True)  # a killed start's
+        scratch_dir.mkdir(parents=True)
+        scratch.callback(shutil.rmtree, scratch_dir, ignore_errors=True)
+        config = flink_runtime.cluster_config(checkpoints, scratch_dir, settings)
         flink_runtime.write_config(work_dir / "conf", config)
         restore = flink_runtime.newest_checkpoint(checkpoints)
         print(
@@ -114,6 +118,7 @@ def run_job(arguments: argparse.Namespace) -> int:
             extra_jars=extra,
             restore=restore,
             arguments=arguments.arguments,
+            scratch=scratch_dir,
         )
         started = time.time()
         job = spawn_in_group(

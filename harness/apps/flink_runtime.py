@@ -98,12 +98,14 @@ def user_jars(coordinates: str, version: str = FLINK_VERSION) -> list[Path]:
     return [jar for jar in jars if jar.name not in flink]
 
 
-def cluster_config(checkpoints: Path, settings: Mapping[str, str]) -> dict[str, str]:
+def cluster_config(checkpoints: Path, scratch: Path, settings: Mapping[str, str]) -> dict[str, str]:
     """A local cluster's settings: every listener on 127.0.0.1 on a free port; a checkpoint
-    every second into ``checkpoints``, kept when the job ends; no restarts inside the JVM (a
+    every second into ``checkpoints``, kept when the job ends; its other files (BLOBs, spills)
+    in ``scratch``, not the machine's temporary directory; no restarts inside the JVM (a
     failed job ends the process and its supervisor starts it again from the last checkpoint,
     as a deployment would); then the team's own ``settings``."""
     config = {
+        "io.tmp.dirs": str(scratch.resolve()),
         "rest.bind-address": "127.0.0.1",
         "rest.address": "127.0.0.1",
         "rest.bind-port": "0",
@@ -153,11 +155,15 @@ def run_command(
     extra_jars: Sequence[Path] = (),
     restore: Path | None = None,
     arguments: Sequence[str] = (),
+    scratch: Path | None = None,
 ) -> list[str]:
     """``flink run --target local`` as one ``java`` command line: the job's ``jar`` (its
     ``main_class``, else the jar's manifest's), ``extra_jars`` on the job's classpath, resumed
-    from ``restore``."""
-    command = [find_java(), *JVM_OPTIONS, *OPENS, *LOGGING, "-cp", ":".join(map(str, classpath))]
+    from ``restore``, its temporary files in ``scratch``."""
+    command = [find_java(), *JVM_OPTIONS, *OPENS, *LOGGING]
+    if scratch is not None:
+        command.append(f"-Djava.io.tmpdir={scratch.resolve()}")
+    command += ["-cp", ":".join(map(str, classpath))]
     command += [CLI, "run", "--target", "local"]
     if main_class:
         command += ["--class", main_class]

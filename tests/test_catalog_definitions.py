@@ -84,6 +84,7 @@ PUBLIC_WRITE_UPS = {
     "mirror-failover-offsets",
     "unclean-leader-election",
     "compacted-state-resurrection",
+    "flink-exactly-once-transaction-timeout",
 }
 
 

@@ -211,6 +211,7 @@ NOT_APPLICABLE_ON_TANSU = {
     "offset-retention-expiry": "offsets.retention.minutes",
     "transactional-id-expiry": "transactional.id.expiration.ms",
     "mirror-failover-offsets": "step fail_over",  # its primary could not come back
+    "flink-exactly-once-transaction-timeout": "Tansu has no EndTxn API",
 }
 
 

@@ -18,6 +18,8 @@ CAPABILITIES = {
     "the log start offset past them",
     "compaction": "compact a topic with cleanup.policy=compact: remove the records a later one "
     "of their key superseded, and tombstones after delete.retention.ms",
+    "transactions": "commit and abort transactions (the AddPartitionsToTxn, AddOffsetsToTxn, "
+    "TxnOffsetCommit and EndTxn APIs)",
     "share_groups": "consume as a share group (KIP-932: ShareGroupHeartbeat, ShareFetch, "
     "ShareAcknowledge, DescribeShareGroupOffsets), on by default from Kafka 4.2",
 }

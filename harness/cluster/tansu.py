@@ -115,6 +115,7 @@ class TansuCluster(NodeCluster):
         "broker would come back empty",
         "share_groups": "Tansu has no share groups (no ShareGroupHeartbeat or ShareFetch API)",
         "retention": "Tansu deletes no records by retention.ms: a topic's log keeps its start",
+        "transactions": "Tansu has no EndTxn API: no transaction can commit or abort",
         "compaction": "Tansu compacts no topic: a log with cleanup.policy=compact keeps every "
         "record and every tombstone",
     }

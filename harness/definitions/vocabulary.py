@@ -62,6 +62,18 @@ Play = Callable[..., dict[str, Any]]
 
 
 @dataclass(frozen=True)
+class NeedsByField:
+    """A capability a step needs for some values of one of its fields only: a fault aimed at
+    ``EndTxn`` requests needs a broker that has transactions, one aimed at ``Fetch`` does not."""
+
+    field: str
+    capabilities: Mapping[str, str]  # the field's value -> the capability it needs
+
+    def __call__(self, options: Mapping[str, Any]) -> str | None:
+        return self.capabilities.get(options.get(self.field))
+
+
+@dataclass(frozen=True)
 class StepKind:
     name: str
     fields: Mapping[str, Field]
@@ -69,7 +81,18 @@ class StepKind:
     summary: str
     validate: Validator | None = None
     #: What the cluster must be able to do (a name of :mod:`kafka_replay.cluster.capabilities`).
-    needs: str | None = None
+    needs: str | NeedsByField | None = None
+
+    def needs_for(self, options: Mapping[str, Any]) -> str | None:
+        """The capability a step of this kind with ``options`` needs, if any."""
+        return self.needs(options) if isinstance(self.needs, NeedsByField) else self.needs
+
+    @property
+    def may_need(self) -> tuple[str, ...]:
+        """Every capability a step of this kind may need."""
+        if isinstance(self.needs, NeedsByField):
+            return tuple(sorted(set(self.needs.capabilities.values())))
+        return (self.needs,) if self.needs else ()
 
 
 #: Every step a definition may use, by name, in the order they were registered.
@@ -77,19 +100,27 @@ STEPS: dict[str, StepKind] = {}
 
 
 def step_kind(
-    name: str, validate: Validator | None = None, needs: str | None = None, **fields: Field
+    name: str,
+    validate: Validator | None = None,
+    needs: str | NeedsByField | None = None,
+    **fields: Field,
 ) -> Callable[[Play], Play]:
     """Register a step; its docstring's first line is its summary in the docs.
 
-    ``needs``: the capability a backend must have for the step (a backend that lacks it makes
-    the run not applicable, with the backend's reason).
+    ``needs``: the capability a backend must have for the step, or a :class:`NeedsByField`
+    for one that depends on a field's value (a backend that lacks it makes the run not
+    applicable, with the backend's reason).
     """
-    if needs is not None and needs not in CAPABILITIES:
-        raise ValueError(f"step {name} needs {needs!r}, not one of {', '.join(CAPABILITIES)}")
 
     def register(play: Play) -> Play:
         summary = (play.__doc__ or "").strip().splitlines()[0]
-        STEPS[name] = StepKind(name, fields, play, summary, validate, needs)
+        kind = StepKind(name, fields, play, summary, validate, needs)
+        for capability in kind.may_need:
+            if capability not in CAPABILITIES:
+                raise ValueError(
+                    f"step {name} needs {capability!r}, not one of {', '.join(CAPABILITIES)}"
+                )
+        STEPS[name] = kind
         return play
 
     return register

@@ -15,7 +15,13 @@ from typing import Any
 
 from kafka_replay.cluster.log_end import LogEndError
 from kafka_replay.definitions.model import Step
-from kafka_replay.definitions.vocabulary import REQUIRED, Field, StepContext, step_kind
+from kafka_replay.definitions.vocabulary import (
+    REQUIRED,
+    Field,
+    NeedsByField,
+    StepContext,
+    step_kind,
+)
 from kafka_replay.faults import (
     ACTIONS,
     CLIENTS,
@@ -35,6 +41,8 @@ from .idle_apps import idle_apps
 from .stage import APP, Stage, StepFailed
 
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGSTOP", "SIGCONT", "SIGINT")
+#: The requests only a broker with transactions answers: a fault aimed at one needs such a broker.
+TRANSACTION_APIS = ("AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn")
 
 
 def _gap(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | None:
@@ -404,6 +412,7 @@ def _kill_sender(stage: Stage) -> Callable[[int], dict[str, Any]]:
 @step_kind(
     "kafka_fault",
     _kafka_fault,
+    needs=NeedsByField("api", dict.fromkeys(TRANSACTION_APIS, "transactions")),
     api=Field(str),
     action=Field(str, REQUIRED, ACTIONS),
     clients=Field(str, "all", tuple(CLIENTS)),

@@ -187,7 +187,7 @@ def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dic
     """
     where = cluster.label
     for step in incident.steps:
-        needs = step_kinds()[step.do].needs
+        needs = step_kinds()[step.do].needs_for(step.options)
         if needs in cluster.lacks:
             raise NotApplicable(f"step {step.do}: {cluster.lacks[needs]}")
     if moves_to_consumer_protocol(incident, profile):

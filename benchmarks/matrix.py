@@ -5,7 +5,8 @@ here: the catalog against apps in other languages, every payload under every inc
 profile, real Tansu and the catalog on it, image apps on both backends, each service shape, the
 JVM billing service under every database incident, more kill moments under open transactions,
 the JVM reference apps' other profiles, the older Kafka releases, a team's JVM app from the
-installed wheel and its definitions from the command line, pytest's workers on one Spark server.
+installed wheel and its definitions from the command line, pytest's workers on one Spark server
+and the checker on a standalone Spark cluster, the engine's lost Produce answers.
 Each test asserts its verdicts, so a wrong one fails this benchmark; it prints every test's
 result and time, and the worker-seconds each group took.
 
@@ -46,7 +47,8 @@ GROUPS = {
         "tests/test_team_directories.py",
         "tests/test_bad_input.py",
     ),
-    "spark": ("tests/test_connect_server.py",),
+    "spark": ("tests/test_connect_server.py", "tests/test_checker_end_to_end.py"),
+    "requests": ("tests/test_request_proxy.py",),
 }
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -149,6 +149,7 @@ def test_kafka_replay_check_writes_the_report_and_gates_on_it(
     assert report["anomalies"]["log_duplicate"]["count"] == 0
 
 
+@pytest.mark.matrix  # another Spark master: ./dev bench matrix spark (made room for Flink's items)
 def test_the_checker_runs_on_a_spark_standalone_cluster(
     kafka_cluster: Cluster, kafka_topic, tmp_path
 ) -> None:

@@ -364,6 +364,9 @@ every = 10
 count = 3"""
 
 
+# the same fault through the engine as producer-retry-duplicates' two catalog items, which CI
+# runs: ./dev bench matrix requests (made room for Flink's items)
+@pytest.mark.matrix
 @pytest.mark.parametrize("idempotent", [False, True], ids=["plain-producer", "idempotent-producer"])
 def test_the_engine_loses_three_produce_answers_of_the_workload_and_records_each(
     tmp_path: Path, pool: ClusterPool, spark: SparkSession, idempotent: bool

@@ -110,10 +110,11 @@ def one_run(bootstrap: str, topic: str, work: Path) -> tuple[float, float, float
         instance = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)  # fmt: skip
     try:
-        answered = _wait(lambda: b"submitted to the worker" in (work / "worker.log").read_bytes(),
-                         instance, started)  # fmt: skip
-        written = _wait(lambda: sink.exists() and len(sink.read_bytes().splitlines()) >= RECORDS,
-                        instance, started)  # fmt: skip
+        worker_log = work / "worker.log"
+        answered = wait_until(lambda: b"submitted to the worker" in worker_log.read_bytes(),
+                              instance, started)  # fmt: skip
+        written = wait_until(lambda: sink.exists() and len(sink.read_bytes().splitlines())
+                             >= RECORDS, instance, started)  # fmt: skip
         (worker,) = psutil.Process(instance.pid).children()
         peak = peak_rss_mib(worker.pid)
     finally:
@@ -122,7 +123,7 @@ def one_run(bootstrap: str, topic: str, work: Path) -> tuple[float, float, float
     return answered, written, peak
 
 
-def _wait(
+def wait_until(
     done: Callable[[], bool],
     instance: subprocess.Popen[bytes],
     started: float,

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Message
 
 from kafka_replay.apps import AppContext, AppSpec, Supervisor
+from kafka_replay.apps.flink_job import parse
 from kafka_replay.apps.flink_runtime import (
     cluster_config,
     newest_checkpoint,
@@ -58,6 +59,13 @@ def test_the_newest_completed_checkpoint_is_restored_from(tmp_path: Path) -> Non
     assert newest_checkpoint(tmp_path) == tmp_path / "b" / "chk-7"  # chk-8 never completed
     assert newest_checkpoint(tmp_path, since=150.0) == tmp_path / "b" / "chk-7"
     assert newest_checkpoint(tmp_path, since=250.0) is None  # none of this start yet
+
+
+def test_the_jobs_own_arguments_are_every_word_after_the_double_dash() -> None:
+    given = parse(["job.jar", "--class", "Main", "--", "--window", "5s", "--set", "x"])
+    assert (given.jar, given.main_class, given.set) == (Path("job.jar"), "Main", [])
+    assert given.arguments == ["--window", "5s", "--set", "x"]
+    assert parse(["job.jar"]).arguments == []
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,17 @@ from .instrument import Reporter
 READY = "ready"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The options, and the job's own arguments: every word after the first ``--``, wherever
+    the options stand."""
+    given = list(argv)
+    cut = given.index("--") if "--" in given else len(given)
+    arguments = _parser().parse_args(given[:cut])
+    arguments.arguments = given[cut + 1 :]
+    return arguments
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m kafka_replay.apps.flink_job",
         description="Run a Flink job on a local Flink cluster as the app under test.",
@@ -62,8 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="only fetch Flink and the --with connectors from Maven Central (once, then cached)",
     )
-    parser.add_argument("arguments", nargs="*", help="the job's own arguments (after --)")
-    arguments = parser.parse_args(argv)
+    parser.usage = "%(prog)s JAR [options] [-- ARGUMENT...]"
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = parse(sys.argv[1:] if argv is None else argv)
     try:
         if arguments.fetch:
             fetch(arguments.version, arguments.extra)

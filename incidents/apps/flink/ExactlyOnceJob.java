@@ -115,12 +115,17 @@ public class ExactlyOnceJob {
                 .setProperties(consumer)
                 .build();
 
+        // the job's own transaction timeout, the broker's default maximum (Flink's default, an
+        // hour, is refused by such a broker); the incident's, when it gives one, over it
+        Properties producer = new Properties();
+        producer.setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "900000");
+        producer.putAll(settings(ProducerConfig.configNames()));
         KafkaSink<Record> sink = KafkaSink.<Record>builder()
                 .setBootstrapServers(bootstrap)
                 .setRecordSerializer(new ToKafka(env.get("REPLAY_OUTPUT_TOPIC")))
                 .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
                 .setTransactionalIdPrefix(env.get("REPLAY_TRANSACTIONAL_ID"))
-                .setKafkaProducerConfig(settings(ProducerConfig.configNames()))
+                .setKafkaProducerConfig(producer)
                 .build();
 
         StreamExecutionEnvironment job = StreamExecutionEnvironment.getExecutionEnvironment();

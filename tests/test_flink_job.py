@@ -3,6 +3,7 @@ and a kill -9 followed by a restore that loses and repeats nothing."""
 
 from __future__ import annotations
 
+import io
 import os
 import shlex
 import signal
@@ -15,7 +16,7 @@ import pytest
 from confluent_kafka import Message
 
 from kafka_replay.apps import AppContext, AppSpec, Supervisor
-from kafka_replay.apps.flink_job import parse
+from kafka_replay.apps.flink_job import parse, relay
 from kafka_replay.apps.flink_runtime import (
     cluster_config,
     newest_checkpoint,
@@ -93,6 +94,28 @@ def test_a_mistake_is_one_error_line_before_any_cluster_starts(
     assert result.returncode == 2, result.stdout + result.stderr
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: ") and says in line, line
+
+
+def test_a_failed_jobs_root_cause_ends_its_log(tmp_path: Path) -> None:
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "REPLAY_INPUT_TOPIC": "in",
+           "REPLAY_OUTPUT_TOPIC": "out", "REPLAY_GROUP_ID": "jobs"}  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "kafka_replay.apps.flink_job", str(reference_job_jar(catalog_dir())),
+         "--class", "NoSuchJob"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "at org.apache.flink" in result.stdout  # Flink's own account, relayed whole
+    last = result.stderr.splitlines()[-1]
+    assert last == "error: the job failed: java.lang.ClassNotFoundException: NoSuchJob", last
+
+
+def test_a_relayed_output_keeps_every_line_and_names_the_last_cause() -> None:
+    output = io.BytesIO()
+    logged = b"start\nCaused by: java.io.IOException: a\n\tat x\nCaused by: Timeout: b\nend\n"
+    assert relay(io.BytesIO(logged), output) == "Timeout: b"
+    assert output.getvalue() == logged
+    assert relay(io.BytesIO(b"fine\n"), io.BytesIO()) is None
 
 
 def _copied(cluster: Cluster, topic: str, count: int) -> list[Message]:

@@ -19,13 +19,14 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kafka_replay.servers.process import spawn_in_group
 
@@ -136,7 +137,7 @@ def run_job(arguments: argparse.Namespace) -> int:
         )
         started = time.time()
         job = spawn_in_group(
-            command, sys.stdout.buffer, env={**os.environ, "FLINK_CONF_DIR": str(work_dir / "conf")}
+            command, subprocess.PIPE, env={**os.environ, "FLINK_CONF_DIR": str(work_dir / "conf")}
         )
         for stop in (signal.SIGTERM, signal.SIGINT):
             signal.signal(stop, lambda number, _frame: job.send_signal(number))
@@ -144,8 +145,24 @@ def run_job(arguments: argparse.Namespace) -> int:
             target=_report_ready, args=(job, checkpoints, started), daemon=True
         )
         watch.start()
+        cause = relay(job.stdout, sys.stdout.buffer)
         code = job.wait()
+    if code > 0 and cause:  # the root cause, where the end of the app's log shows it
+        print(f"error: the job failed: {cause}", file=sys.stderr, flush=True)
     return code if code >= 0 else 128 - code
+
+
+def relay(source: IO[bytes], sink: IO[bytes]) -> str | None:
+    """Copy the job's output to ``sink`` line by line until it ends; return its last
+    ``Caused by:`` line (the root cause of the last failure Flink logged), if any. A failed
+    job's log ends with its shutdown, far below the reason."""
+    cause = None
+    for line in source:
+        sink.write(line)
+        sink.flush()
+        if line.startswith(b"Caused by: "):
+            cause = line.decode(errors="replace").removeprefix("Caused by: ").strip()
+    return cause
 
 
 def _report_ready(job: Any, checkpoints: Path, started: float) -> None:

@@ -86,12 +86,13 @@ def spawn(
 
 
 def spawn_in_group(
-    command: Sequence[str], output: IO[bytes], env: Mapping[str, str] | None = None
+    command: Sequence[str], output: IO[bytes] | int, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` as a helper of the calling process: in its process group (a signal
     to the group, as a supervisor's kill -9 or freeze, reaches both), dying with it, and
     tagged with the caller's own lease (inherited in the environment), so the reaper that
-    kills the caller's group kills it too."""
+    kills the caller's group kills it too. ``output``: where its output goes (a file, or
+    ``subprocess.PIPE`` for the caller to read)."""
     env = dict(os.environ if env is None else env)
     return subprocess.Popen(
         _dying_with_parent(command, env, None),

@@ -94,15 +94,19 @@ filtered = "tests.apps.shop:is_payment"
 """
 
 
+@pytest.mark.parametrize(
+    ("guarantee", "reference"),
+    [("at-least-once", "batch_forwarder"), ("exactly-once", "eos_processor")],
+)
 def test_a_service_that_dead_letters_is_drawn_with_poison_pills_and_a_reference_that_does_too(
-    tmp_path: Path,
+    tmp_path: Path, guarantee: str, reference: str
 ) -> None:
     expect = tmp_path / "expect.toml"
     expect.write_text(EXPECT_DEAD_LETTER)
-    service = read_shape(expect, "at-least-once")
+    service = read_shape(expect)
     schedule = draw(3, 0, choose_families(None))
     path = tmp_path / f"{schedule.name}.toml"
-    path.write_text(definition_text(schedule, APP, "at-least-once", dict([KINDS["misrouted"]]),
+    path.write_text(definition_text(schedule, APP, guarantee, dict([KINDS["misrouted"]]),
                                     service=service))  # fmt: skip
     incident = load_incident(path)
     assert (incident.role("orders-dlq"), incident.expect.dead_letter) == ("dead_letter",
@@ -111,30 +115,17 @@ def test_a_service_that_dead_letters_is_drawn_with_poison_pills_and_a_reference_
     workload = incident.profiles["vulnerable"].workloads["events"]
     poisoned = workload.parameters["poison_at"]
     assert len(poisoned) == 3 and poisoned == service.poison_at(3, schedule.shape.records)
-    reference = incident.profiles["remediated"].app.command
-    assert reference.endswith(
-        "batch_forwarder --on-bad dead-letter --dead-letter-topic {topic.orders-dlq}"
+    assert incident.profiles["remediated"].app.command.endswith(
+        f"{reference} --on-bad dead-letter --dead-letter-topic {{topic.orders-dlq}}"
         " --filtered tests.apps.shop:is_payment"
     )
 
 
-@pytest.mark.parametrize(
-    ("table", "guarantee", "said"),
-    [
-        ('[expect.fan_out]\nkinds = ["a", "b"]\nkind_of = "m:f"\n', "at-least-once",
-         "[expect.fan_out] is not explored"),
-        ('[topics.dlq]\npartitions = 1\nrole = "dead_letter"\n', "exactly-once",
-         "an exactly-once service that dead-letters or drops inputs is not explored yet"),
-    ],
-    ids=["fan-out", "exactly-once-dead-letters"],
-)  # fmt: skip
-def test_a_shape_no_reference_service_has_is_refused(
-    table: str, guarantee: str, said: str, tmp_path: Path
-) -> None:
+def test_a_shape_no_reference_service_has_is_refused(tmp_path: Path) -> None:
     expect = tmp_path / "expect.toml"
-    expect.write_text(table + ('\n[expect]\ndead_letter = "dlq"\n' if "dlq" in table else ""))
-    with pytest.raises(ValueError, match=re.escape(said)):
-        read_shape(expect, guarantee)
+    expect.write_text('[expect.fan_out]\nkinds = ["a", "b"]\nkind_of = "m:f"\n')
+    with pytest.raises(ValueError, match=re.escape("[expect.fan_out] is not explored")):
+        read_shape(expect)
 
 
 def test_unknown_families_are_refused_naming_the_allowed_ones() -> None:

@@ -61,7 +61,7 @@ def explore(
                          "an image")  # fmt: skip
     drawn_from = choose_families(families)
     check_one_service(app, image)
-    service = read_shape(expect, guarantee) if expect is not None else None
+    service = read_shape(expect) if expect is not None else None
     settings = (settings or RunSettings()).replace(app=None, app_image=None, guarantee=None)
     seed = seed if seed is not None else secrets.randbelow(10**6)
     progress(

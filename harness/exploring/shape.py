@@ -2,11 +2,12 @@
 file says it makes of each input, written into every drawn definition, and the reference
 service that does the same, so that a schedule that breaks it is checked against a correct one.
 
-The reference is the catalog's at-least-once service given the same place for each input: a
-value that is not a JSON object, or one the ``[expect] bad`` predicate names, written to the
-dead-letter topic as it came; one the ``filtered`` predicate names dropped. Kinds of output on
-one topic have no reference (no service but the team's knows what makes a record one kind or
-another), nor has an exactly-once service that dead-letters or drops yet.
+The reference is the catalog's service for the guarantee asked (at-least-once or exactly-once)
+given the same place for each input: a value that is not a JSON object, or one the ``[expect]
+bad`` predicate names, written to the dead-letter topic as it came (by the exactly-once one, in
+the transaction that holds the results and the offsets); one the ``filtered`` predicate names
+dropped. Kinds of output on one topic have no reference (no service but the team's knows what
+makes a record one kind or another).
 """
 
 from __future__ import annotations
@@ -47,8 +48,7 @@ class ServiceShape:
         return next(roles, None)
 
     def reference(self, command: str) -> str:
-        """The at-least-once reference ``command`` made to put each input where this shape
-        says."""
+        """The reference service's ``command`` made to put each input where this shape says."""
         if self.dead_letter:
             command += f" --on-bad dead-letter --dead-letter-topic {{topic.{self.dead_letter}}}"
         for option in ("bad", "filtered"):
@@ -89,7 +89,7 @@ def check_shape(service: ServiceShape, text: str, scratch: Path) -> None:
         probe.unlink()
 
 
-def read_shape(path: Path, guarantee: str) -> ServiceShape:
+def read_shape(path: Path) -> ServiceShape:
     """An ``--expect`` file as an exploration takes it; ValueError for a shape no reference
     service can be checked against (its one ``error:`` line)."""
     data = read_expect_file(path)  # a DefinitionError names the file and key
@@ -100,12 +100,5 @@ def read_shape(path: Path, guarantee: str) -> ServiceShape:
             f"{where}: [expect.fan_out] is not explored: a finding counts only when a correct "
             "service survives the same schedule, and no reference service writes your kinds; "
             "replay the catalog against your service instead (kafka-replay run --expect)"
-        )
-    if guarantee == "exactly-once" and expect:
-        raise ValueError(
-            f"{where}: an exactly-once service that dead-letters or drops inputs is not "
-            "explored yet (its reference is the at-least-once one's): explore it with "
-            "--guarantee at-least-once, or replay the catalog against it (kafka-replay run "
-            "--expect)"
         )
     return ServiceShape(path, dict(data.get("topics", {})), expect)

@@ -50,15 +50,12 @@ became of its sends (a refusal at ``produce()`` is an exception, so a crash).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from kafka_replay.apps import load_callable
-from kafka_replay.workload.expect import InputRecord
-
+from . import routing
 from .common import Service, next_offsets, result_of
 
 ON_BAD = ("crash", "skip", "dead-letter")
@@ -82,16 +79,12 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="batch_forwarder")
     parser.add_argument("--batch", type=int, default=500, help="unless the incident sets one")
     parser.add_argument("--work-ms", type=float, default=0.0)
-    parser.add_argument("--on-bad", choices=ON_BAD, help="a value that is not a JSON object")
-    parser.add_argument("--dead-letter-topic", help="where --on-bad dead-letter writes it")
+    routing.add_options(parser, ON_BAD)
     parser.add_argument("--enrich-percent", type=float, help="output = input + P%% enrichment")
     parser.add_argument("--on-send-error", choices=ON_SEND_ERROR, help="a send that failed")
     parser.add_argument("--on-commit-error", choices=ON_COMMIT_ERROR, help="a refused commit")
-    parser.add_argument("--bad", type=load_callable, help="module:function: more bad records")
-    parser.add_argument("--filtered", type=load_callable, help="module:function: records dropped")
     options = parser.parse_args(argv)
-    if options.on_bad == "dead-letter" and not options.dead_letter_topic:
-        parser.error("--on-bad dead-letter needs --dead-letter-topic")
+    routing.check_options(parser, options)
     service = Service()
     batch_size = service.context.max_poll_records or options.batch
     consumer = service.consumer()
@@ -111,13 +104,10 @@ def main(argv: list[str]) -> int:
             continue
         for message in batch:
             time.sleep(options.work_ms / 1000)  # the record's work
-            # the order an [expect]'s marks are given in: a poison pill, then bad, then filtered
-            bad = bool(options.on_bad) and (
-                not _decodes(message) or bool(options.bad and options.bad(_as_input(message)))
-            )
-            if not bad and options.filtered and options.filtered(_as_input(message)):
+            place = routing.place_of(message, options)
+            if place == "filtered":
                 continue
-            if bad:
+            if place == "bad":
                 if options.on_bad == "crash":  # as an uncaught exception closes the clients
                     producer.flush(30)
                     consumer.close()
@@ -180,27 +170,6 @@ def _commit(
         if on_error != "retry" or error.code() not in RETRIABLE_COMMIT or service.stopping:
             return  # the next batch's commit covers these offsets too
         time.sleep(COMMIT_RETRY_S)
-
-
-def _as_input(message: Message) -> InputRecord:
-    """The record as an ``[expect]`` predicate sees an input."""
-    headers = {name: value or b"" for name, value in message.headers() or []}
-    key = message.key()
-    return InputRecord(
-        "input",
-        None if key is None else key.decode(errors="replace"),
-        message.value() or b"",
-        headers,
-        headers.get("event_id", b"").decode(errors="replace"),
-    )
-
-
-def _decodes(message: Message) -> bool:
-    """Whether the record's value is a JSON object, as the service's deserializer wants it."""
-    try:
-        return isinstance(json.loads(message.value() or b""), dict)
-    except ValueError:  # not JSON, or not UTF-8 text at all
-        return False
 
 
 def _enriched(value: bytes, percent: float) -> bytes:

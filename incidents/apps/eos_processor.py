@@ -1,7 +1,8 @@
 """An exactly-once consume-transform-produce service, like a Kafka Streams app.
 
 ``python -m kafka_replay_incidents.apps.eos_processor [--side-effects TOPIC] [--keepalive-s S]
-[--outside-transaction] [--work-ms MS] [--transactional-id-per-start]``
+[--outside-transaction] [--work-ms MS] [--transactional-id-per-start] [--on-bad dead-letter
+--dead-letter-topic TOPIC] [--bad MODULE:FUNCTION] [--filtered MODULE:FUNCTION]``
 
 Output and input offsets commit in one transaction. Any error ends the process (the post's
 uncaught exception handler), and the supervisor restarts it like a deployment would; so does
@@ -22,6 +23,10 @@ mid-transaction: confluentinc/librdkafka#5456), whose restart fences the transac
   the process id added), as frameworks that derive it from a process do: a restart then cannot
   fence and abort the transaction a killed process left open, which holds read_committed
   readers until it times out.
+- ``--on-bad dead-letter --dead-letter-topic TOPIC``, ``--bad``, ``--filtered``: each input put
+  where an incident's ``[expect]`` says (:mod:`.routing`): a poison pill or a record ``--bad``
+  names written as it came to the dead-letter topic, in the same transaction as the results and
+  the offsets; a record ``--filtered`` names dropped, its offset committed with the rest.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from contextlib import contextmanager
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from . import routing
 from .common import Service, next_offsets, result_of
 
 #: A transactional call still waiting this long after its own timeout is stuck.
@@ -105,7 +111,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--outside-transaction", action="store_true")
     parser.add_argument("--work-ms", type=float, default=0.0)
     parser.add_argument("--transactional-id-per-start", action="store_true")
+    routing.add_options(parser, ("dead-letter",))
     options = parser.parse_args(argv)
+    routing.check_options(parser, options)
     service = Service()
     context = service.context
     transactional = not options.outside_transaction
@@ -133,6 +141,13 @@ def main(argv: list[str]) -> int:
             if transactional:
                 producer.begin_transaction()
             for message in batch:
+                place = routing.place_of(message, options)
+                if place == "filtered":
+                    continue
+                if place == "bad":  # as it came, in the transaction
+                    producer.produce(options.dead_letter_topic, message.value(), message.key(),
+                                     headers=message.headers() or [])  # fmt: skip
+                    continue
                 value, headers = result_of(message)
                 producer.produce(context.output_topic, value, message.key(), headers=headers)
                 if side_effects is not None:

@@ -69,6 +69,9 @@ PLACEHOLDERS = {
 TRANSACTIONAL_ID = "REPLAY_TRANSACTIONAL_ID"
 INSTANCE = "REPLAY_INSTANCE"
 REPORT_FILE = "REPLAY_REPORT_FILE"
+#: The event (``{"kind": "ready", "pid": ...}`` in the report file) by which an app that joins
+#: no consumer group, as a Flink job, says it is working.
+READY_EVENT = "ready"
 #: ``REPLAY_TOPIC_<NAME>``: a topic by its name in the definition (see :func:`topic_variable`).
 TOPIC_PREFIX = "REPLAY_TOPIC_"
 

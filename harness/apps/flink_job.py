@@ -32,11 +32,8 @@ from kafka_replay.servers.process import spawn_in_group
 
 from . import flink_runtime
 from .connect_worker import pairs
-from .contract import CLIENT_PROPERTIES, AppContext
+from .contract import CLIENT_PROPERTIES, READY_EVENT, AppContext
 from .instrument import Reporter
-
-#: The event an instance reports once its job completed a checkpoint (see the supervisor).
-READY = "ready"
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -106,18 +103,13 @@ def run_job(arguments: argparse.Namespace) -> int:
     extra = [jar for c in arguments.extra for jar in flink_runtime.user_jars(c, arguments.version)]
     context = AppContext.from_env()  # outside the harness: says which variables are unset
     classpath = flink_runtime.flink_classpath(arguments.version)
-    properties_file = os.environ.get(CLIENT_PROPERTIES)
-    with contextlib.ExitStack() as scratch:
-        work_dir = (  # the run's: the instance's checkpoints are kept there across restarts
-            Path(properties_file).parent / f"flink-job-{context.instance}"
-            if properties_file
-            else Path(scratch.enter_context(tempfile.TemporaryDirectory()))
-        )
-        checkpoints, scratch_dir = work_dir / "checkpoints", work_dir / "tmp"
-        shutil.rmtree(scratch_dir, ignore_errors=True)  # a killed start's
-        scratch_dir.mkdir(parents=True)
-        scratch.callback(shutil.rmtree, scratch_dir, ignore_errors=True)
-        config = flink_runtime.cluster_config(checkpoints, scratch_dir, settings)
+    with contextlib.ExitStack() as cleanup:
+        work_dir = _instance_dir(context.instance, cleanup)
+        checkpoints, scratch = work_dir / "checkpoints", work_dir / "tmp"
+        shutil.rmtree(scratch, ignore_errors=True)  # a killed start's
+        scratch.mkdir(parents=True)
+        cleanup.callback(shutil.rmtree, scratch, ignore_errors=True)
+        config = flink_runtime.cluster_config(checkpoints, scratch, settings)
         flink_runtime.write_config(work_dir / "conf", config)
         restore = flink_runtime.newest_checkpoint(checkpoints)
         print(
@@ -133,7 +125,7 @@ def run_job(arguments: argparse.Namespace) -> int:
             extra_jars=extra,
             restore=restore,
             arguments=arguments.arguments,
-            scratch=scratch_dir,
+            scratch=scratch,
         )
         started = time.time()
         job = spawn_in_group(
@@ -152,6 +144,15 @@ def run_job(arguments: argparse.Namespace) -> int:
     return code if code >= 0 else 128 - code
 
 
+def _instance_dir(instance: int, cleanup: contextlib.ExitStack) -> Path:
+    """The instance's directory: in the run's (beside its client properties), so that its
+    checkpoints outlive its restarts; outside the harness, a temporary one."""
+    properties_file = os.environ.get(CLIENT_PROPERTIES)
+    if properties_file:
+        return Path(properties_file).parent / f"flink-job-{instance}"
+    return Path(cleanup.enter_context(tempfile.TemporaryDirectory()))
+
+
 def relay(source: IO[bytes], sink: IO[bytes]) -> str | None:
     """Copy the job's output to ``sink`` line by line until it ends; return its last
     ``Caused by:`` line (the root cause of the last failure Flink logged), if any. A failed
@@ -166,13 +167,13 @@ def relay(source: IO[bytes], sink: IO[bytes]) -> str | None:
 
 
 def _report_ready(job: Any, checkpoints: Path, started: float) -> None:
-    """Report :data:`READY` once the job completed a checkpoint of this start (its sources
+    """Report itself ready once the job completed a checkpoint of this start (its sources
     read and its sinks write): what the supervisor waits for."""
     while job.poll() is None:
         newest = flink_runtime.newest_checkpoint(checkpoints, since=started)
         if newest is not None:
             print(f"the job completed its first checkpoint: {newest}", flush=True)
-            Reporter.from_env().event(READY, checkpoint=str(newest))
+            Reporter.from_env().event(READY_EVENT, checkpoint=str(newest))
             return
         time.sleep(0.1)
 

@@ -31,7 +31,7 @@ import psutil
 from kafka_replay.servers.process import spawn
 from kafka_replay.servers.reaper import Lease
 
-from .contract import REPORT_FILE, AppContext, AppSpec
+from .contract import READY_EVENT, REPORT_FILE, AppContext, AppSpec
 from .image_app import ContainerProcess
 
 log = logging.getLogger(__name__)
@@ -434,7 +434,7 @@ class Supervisor:
             for line in path.read_text().splitlines():
                 with contextlib.suppress(ValueError):
                     event = json.loads(line)
-                    if event.get("kind") == "ready" and event.get("pid") == process.pid:
+                    if event.get("kind") == READY_EVENT and event.get("pid") == process.pid:
                         return True
         return False
 

@@ -104,6 +104,21 @@ def test_the_catalogs_forwarder_that_skips_a_poison_pill_is_found_losing_it(
     assert output["anomalies"]["lost"] == 0 and output["anomalies"]["misrouted"] == 0
 
 
+@pytest.mark.matrix  # CI: batch_forwarder dead-letters in poison-pill's catalog items
+def test_the_exactly_once_reference_dead_letters_in_its_transaction(
+    replay_incident: Replay,
+) -> None:
+    """The exactly-once reference as ``explore --expect`` gives it a dead-letter topic: the
+    poison pill in the dead-letter topic, every other input once, read_committed."""
+    eos = shlex.join(
+        [sys.executable, "-m", "kafka_replay_incidents.apps.eos_processor", "--on-bad",
+         "dead-letter", "--dead-letter-topic", "{topic.dead-letters}"]
+    )  # fmt: skip
+    outcome = replay_incident("poison-pill", "remediated", app=eos, guarantee="exactly-once")
+    assert (outcome.passed, outcome.verdict) == (True, "exactly-once"), outcome.explain()
+    assert outcome.dead_lettered == 1 and outcome.anomalies["lost"] == 0
+
+
 def test_a_service_that_dead_letters_good_orders_misroutes_them(replay: Replay) -> None:
     outcome = replay(
         "poison-pill", "remediated",

@@ -279,7 +279,16 @@ class AppSpec:
 
     @property
     def name(self) -> str:
-        return self.image or self.target or os.path.basename(self.argv[0])
+        """How reports and errors name the app: its image, its ``module:function``, the module
+        of ``python -m``, the class of ``java -cp``, else its program's name."""
+        if self.image or self.target:
+            return self.image or self.target  # type: ignore[return-value]
+        argv = list(self.argv)
+        if "-m" in argv[:-1]:
+            return argv[argv.index("-m") + 1]
+        if os.path.basename(argv[0]) == "java" and "-cp" in argv[:-2]:
+            return argv[argv.index("-cp") + 2]  # the main class
+        return os.path.basename(argv[0])
 
     def command(self, context: AppContext, python: str) -> list[str]:
         """The argv to run for one instance (an image's arguments), placeholders filled in."""

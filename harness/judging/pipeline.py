@@ -25,7 +25,6 @@ def services_meta(
     services: Mapping[str, AppDefinition],
     specs: Mapping[str, AppSpec],
     groups: Mapping[str, str],
-    label: Callable[[AppSpec], str],
 ) -> dict[str, dict[str, Any]]:
     """A pipeline's services in ``run.json``: each one's group, topics, app and command."""
     return {
@@ -33,7 +32,7 @@ def services_meta(
             "group": groups[name],
             "reads": list(app.reads),
             "writes": list(app.writes),
-            "app": label(specs[name]),
+            "app": specs[name].name,
             "command": list(specs[name].argv) or specs[name].target,
         }
         for name, app in services.items()

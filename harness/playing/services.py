@@ -4,7 +4,6 @@ contract."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -110,19 +109,6 @@ def app_images(profile: Profile, options: RunOptions) -> set[str]:
         if app.image is not None and name not in images and name != users:
             images[name] = app.image
     return set(images.values())
-
-
-def app_label(spec: AppSpec) -> str:
-    """How reports name the app: its image, the module of ``python -m``, the class of
-    ``java -cp``, else the spec's name."""
-    if spec.image is not None:
-        return spec.image
-    argv = list(spec.argv)
-    if "-m" in argv[:-1]:
-        return argv[argv.index("-m") + 1]
-    if os.path.basename(argv[0]) == "java" and "-cp" in argv[:-2]:
-        return argv[argv.index("-cp") + 2]  # the main class
-    return spec.name
 
 
 def supervise(

@@ -27,7 +27,7 @@ from kafka_replay.report.outcome import Outcome
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
 from .mirror import RunMirror, start_mirror
 from .run_options import RunOptions
-from .services import Serving, app_command, app_images, app_label, client_config, supervise
+from .services import Serving, app_command, app_images, client_config, supervise
 from .share_group import check_share_groups, start_share_group
 from .topics import create_topics, delete_topics
 from .workloads import needs_registry, registered, start_registry, with_expectations, with_payload
@@ -129,7 +129,7 @@ def start_up(
         for name in services
     }
     specs = {name: app_command(incident, profile, options, topics, name) for name in services}
-    outcome.app = " -> ".join(app_label(spec) for spec in specs.values())
+    outcome.app = " -> ".join(spec.name for spec in specs.values())
     configs = {
         name: client_config(
             replace(profile, client={**profile.client, **app.client}), options.group_protocol
@@ -153,7 +153,7 @@ def start_up(
         bootstrap_servers=cluster.client_bootstrap_servers,
         observer_bootstrap_servers=cluster.bootstrap_servers,
         started=time.time(),
-        **({"services": services_meta(services, specs, groups, app_label)} if pipeline else {}),
+        **({"services": services_meta(services, specs, groups)} if pipeline else {}),
     )
     if incident.mirror is not None:  # fed before any app starts, as a standby cluster is
         started.mirror = start_mirror(

@@ -432,6 +432,8 @@ class Supervisor:
         path = self._report_dir / f"{self._prefix}{instance.index}.jsonl"
         with contextlib.suppress(OSError):
             for line in path.read_text().splitlines():
+                if f'"{READY_EVENT}"' not in line:  # most apps never report it
+                    continue
                 with contextlib.suppress(ValueError):
                     event = json.loads(line)
                     if event.get("kind") == READY_EVENT and event.get("pid") == process.pid:

@@ -281,8 +281,10 @@ class AppSpec:
     def name(self) -> str:
         """How reports and errors name the app: its image, its ``module:function``, the module
         of ``python -m``, the class of ``java -cp``, else its program's name."""
-        if self.image or self.target:
-            return self.image or self.target  # type: ignore[return-value]
+        if self.image is not None:
+            return self.image
+        if self.target is not None:
+            return self.target
         argv = list(self.argv)
         if "-m" in argv[:-1]:
             return argv[argv.index("-m") + 1]

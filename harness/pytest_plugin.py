@@ -4,9 +4,9 @@ Installed with the package (``pytest11`` entry point). Its options all start wit
 ``--replay-`` (``pytest --help`` lists them), so none collides with a project's own. Fixtures:
 
 - ``kafka_cluster``: a running cluster; tests asking for the same configuration share one for
-  the whole session. Configure it with ``@pytest.mark.kafka(brokers=3, broker_config={...})``
-  and choose the release with ``--replay-kafka-version``, ``$KAFKA_REPLAY_VERSION`` or by
-  parametrizing ``kafka_version``.
+  the whole session. Configure it with ``@pytest.mark.kafka(brokers=3, broker_config={...},
+  features={...})`` and choose the release with ``--replay-kafka-version``,
+  ``$KAFKA_REPLAY_VERSION`` or by parametrizing ``kafka_version``.
 - ``kafka_admin``: an admin client for it.
 - ``kafka_topic``: a factory of uniquely named topics, deleted after the test.
 - ``kafka_cluster_factory``: unshared clusters for tests that break or restart them.
@@ -94,8 +94,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kafka(brokers=1, broker_config=None): the Kafka cluster the test needs; tests with "
-        "the same arguments and version share one cluster for the session",
+        "kafka(brokers=1, broker_config=None, features=None): the Kafka cluster the test needs "
+        "(features: levels its storage is formatted with); tests with the same arguments and "
+        "version share one cluster for the session",
     )
     config.addinivalue_line("markers", "incident: a replay of an incident definition")
     settings = config.stash[SETTINGS_KEY] = RunSettings.from_pytest(config)
@@ -350,11 +351,11 @@ def kafka_cluster(
     """A running Kafka cluster configured by the test's ``kafka`` marker."""
     marker = request.node.get_closest_marker("kafka")
     options: Mapping[str, object] = marker.kwargs if marker else {}
-    unknown = set(options) - {"brokers", "broker_config"}
+    unknown = set(options) - {"brokers", "broker_config", "features"}
     if unknown or (marker and marker.args):
         raise pytest.UsageError(
-            f"{request.node.nodeid}: @pytest.mark.kafka takes brokers= and broker_config= "
-            f"keywords only, got {sorted(unknown) or marker.args}"
+            f"{request.node.nodeid}: @pytest.mark.kafka takes brokers=, broker_config= and "
+            f"features= keywords only, got {sorted(unknown) or marker.args}"
         )
     from kafka_replay.cluster.pool import ClusterSpec
 
@@ -502,10 +503,13 @@ def replay_incident(
         pooled = kafka_cluster_pool.cluster_for(settings.kafka_version, backend)
 
         def cluster_for(
-            broker_config: Mapping[str, object], brokers: int, network_faults: bool
+            broker_config: Mapping[str, object],
+            brokers: int,
+            network_faults: bool,
+            features: Mapping[str, int],
         ) -> Cluster:
             try:
-                cluster = pooled(broker_config, brokers, network_faults)
+                cluster = pooled(broker_config, brokers, network_faults, features)
             except NotApplicable as exc:
                 pytest.skip(str(exc))
             request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)

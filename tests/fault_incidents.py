@@ -91,8 +91,10 @@ def replay_on_pool(
     engine asked for."""
     asked: list[ClusterSpec] = []
 
-    def cluster_for(broker_config: Any, brokers: int, network_faults: bool) -> Cluster:
-        asked.append(ClusterSpec.of(None, brokers, broker_config, None, network_faults))
+    def cluster_for(
+        broker_config: Any, brokers: int, network_faults: bool, features: Any
+    ) -> Cluster:
+        asked.append(ClusterSpec.of(None, brokers, broker_config, None, network_faults, features))
         return pool.get(asked[-1])
 
     outcome = run_incident(

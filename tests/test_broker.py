@@ -165,3 +165,18 @@ def test_committed_offsets_survive_consumer_restart(kafka_cluster: Cluster, kafk
     finally:
         resumed.close()
     assert committed[0].offset == 4
+
+
+@pytest.mark.kafka(features={"transaction.version": 1})
+def test_a_feature_level_chosen_at_format_is_the_clusters(kafka_cluster: Cluster) -> None:
+    """Kafka 4.x finalizes transaction.version 2 by default; the cluster says 1."""
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+    from kio.schema.api_versions.v3.response import ApiVersionsResponse
+
+    from kafka_replay.cluster.kafka_ask import ask
+
+    host, port = kafka_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    answer = ask(host, int(port), request, ApiVersionsResponse)
+    levels = {key.name: int(key.max_version_level) for key in answer.finalized_features}
+    assert levels["transaction.version"] == 1, levels

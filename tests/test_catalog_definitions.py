@@ -339,3 +339,27 @@ def test_a_bad_broker_need_names_the_setting(
     with pytest.raises(DefinitionError) as caught:
         load_incident(write(tmp_path, VALID + WITH_BROKER + needs + "\n"))
     assert caught.value.where == field and says in caught.value.problem, caught.value
+
+
+def test_features_are_read_as_levels_by_name(tmp_path: Path) -> None:
+    text = VALID + '\n[features]\n"transaction.version" = 1\n"group.version" = 0\n'
+    incident = load_incident(write(tmp_path, text))
+    assert incident.features == {"transaction.version": 1, "group.version": 0}
+    assert load_incident(write(tmp_path, VALID)).features == {}
+
+
+@pytest.mark.parametrize(
+    ("feature", "says"),
+    [
+        ('"metadata.version" = 20', "not metadata.version"),
+        ('"transaction" = 1', "ending in .version"),
+        ('"Transaction.version" = 1', "ending in .version"),
+        ('"transaction.version" = -1', "0 or more"),
+        ('"transaction.version" = "1"', "whole number"),
+        ('"transaction.version" = true', "whole number"),
+    ],
+)
+def test_a_bad_feature_names_the_field(tmp_path: Path, feature: str, says: str) -> None:
+    with pytest.raises(DefinitionError) as caught:
+        load_incident(write(tmp_path, VALID + f"\n[features]\n{feature}\n"))
+    assert caught.value.where.startswith("features.") and says in caught.value.problem

@@ -92,3 +92,37 @@ def test_a_kept_cluster_whose_running_broker_refuses_connections_is_not_lent_aga
         node.alive = lambda: False  # a broker down is the restore's business, not this check's
         held.close()
         assert ClusterPool._accepting(cluster)  # type: ignore[arg-type]
+
+
+def test_feature_levels_make_their_own_storage_template() -> None:
+    from kafka_replay.cluster.storage_template import format_options, template_key
+
+    config = {"log.retention.ms": "1000"}
+    plain = template_key("4.4.0", config)
+    assert template_key("4.4.0", config, {}) == plain  # templates made before stay valid
+    pinned = template_key("4.4.0", config, {"transaction.version": 1})
+    assert pinned not in (plain, template_key("4.4.0", config, {"transaction.version": 2}))
+    assert format_options({"transaction.version": 1, "group.version": 1}) == [
+        "--feature", "group.version=1", "--feature", "transaction.version=1",
+    ]  # fmt: skip
+
+
+def test_feature_levels_are_taken_from_kafka_4_on_and_said_when_left_out() -> None:
+    from kafka_replay.cluster.embedded import EmbeddedCluster
+    from kafka_replay.definitions.catalog import catalog_dir
+    from kafka_replay.definitions.definition import load_incident
+    from kafka_replay.playing.start_up import levels_not_set
+
+    assert EmbeddedCluster.features_refused("4.0.2") is None
+    assert "from 4.0 on" in str(EmbeddedCluster.features_refused("3.9.2"))
+    with pytest.raises(ValueError, match=r"feature levels cannot be chosen: Kafka 3\.9\.2"):
+        EmbeddedCluster("3.9.2", features={"transaction.version": 1})
+    spec = ClusterSpec.of("4.4.0", features={"transaction.version": 1})
+    assert spec != ClusterSpec.of("4.4.0")
+    assert "formatted with transaction.version=1" in spec.describe()
+    incident = load_incident(catalog_dir() / "flink-exactly-once-transaction-timeout.toml")
+    assert incident.features == {"transaction.version": 1}  # the connector's protocol
+    assert levels_not_set(incident, EmbeddedCluster("3.9.2")) == {
+        "feature transaction.version=1": str(EmbeddedCluster.features_refused("3.9.2"))
+    }
+    assert levels_not_set(incident, EmbeddedCluster("4.4.0", features=incident.features)) == {}

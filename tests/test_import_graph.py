@@ -62,6 +62,7 @@ KAFKA_FACING: dict[str, frozenset[str]] = {
             "BrokerStartError",
             "Cluster",
             "ClusterError",
+            "ClusterFor",
             "DEFAULT_KAFKA_VERSION",
             "EmbeddedCluster",
             "ExternalCluster",

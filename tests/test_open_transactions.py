@@ -124,7 +124,9 @@ def _replay(
     definition = tmp_path / "killed-mid-transaction.toml"
     definition.write_text(KILLED_MID_TRANSACTION.format(seed=seed, timeout_ms=timeout_ms, eos=EOS))
 
-    def cluster_for(broker_config: object, brokers: int, network_faults: bool) -> Cluster:
+    def cluster_for(
+        broker_config: object, brokers: int, network_faults: bool, features: object
+    ) -> Cluster:
         return pool.get(ClusterSpec.of(None, brokers, broker_config, None, network_faults))
 
     return run_incident(

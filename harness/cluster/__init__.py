@@ -20,6 +20,7 @@ _EXPORTS = {
     "BrokerNode": ".embedded",
     "BrokerStartError": ".errors",
     "Cluster": ".base",
+    "ClusterFor": ".base",
     "ClusterError": ".errors",
     "DEFAULT_KAFKA_VERSION": ".versions",
     "EmbeddedCluster": ".embedded",

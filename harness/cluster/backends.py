@@ -151,8 +151,10 @@ def make_cluster(
     work_dir: Path | None = None,
     image: str | None = None,
     network_faults: bool = False,
+    features: Mapping[str, int] | None = None,
 ) -> NodeCluster:
-    """An unstarted cluster of the chosen backend (with a proxy per node for network faults)."""
+    """An unstarted cluster of the chosen backend (with a proxy per node for network faults,
+    its storage formatted with ``features``' levels)."""
     cls = backend_class(backend)
     return cls.create(
         backend_version(backend, version),
@@ -161,4 +163,5 @@ def make_cluster(
         work_dir,
         image=image or os.environ.get(IMAGE_ENV) or None,
         network_faults=network_faults,
+        features=features,
     )

@@ -6,7 +6,7 @@ import logging
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -38,6 +38,14 @@ class Cluster(ABC):
     #: What this kind of cluster cannot do (names from :mod:`.capabilities`), each with the
     #: reason; a step that needs one of them does not apply to it.
     lacks: ClassVar[Mapping[str, str]] = {}
+    #: Feature levels the harness formatted its storage with, over the release's own.
+    features: Mapping[str, int] = {}
+
+    @classmethod
+    def features_refused(cls, version: str | None) -> str | None:
+        """Why this kind of cluster, at this release, cannot be formatted with feature levels
+        a definition chooses (``[features]``); None when it can."""
+        return "the harness does not format its storage"
 
     @classmethod
     def unsupported(cls, brokers: int, network_faults: bool) -> str | None:
@@ -194,3 +202,8 @@ def _has_leaders(admin: AdminClient, topic: str, partitions: int, timeout: float
         and len(metadata.partitions) == partitions
         and all(p.leader >= 0 for p in metadata.partitions.values())
     )
+
+
+#: ``cluster_for(broker_config, brokers, network_faults, features)``: the cluster a run plays
+#: on, with its broker settings, nodes, proxies and feature levels (``[features]``).
+ClusterFor = Callable[[Mapping[str, Any], int, bool, Mapping[str, int]], Cluster]

@@ -24,6 +24,7 @@ from kafka_replay.servers.docker import (
 from . import broker_config
 from .backends import register_backend
 from .embedded import cluster_id, formatted_storage
+from .errors import NotApplicable
 from .images import local_image, resolve_image
 from .nodes import Node, NodeCluster
 
@@ -167,8 +168,11 @@ class ContainerCluster(NodeCluster):
         image: str | None = None,
         heap: str = "-Xms128m -Xmx768m",
         network_faults: bool = False,
+        features: Mapping[str, int] | None = None,
     ) -> None:
-        super().__init__(version, brokers, broker_config_overrides, work_dir, network_faults)
+        super().__init__(
+            version, brokers, broker_config_overrides, work_dir, network_faults, features
+        )
         self.image = image
         self.heap = heap
 
@@ -179,6 +183,11 @@ class ContainerCluster(NodeCluster):
     def _prepare(self) -> None:
         reap_containers()  # also fails early, saying how to get Docker, when there is none
         self.image = resolve_image(self.version, self.image)
+        if self.features and self.image != local_image(self.version):
+            raise NotApplicable(
+                f"feature levels are chosen at format, which only the harness's own image "
+                f"({local_image(self.version)}) lets it do; {self.image} formats itself"
+            )
 
     def _launch(self, addresses: list[broker_config.NodeAddress]) -> list[Node]:
         assert self.log_dir is not None and self.image is not None
@@ -192,7 +201,9 @@ class ContainerCluster(NodeCluster):
                 container.with_env(environment_name(key), value)
             container.with_env("CLUSTER_ID", identity).with_env("KAFKA_HEAP_OPTS", self.heap)
             if self.image == local_image(self.version):
-                template = formatted_storage(self.version, properties, self._log_path(address))
+                template = formatted_storage(
+                    self.version, properties, self._log_path(address), self.features
+                )
                 container.with_volume_mapping(str(template), TEMPLATE_DIR, "ro")
                 container.with_env("KAFKA_REPLAY_DIRECTORY_ID", cluster_id())
             container.start()

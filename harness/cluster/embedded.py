@@ -202,8 +202,11 @@ class EmbeddedCluster(NodeCluster):
         class_sharing: bool = True,
         jvm_options: Sequence[str] = (),
         network_faults: bool = False,
+        features: Mapping[str, int] | None = None,
     ) -> None:
-        super().__init__(version, brokers, broker_config_overrides, work_dir, network_faults)
+        super().__init__(
+            version, brokers, broker_config_overrides, work_dir, network_faults, features
+        )
         self.heap = heap or os.environ.get(HEAP_ENV, DEFAULT_HEAP)
         self.die_with_owner = die_with_owner
         self.class_sharing = class_sharing
@@ -242,7 +245,9 @@ class EmbeddedCluster(NodeCluster):
             properties = self._node_properties(address, addresses, str(node_dir))
             node.write_config(properties)
             nodes.append(node)
-        template = formatted_template(self.version, jvm, properties, nodes[0].log_path)
+        template = formatted_template(
+            self.version, jvm, properties, nodes[0].log_path, self.features
+        )
         identity = cluster_id()
         for node in nodes:
             install(template, node.data_dir, identity, node.node_id, directory_id=cluster_id())
@@ -287,6 +292,12 @@ def broker_class_list(version: str) -> Path | None:
     return class_list(cluster._archive) if cluster._archive else None
 
 
-def formatted_storage(version: str, properties: Mapping[str, str], log_path: Path) -> Path:
+def formatted_storage(
+    version: str,
+    properties: Mapping[str, str],
+    log_path: Path,
+    features: Mapping[str, int] | None = None,
+) -> Path:
     """A formatted storage template for a node config, made by this machine's Java."""
-    return formatted_template(version, java_command(kafka_classpath(version)), properties, log_path)
+    jvm = java_command(kafka_classpath(version))
+    return formatted_template(version, jvm, properties, log_path, features)

@@ -9,11 +9,6 @@ with its generated types (``kio``), on one connection to that broker.
 
 from __future__ import annotations
 
-import io
-import itertools
-import socket
-import struct
-
 from kio.schema.list_offsets.v7.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -21,17 +16,14 @@ from kio.schema.list_offsets.v7.request import (
 )
 from kio.schema.list_offsets.v7.response import ListOffsetsResponse
 from kio.schema.types import BrokerId, TopicName
-from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i8, i32, i64
 
-from .kafka_wire import frame
+from .kafka_ask import AskError, ask
 
 #: ``replica_id`` of a request made on a replica's behalf for debugging: answered from the log.
 DEBUGGING_REPLICA = -2
 #: ListOffsets' "latest" timestamp.
 LATEST = -1
-_SIZE = struct.Struct(">i")
-_correlation = itertools.count(1)
 
 
 class LogEndError(RuntimeError):
@@ -57,27 +49,10 @@ def log_end_offsets(
             ),
         ),
     )
-    correlation_id = next(_correlation)
-    out = io.BytesIO()
-    header_type = ListOffsetsRequest.__header_schema__
-    header = header_type(
-        request_api_key=ListOffsetsRequest.__api_key__,
-        request_api_version=ListOffsetsRequest.__version__,
-        correlation_id=i32(correlation_id),
-        client_id="kafka-replay-log-end",
-    )
-    entity_writer(header_type)(out, header)
-    entity_writer(ListOffsetsRequest)(out, request)
     try:
-        with socket.create_connection((host, port), timeout=timeout) as connection:
-            connection.sendall(frame(out.getvalue()))
-            answer = _read_frame(connection)
-    except OSError as exc:
-        raise LogEndError(f"the broker at {host}:{port} did not answer: {exc}") from exc
-    answer_header, offset = entity_reader(ListOffsetsResponse.__header_schema__)(answer, 0)
-    if answer_header.correlation_id != correlation_id:
-        raise LogEndError(f"the broker at {host}:{port} answered another request")
-    response, _ = entity_reader(ListOffsetsResponse)(answer, offset)
+        response = ask(host, port, request, ListOffsetsResponse, "kafka-replay-log-end", timeout)
+    except AskError as exc:
+        raise LogEndError(str(exc)) from exc
     ends = {}
     for answered in response.topics:
         for partition in answered.partitions:
@@ -88,19 +63,3 @@ def log_end_offsets(
                 )
             ends[int(partition.partition_index)] = int(partition.offset)
     return ends
-
-
-def _read_frame(connection: socket.socket) -> bytes:
-    size = _SIZE.unpack(_read_exactly(connection, _SIZE.size))[0]
-    return _read_exactly(connection, size)
-
-
-def _read_exactly(connection: socket.socket, count: int) -> bytes:
-    chunks, left = [], count
-    while left:
-        chunk = connection.recv(left)
-        if not chunk:
-            raise LogEndError("the broker closed the connection inside its answer")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)

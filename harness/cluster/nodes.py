@@ -29,7 +29,7 @@ from . import broker_config
 from .base import Cluster
 from .errors import BrokerDiedError, BrokerStartError
 from .request_proxy import RequestProxy
-from .versions import choose_version
+from .versions import choose_version, parse_version
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,11 @@ RESTART_GRACE_S = 30.0
 NODE_REQUEST_TIMEOUT_S = 3.0
 #: Below this much free space where a node keeps its data or logs, it is not started.
 MIN_FREE_BYTES = 64 * 2**20
+
+
+#: The first release whose formatter takes the feature levels a definition may choose
+#: (``transaction.version`` among them); 3.9's knows only level 0 of each.
+FEATURE_LEVELS_SINCE = (4, 0)
 
 
 class Node(Protocol):
@@ -134,13 +139,14 @@ class NodeCluster(Cluster):
         broker_config_overrides: Mapping[str, object] | None,
         work_dir: Path | None,
         network_faults: bool = False,
+        features: Mapping[str, int] | None = None,
         **options: object,
     ) -> Self:
         """An unstarted cluster, given those of ``options`` it takes (see :attr:`options`)."""
         own = {key: value for key, value in options.items() if key in cls.options}
         return cls(
             version, brokers, broker_config_overrides, work_dir, network_faults=network_faults,
-            **own,  # type: ignore[arg-type]
+            features=features, **own,  # type: ignore[arg-type]
         )  # fmt: skip
 
     def __init__(
@@ -150,6 +156,7 @@ class NodeCluster(Cluster):
         broker_config_overrides: Mapping[str, object] | None = None,
         work_dir: Path | None = None,
         network_faults: bool = False,
+        features: Mapping[str, int] | None = None,
     ) -> None:
         super().__init__()
         if brokers < 1:
@@ -158,6 +165,10 @@ class NodeCluster(Cluster):
         if problem:
             raise ValueError(f"{self.backend}: {problem}")
         self.version = self.choose_version(version)
+        refused = self.features_refused(self.version) if features else None
+        if refused:
+            raise ValueError(f"{self.backend}: feature levels cannot be chosen: {refused}")
+        self.features = dict(features or {})
         self.brokers = brokers
         self.overrides = broker_config.validate_overrides(broker_config_overrides or {})
         self._work_dir = Path(work_dir) if work_dir else None
@@ -170,6 +181,17 @@ class NodeCluster(Cluster):
         self.log_dir: Path | None = None
 
     # --- what a backend provides ----------------------------------------------------------
+
+    @classmethod
+    def features_refused(cls, version: str | None) -> str | None:
+        if not cls.runs_kafka:
+            return f"{cls.backend} has no Kafka feature levels"
+        if version is None or parse_version(version)[:2] < FEATURE_LEVELS_SINCE:
+            return (
+                f"Kafka {version} takes feature levels at format from 4.0 on; an older release "
+                "runs the levels it has"
+            )
+        return None
 
     @classmethod
     def unavailable(cls, version: str) -> str | None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_replay.servers.ports import accepts_connections
 
 from .backends import backend_class, backend_name, backend_version, choose_backend, make_cluster
-from .base import Cluster
+from .base import Cluster, ClusterFor
 from .broker_config import validate_overrides
 from .errors import NotApplicable
 from .external import ExternalCluster
@@ -34,6 +34,8 @@ class ClusterSpec:
     backend: str = "embedded"
     #: A proxy in front of each broker, for network faults.
     network_faults: bool = False
+    #: Feature levels its storage is formatted with (``[features]``), over the release's own.
+    features: tuple[tuple[str, int], ...] = field(default=())
 
     @classmethod
     def of(
@@ -43,11 +45,13 @@ class ClusterSpec:
         broker_config: Mapping[str, object] | None = None,
         backend: str | None = None,
         network_faults: bool = False,
+        features: Mapping[str, int] | None = None,
     ) -> ClusterSpec:
         overrides = tuple(sorted(validate_overrides(broker_config or {}).items()))
         backend = choose_backend(backend)
         version = backend_version(backend, version)
-        return cls(version, brokers, overrides, backend, network_faults)
+        levels = tuple(sorted((features or {}).items()))
+        return cls(version, brokers, overrides, backend, network_faults, levels)
 
     def describe(self) -> str:
         config = ", ".join(f"{k}={v}" for k, v in self.broker_config)
@@ -55,7 +59,9 @@ class ClusterSpec:
         release = f"Kafka {self.version}" if cls.runs_kafka else backend_name(self.backend)
         where = f"{release} ({self.backend}), {self.brokers} broker(s)"
         proxied = ", behind proxies" if self.network_faults else ""
-        return where + proxied + (f", {config}" if config else "")
+        levels = ", ".join(f"{k}={v}" for k, v in self.features)
+        formatted = f", formatted with {levels}" if levels else ""
+        return where + proxied + formatted + (f", {config}" if config else "")
 
 
 class ExternalClusterMismatch(NotApplicable):
@@ -126,6 +132,11 @@ class ClusterPool:
             if not optional:
                 raise NotApplicable(f"needs {_settings(spec)}, which {spec.backend} cannot take")
             spec = dataclasses.replace(spec, broker_config=())
+        refused = cls.features_refused(spec.version) if spec.features else None
+        if refused:
+            if not optional:
+                raise NotApplicable(f"needs feature levels {_levels(spec)}: {refused}")
+            spec = dataclasses.replace(spec, features=())
         free = [c for c, s in self._live.items() if s == spec and c not in self._lent]
         cluster = free[-1] if free else None
         if cluster is not None and any(node.exited_unexpectedly() for node in cluster.nodes):
@@ -153,6 +164,7 @@ class ClusterPool:
                 work_dir,
                 image=self.image,
                 network_faults=spec.network_faults,
+                features=dict(spec.features),
             ).start()
             self._live[cluster] = spec
         self._live.move_to_end(cluster)
@@ -162,14 +174,22 @@ class ClusterPool:
 
     def cluster_for(
         self, version: str | None, backend: str | None, lend: bool = False
-    ) -> Callable[[Mapping[str, object], int, bool], Cluster]:
-        """``cluster_for(broker_config, brokers, network_faults)``: a run's cluster, of this
-        release and backend; broker settings the backend cannot take are left out (optional).
-        ``lend``: each one borrowed (:meth:`borrow`), for its run to give back."""
+    ) -> ClusterFor:
+        """``cluster_for(broker_config, brokers, network_faults, features)``: a run's cluster, of
+        this release and backend; broker settings and feature levels the backend or release
+        cannot take are left out (optional). ``lend``: each one borrowed (:meth:`borrow`), for
+        its run to give back."""
         default = ClusterSpec.of(version, backend=backend)
 
-        def get(broker_config: Mapping[str, object], brokers: int, network_faults: bool) -> Cluster:
-            spec = ClusterSpec.of(version, brokers, broker_config, backend, network_faults)
+        def get(
+            broker_config: Mapping[str, object],
+            brokers: int,
+            network_faults: bool,
+            features: Mapping[str, int],
+        ) -> Cluster:
+            spec = ClusterSpec.of(
+                version, brokers, broker_config, backend, network_faults, features
+            )
             return self._take(spec, default, True, lend)
 
         return get
@@ -218,6 +238,8 @@ class ClusterPool:
             wanted.append(f"{spec.brokers} brokers")
         if spec.broker_config and not optional:
             wanted.append(_settings(spec))
+        if spec.features and not optional:
+            wanted.append(f"feature levels {_levels(spec)}")
         if spec.version != default.version:
             wanted.append(f"Kafka {spec.version}")
         if spec.backend != default.backend:
@@ -229,6 +251,10 @@ class ClusterPool:
                 f"needs {'; '.join(wanted)}, which an external cluster "
                 f"({self._external.bootstrap_servers if self._external else '?'}) cannot provide"
             )
+
+
+def _levels(spec: ClusterSpec) -> str:
+    return ", ".join(f"{k}={v}" for k, v in spec.features)
 
 
 def _settings(spec: ClusterSpec) -> str:

@@ -2,8 +2,8 @@
 
 ``kafka.tools.StorageTool format`` is a JVM of its own and costs a second or more of every
 start. What it writes is the same for every node of every cluster of one Kafka version and
-config (the bootstrap metadata: feature levels), except ``meta.properties``, which holds the
-node id, the cluster id and the directory id. So the harness formats a template once, caches
+config and feature levels (the bootstrap metadata), except ``meta.properties``, which holds
+the node id, the cluster id and the directory id. So the harness formats a template once, caches
 it, and gives each node a copy with its own ``meta.properties``.
 """
 
@@ -31,24 +31,34 @@ PLACEHOLDER_CLUSTER_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 COMPLETE = ".complete"
 
 
-def template_key(version: str, properties: Mapping[str, str]) -> str:
-    """Templates differ by Kafka version and by the config that is not node wiring."""
+def template_key(
+    version: str, properties: Mapping[str, str], features: Mapping[str, int] | None = None
+) -> str:
+    """Templates differ by Kafka version, by the config that is not node wiring and by the
+    feature levels set at format."""
     settings = {k: v for k, v in properties.items() if k not in broker_config.RESERVED_KEYS}
     text = broker_config.render_properties(dict(sorted(settings.items())))
+    text += " ".join(format_options(features or {}))
     return f"kafka-{version}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
 def formatted_template(
-    version: str, jvm: Sequence[str], properties: Mapping[str, str], log_path: Path
+    version: str,
+    jvm: Sequence[str],
+    properties: Mapping[str, str],
+    log_path: Path,
+    features: Mapping[str, int] | None = None,
 ) -> Path:
     """The cached storage of a formatted node for this version and config, made on first use.
 
     ``properties`` is one node's full config; its wiring (ports, log.dirs) does not matter.
-    The formatter's output goes to ``log_path`` (the node's log); Kafka refusing the config
-    raises :class:`BrokerStartError` with Kafka's own words and that log's tail.
+    ``features``: feature levels to format with (``transaction.version``), over the release's
+    own. The formatter's output goes to ``log_path`` (the node's log); Kafka refusing the
+    config or a level raises :class:`BrokerStartError` with Kafka's own words and that log's
+    tail.
     """
     root = cache_root() / "storage"
-    target = root / template_key(version, properties)
+    target = root / template_key(version, properties, features)
     if (target / COMPLETE).is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)
@@ -61,7 +71,7 @@ def formatted_template(
             config.write_text(
                 broker_config.render_properties({**properties, "log.dirs": str(data)})
             )
-            _format(version, jvm, config, log_path)
+            _format(version, jvm, config, log_path, features or {})
             (data / META).unlink()
             (data / COMPLETE).touch()
             shutil.rmtree(target, ignore_errors=True)
@@ -79,9 +89,21 @@ def install(
     )
 
 
-def _format(version: str, jvm: Sequence[str], config: Path, log_path: Path) -> None:
+def format_options(features: Mapping[str, int]) -> list[str]:
+    """The formatter's options that set these feature levels."""
+    return [
+        part
+        for name, level in sorted(features.items())
+        for part in ("--feature", f"{name}={level}")
+    ]
+
+
+def _format(
+    version: str, jvm: Sequence[str], config: Path, log_path: Path, features: Mapping[str, int]
+) -> None:
     command = [*jvm, "kafka.tools.StorageTool", "format",
-               "-t", PLACEHOLDER_CLUSTER_ID, "-c", str(config)]  # fmt: skip
+               "-t", PLACEHOLDER_CLUSTER_ID, "-c", str(config),
+               *format_options(features)]  # fmt: skip
     with log_path.open("ab") as output:
         try:
             returncode = subprocess.run(

@@ -272,6 +272,8 @@ def _app(app: Table, pipeline: bool) -> AppDefinition:
 
 
 #: A SQL name the checker reads: a table (``schema.table`` too) or a column.
+#: A Kafka feature's name (``transaction.version``), as ``kafka-storage format --feature`` takes.
+FEATURE_NAME = re.compile(r"^[a-z][a-z_]*(\.[a-z_]+)*\.version$")
 _SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
 
 
@@ -318,6 +320,21 @@ def _drift(path: Path, table: dict[str, Any], symptoms: tuple[str, ...]) -> dict
             )
         drift[symptom] = float(value)
     return drift
+
+
+def _features(path: Path, table: dict[str, Any]) -> dict[str, int]:
+    """``[features]``: a level per Kafka feature, set when the cluster's storage is formatted."""
+    for name, level in table.items():
+        where = f"features.{name}"
+        if not FEATURE_NAME.match(name) or name == "metadata.version":
+            raise DefinitionError(
+                path, where, "is not a feature a definition may set: one of Kafka's feature "
+                "names ending in .version (transaction.version, group.version), not "
+                "metadata.version, which the release sets",
+            )  # fmt: skip
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            raise DefinitionError(path, where, "must be a feature level: a whole number, 0 or more")
+    return dict(table)
 
 
 def _broker_needs(
@@ -502,6 +519,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         roles=roles,
         expect=read_expectations(top, names, roles),
         mirror=_mirror(top, steps, partitions, roles, "sink" in data),
+        features=_features(path, top.get("features", dict, {})),
     )
     top.finish()
     return incident

@@ -310,6 +310,9 @@ class Incident:
     #: ``[topics.NAME] replicas``: the topics whose replication factor is not the incident's
     #: ``min(3, brokers)``, by name.
     replicas: Mapping[str, int] = field(default_factory=dict)
+    #: ``[features]``: feature levels the cluster is formatted with (``transaction.version``),
+    #: by name, over the release's own.
+    features: Mapping[str, int] = field(default_factory=dict)
 
     def role(self, name: str) -> str:
         return self.roles.get(name, name)

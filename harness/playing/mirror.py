@@ -63,9 +63,10 @@ def start_mirror(
     history: RunHistory,
     progress: Callable[[str], None],
 ) -> RunMirror:
-    """The mirror cluster (of the primary's backend and release, one broker with the run's
-    ``broker_config``: the apps moved there get what they got on the primary), the run's input
-    topics created there, and MirrorMaker 2 started and mirroring; a failure stops what started.
+    """The mirror cluster (of the primary's backend, release and feature levels, one broker
+    with the run's ``broker_config``: the apps moved there get what they got on the primary),
+    the run's input topics created there, and MirrorMaker 2 started and mirroring; a failure
+    stops what started.
     """
     backend = getattr(primary, "backend", None)
     if not getattr(type(primary), "runs_kafka", False) or backend is None:
@@ -73,8 +74,9 @@ def start_mirror(
     progress("starting the mirror cluster and MirrorMaker 2")
     where = history.root / "mirror"
     cluster = make_cluster(
-        backend, getattr(primary, "version", None), 1, dict(broker_config), where
-    ).start()
+        backend, getattr(primary, "version", None), 1, dict(broker_config), where,
+        features=primary.features,
+    ).start()  # fmt: skip
     mirror = RunMirror(cluster)
     try:
         inputs = tuple(dict.fromkeys(topics[name] for name in incident.named("input")))

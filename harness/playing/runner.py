@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_replay.cluster import Cluster
+from kafka_replay.cluster import Cluster, ClusterFor
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.definitions.model import Incident
 from kafka_replay.history import RunHistory
@@ -29,7 +29,7 @@ from kafka_replay.report.outcome import Outcome
 from .recording import play_steps
 from .run_options import RunOptions
 from .settling import settle_outputs, written
-from .start_up import ClusterFor, Started, start_up
+from .start_up import Started, start_up
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,8 +47,8 @@ def run_incident(
 ) -> Outcome:
     """Replay ``incident`` under ``profile_name`` and judge it.
 
-    ``cluster_for(broker_config, brokers, network_faults)`` gives the cluster; ``spark`` gives
-    the checker's session when it is needed (not for a run that failed).
+    ``cluster_for(broker_config, brokers, network_faults, features)`` gives the cluster;
+    ``spark`` gives the checker's session when it is needed (not for a run that failed).
     """
     played = play_incident(
         incident, profile_name, cluster_for=cluster_for, run_dir=run_dir, options=options,

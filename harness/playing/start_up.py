@@ -9,13 +9,13 @@ stops what was started whatever stage the run reached (a failure halfway, Ctrl-C
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafka_replay.apps import Supervisor
 from kafka_replay.apps.image_app import check_app_image
-from kafka_replay.cluster import Cluster
+from kafka_replay.cluster import Cluster, ClusterFor
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.definitions.model import AppDefinition, Incident, Profile
 from kafka_replay.definitions.shapes import with_expect_file
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     from kafka_replay.faults.share_group_admin import ShareGroupWatch
     from kafka_replay.sinks.database import Database
     from kafka_replay.workload.schema_registry import SchemaRegistry
-
-#: ``cluster_for(broker_config, brokers, network_faults)``: the cluster a run plays on.
-ClusterFor = Callable[[Mapping[str, Any], int, bool], Cluster]
 
 
 @dataclass
@@ -101,7 +98,7 @@ def start_up(
     for image in app_images(profile, options):
         check_app_image(image)  # before any broker starts: Docker answers, the image is here
     started.cluster = cluster = cluster_for(
-        profile.broker, incident.brokers, incident.network_faults
+        profile.broker, incident.brokers, incident.network_faults, incident.features
     )
     started.serving = serving = Serving(cluster)
     outcome.settings_not_applied = applicability(incident, profile, cluster)
@@ -179,11 +176,12 @@ def start_up(
 
 
 def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dict[str, str]:
-    """The broker settings the run goes without (with why they were there), or NotApplicable.
+    """The broker settings and feature levels the run goes without (with why), or NotApplicable.
 
     A cluster that takes no broker settings (an external one, another vendor's broker) runs
     the incident without those that only compress time or relax a limit; an essential one, or
-    a step the cluster cannot play, means the incident does not apply to it.
+    a step the cluster cannot play, means the incident does not apply to it. A release that
+    takes no feature levels at format runs the levels it has.
     """
     where = cluster.label
     for step in incident.steps:
@@ -194,8 +192,9 @@ def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dic
         missing = consumer_protocol_missing(cluster)
         if missing is not None:
             raise NotApplicable(f"its app moves to group.protocol=consumer: {missing}")
+    levels = levels_not_set(incident, cluster)
     if cluster.takes_broker_settings:
-        return {}
+        return levels
     needs = {key: incident.need(key) for key in profile.broker}
     essential = [
         f"{key}={profile.broker[key]} ({need})"
@@ -206,4 +205,14 @@ def applicability(incident: Incident, profile: Profile, cluster: Cluster) -> dic
         raise NotApplicable(
             f"it needs broker setting {'; '.join(essential)}, which {where} cannot take"
         )
-    return {key: str(need) for key, need in needs.items()}
+    return {**levels, **{key: str(need) for key, need in needs.items()}}
+
+
+def levels_not_set(incident: Incident, cluster: Cluster) -> dict[str, str]:
+    """The incident's ``[features]`` its cluster was not formatted with, each with why."""
+    why = type(cluster).features_refused(cluster.version) or "not set"
+    return {
+        f"feature {name}={level}": why
+        for name, level in incident.features.items()
+        if cluster.features.get(name) != level
+    }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -192,9 +193,13 @@ def reference_job_jar(definition_dir: Path, version: str = FLINK_VERSION) -> Pat
 def _write_jar(classes: Path, bundled: Sequence[Path], jar: Path) -> None:
     """A jar of the ``.class`` files under ``classes`` and of every entry of ``bundled`` (the
     first of each name; no manifests or signatures), written aside, then moved in place."""
-    staging = Path(tempfile.mkstemp(prefix=f".{jar.name}-", dir=jar.parent)[1])
+    descriptor, staging_name = tempfile.mkstemp(prefix=f".{jar.name}-", dir=jar.parent)
+    staging = Path(staging_name)
     try:
-        with zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED) as archive:
+        with (
+            os.fdopen(descriptor, "wb") as file,
+            zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as archive,
+        ):
             archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
             for path in sorted(classes.rglob("*.class")):
                 archive.write(path, path.relative_to(classes).as_posix())

@@ -8,6 +8,9 @@ checkpoint that covers them committed). The job JVM's peak resident memory (``Vm
 then. The first run starts with Flink's, the connector's and the compiled job's cache entries
 removed (resolved again by Maven from its local repository, compiled again; a new machine also
 downloads them); the others are warm, and their median is given.
+
+``flink-session-start`` does the same with ``--cluster session``: a JobManager and a
+TaskManager as processes and the job's client beside them, their peak resident memory summed.
 """
 
 from __future__ import annotations
@@ -35,17 +38,20 @@ from kafka_replay.servers.paths import cache_root
 RECORDS = 100
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace, cluster_kind: str = "local") -> None:
     version = choose_version(args.kafka_version)
     work = Path(tempfile.mkdtemp(prefix="kafka-replay-bench-flink-"))
     try:
         with EmbeddedCluster(version, work_dir=work / "kafka") as cluster:
             _forget_flink()
-            runs = [one_run(cluster, work / f"run-{n}") for n in range(args.runs + 1)]
+            runs = [one_run(cluster, work / f"run-{n}", cluster_kind) for n in range(args.runs + 1)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     first, warm = runs[0], runs[1:]
-    print(f"\nFlink job start (Flink {FLINK_VERSION}, the reference job, {RECORDS} records)")
+    print(
+        f"\nFlink job start (Flink {FLINK_VERSION}, --cluster {cluster_kind}, the reference "
+        f"job, {RECORDS} records)"
+    )
     print(
         f"  first use: first checkpoint {first[0]:.1f} s, {RECORDS} records committed "
         f"{first[1]:.1f} s"
@@ -54,8 +60,17 @@ def run(args: argparse.Namespace) -> None:
         warm,
         ("start -> first checkpoint", "s"),
         (f"start -> {RECORDS} records committed", "s"),
-        ("job JVM peak RSS (VmHWM)", " MiB"),
+        (
+            "job JVM peak RSS (VmHWM)"
+            if cluster_kind == "local"
+            else "JVMs' peak RSS, summed (VmHWM)",
+            " MiB",
+        ),
     )
+
+
+def run_session(args: argparse.Namespace) -> None:
+    run(args, "session")
 
 
 def _forget_flink() -> None:
@@ -71,8 +86,8 @@ def _forget_flink() -> None:
             compiled.unlink(missing_ok=True)
 
 
-def one_run(cluster: EmbeddedCluster, work: Path) -> tuple[float, float, float]:
-    """Seconds to the first checkpoint and to every record committed, and the job's peak MiB."""
+def one_run(cluster: EmbeddedCluster, work: Path, kind: str) -> tuple[float, float, float]:
+    """Seconds to the first checkpoint and to every record committed, and the JVMs' peak MiB."""
     work.mkdir(parents=True)
     source = cluster.create_topic("flink-bench-in", 1)
     sink = cluster.create_topic("flink-bench-out", 1)
@@ -90,7 +105,8 @@ def one_run(cluster: EmbeddedCluster, work: Path) -> tuple[float, float, float]:
     }  # fmt: skip
     started = time.monotonic()
     command = [sys.executable, "-m", "kafka_replay.apps.flink_job",
-               str(reference_job_jar(catalog_dir())), "--class", "ExactlyOnceJob"]  # fmt: skip
+               str(reference_job_jar(catalog_dir())), "--class", "ExactlyOnceJob",
+               "--cluster", kind]  # fmt: skip
     log_path = work / "job.log"
     with log_path.open("wb") as log:
         instance = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -109,8 +125,7 @@ def one_run(cluster: EmbeddedCluster, work: Path) -> tuple[float, float, float]:
         ready = wait_until(lambda: b"completed its first checkpoint" in log_path.read_bytes(),
                            instance, started)  # fmt: skip
         committed = wait_until(all_copied, instance, started)
-        (job,) = psutil.Process(instance.pid).children()
-        peak = peak_rss_mib(job.pid)
+        peak = sum(peak_rss_mib(jvm.pid) for jvm in psutil.Process(instance.pid).children())
     finally:
         reader.close()
         os.killpg(instance.pid, signal.SIGKILL)

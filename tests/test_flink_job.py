@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import psutil
@@ -24,6 +26,7 @@ from kafka_replay.apps.flink_runtime import (
 )
 from kafka_replay.cluster import Cluster
 from kafka_replay.definitions.catalog import catalog_dir
+from kafka_replay.faults import kill_at_random
 from kafka_replay.history import RunHistory
 from kafka_replay.servers.ports import listening_addresses
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
@@ -128,20 +131,19 @@ def _copied(cluster: Cluster, topic: str, count: int) -> list[Message]:
         consumer.close()
 
 
-def test_the_job_runs_on_loopback_and_a_killed_job_resumes_from_its_checkpoint(
-    kafka_cluster: Cluster, kafka_topic, tmp_path: Path
-) -> None:
-    source, sink = kafka_topic("flink-in", partitions=2), kafka_topic("flink-out", partitions=2)
-    group = kafka_cluster.unique_name("flink")
-    history = RunHistory(tmp_path / "run")
+def _supervised(
+    cluster: Cluster, source: str, sink: str, history: RunHistory, tmp_path: Path, *options: str
+) -> Supervisor:
+    """The reference job as an app, its instance directory in ``tmp_path``."""
     command = (
         f"{shlex.quote(sys.executable)} -m kafka_replay.apps.flink_job "
-        f"{reference_job_jar(catalog_dir())} --class ExactlyOnceJob"
+        f"{reference_job_jar(catalog_dir())} --class ExactlyOnceJob {' '.join(options)}"
     )
-    apps = Supervisor(
+    group = cluster.unique_name("flink")
+    return Supervisor(
         AppSpec.parse(command),
         lambda i: AppContext(
-            kafka_cluster.client_bootstrap_servers,
+            cluster.client_bootstrap_servers,
             source,
             sink,
             group,
@@ -154,6 +156,15 @@ def test_the_job_runs_on_loopback_and_a_killed_job_resumes_from_its_checkpoint(
         report_dir=history.events_dir,
         ready=lambda members: False,  # a Flink source joins no group: the job reports ready
     )
+
+
+@pytest.mark.matrix  # the catalog's Flink incident runs a local cluster, killed and restored
+def test_the_job_runs_on_loopback_and_a_killed_job_resumes_from_its_checkpoint(
+    kafka_cluster: Cluster, kafka_topic, tmp_path: Path
+) -> None:
+    source, sink = kafka_topic("flink-in", partitions=2), kafka_topic("flink-out", partitions=2)
+    history = RunHistory(tmp_path / "run")
+    apps = _supervised(kafka_cluster, source, sink, history, tmp_path)
     try:
         with apps:
             apps.start(1)  # returns once the job completed a checkpoint
@@ -175,3 +186,49 @@ def test_the_job_runs_on_loopback_and_a_killed_job_resumes_from_its_checkpoint(
         history.close()
     assert not jvm.is_running() or jvm.status() == psutil.STATUS_ZOMBIE
     assert not (tmp_path / "flink-job-0" / "tmp").exists()  # its temporary files went with it
+
+
+def test_a_session_cluster_runs_on_loopback_and_each_of_its_processes_can_be_killed_alone(
+    kafka_cluster: Cluster, kafka_topic, tmp_path: Path
+) -> None:
+    """A TaskManager killed is started again and the job restarted on it inside the cluster;
+    the JobManager killed takes the job with it, and the instance's next start resubmits it
+    from its last checkpoint: nothing lost or repeated either way."""
+    source, sink = kafka_topic("flink-in", partitions=2), kafka_topic("flink-out", partitions=2)
+    history = RunHistory(tmp_path / "run")
+    apps = _supervised(kafka_cluster, source, sink, history, tmp_path, "--cluster", "session")
+    try:
+        with apps:
+            apps.start(1)  # returns once the job completed a checkpoint
+            parts = apps.parts(0)
+            assert set(parts) == {"jobmanager", "taskmanager-0"}, parts
+            (started,) = [e for e in history.read("lifecycle") if e["kind"] == "start"]
+            processes = psutil.Process(started["pid"]).children()
+            assert len(processes) == 3  # the JobManager, the TaskManager, the job's client
+            listening = [a for p in processes for a in listening_addresses(p.pid)]
+            assert len(listening) >= 5 and {ip for ip, _ in listening} == {"127.0.0.1"}
+
+            produce_acked(kafka_cluster, source, [(f"k{n}", f"first-{n}") for n in range(50)])
+            assert len(_copied(kafka_cluster, sink, 50)) == 50
+            with pytest.raises(RuntimeError, match="its parts: jobmanager, taskmanager-0"):
+                apps.signal_part(0, "taskmanager-9", signal.SIGKILL)
+            killed = parts["taskmanager-0"]
+            assert kill_at_random(apps, random.Random(1), 1, (0.0, 0.1), threading.Event(),
+                                  part="taskmanager-0") == 1  # fmt: skip
+            wait_for(lambda: apps.parts(0).get("taskmanager-0") not in (None, killed), 30,
+                     "the TaskManager started again")  # fmt: skip
+            produce_acked(kafka_cluster, source, [(f"k{n}", f"second-{n}") for n in range(50)])
+            assert len(_copied(kafka_cluster, sink, 100)) == 100
+            assert apps.running() == [0]  # the instance itself never stopped
+
+            apps.signal_part(0, "jobmanager", signal.SIGKILL)
+            wait_for(lambda: "restoring from" in apps.output(0), 60, "a resubmission")
+            assert "error: the JobManager was ended by SIGKILL" in apps.output(0)
+            produce_acked(kafka_cluster, source, [(f"k{n}", f"third-{n}") for n in range(50)])
+            copied = _copied(kafka_cluster, sink, 150)
+            values = sorted(message.value().decode() for message in copied)
+            assert len(values) == len(set(values)) == 150, values
+    finally:
+        history.close()
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes)
+    assert not (tmp_path / "flink-job-0" / "tmp").exists()

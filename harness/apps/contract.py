@@ -72,6 +72,9 @@ REPORT_FILE = "REPLAY_REPORT_FILE"
 #: The event (``{"kind": "ready", "pid": ...}`` in the report file) by which an app that joins
 #: no consumer group, as a Flink job, says it is working.
 READY_EVENT = "ready"
+#: The event (``{"kind": "part", "pid": ..., "name": ..., "part_pid": ...}``) by which an app
+#: names one of its processes (a Flink session's ``taskmanager-0``) for steps to aim at.
+PART_EVENT = "part"
 #: ``REPLAY_TOPIC_<NAME>``: a topic by its name in the definition (see :func:`topic_variable`).
 TOPIC_PREFIX = "REPLAY_TOPIC_"
 

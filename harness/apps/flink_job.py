@@ -1,10 +1,13 @@
 """A Flink job as the app under test: ``python -m kafka_replay.apps.flink_job JOB.jar
-[--class MAIN] [--with GROUP:ARTIFACT:VERSION]... [--set KEY=VALUE]... [-- ARGUMENT...]``.
+[--class MAIN] [--with GROUP:ARTIFACT:VERSION]... [--set KEY=VALUE]... [--cluster
+local|session] [--taskmanagers N] [-- ARGUMENT...]``.
 
 It follows the app contract like any other app, so every face of the harness runs it (``--app``,
 a definition's ``[app] command``, pytest, the action) and every verb reaches it: the job runs
 as ``flink run --target local`` runs it, its JobManager and TaskManager in one JVM in this
-process's group, so a kill -9, a freeze or a stop of the instance is one of the whole cluster.
+process's group, so a kill -9, a freeze or a stop of the instance is one of the whole cluster;
+with ``--cluster session``, on a JobManager and TaskManagers of their own
+(:mod:`.flink_session`), each named for a step to aim at.
 The job reads the contract's variables itself (``REPLAY_INPUT_TOPIC``, ``REPLAY_CLIENT_PROPERTIES``,
 ...), as any app does. Each instance checkpoints into a directory of its own that outlives its
 restarts, and each start resumes from the last completed checkpoint there, as a deployment
@@ -28,11 +31,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from kafka_replay.servers.process import spawn_in_group
+from kafka_replay.servers.process import spawn_in_group, stop_process
 
-from . import flink_runtime
+from . import flink_runtime, flink_session
 from .connect_worker import pairs
-from .contract import CLIENT_PROPERTIES, READY_EVENT, AppContext
+from .contract import CLIENT_PROPERTIES, PART_EVENT, READY_EVENT, AppContext
 from .instrument import Reporter
 
 
@@ -63,6 +66,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--set", action="append", default=[], help="a Flink setting KEY=VALUE (repeatable)"
+    )
+    parser.add_argument(
+        "--cluster",
+        choices=("local", "session"),
+        default="local",
+        help="local (default): a MiniCluster in the job's own JVM; session: a JobManager and "
+        "--taskmanagers TaskManagers as processes, each named for steps, the job submitted",
+    )
+    parser.add_argument(
+        "--taskmanagers", type=int, default=1, help="TaskManagers of a session cluster"
     )
     parser.add_argument("--version", default=flink_runtime.FLINK_VERSION)
     parser.add_argument(
@@ -99,6 +112,9 @@ def run_job(arguments: argparse.Namespace) -> int:
     128 + the signal that ended it)."""
     if not arguments.jar.is_file():
         raise flink_runtime.FlinkError(f"{arguments.jar}: no such job jar")
+    if arguments.taskmanagers < 1:
+        raise flink_runtime.FlinkError(f"--taskmanagers {arguments.taskmanagers}: at least 1")
+    session = arguments.cluster == "session"
     settings = pairs(arguments.set, "--set")
     extra = [jar for c in arguments.extra for jar in flink_runtime.user_jars(c, arguments.version)]
     context = AppContext.from_env()  # outside the harness: says which variables are unset
@@ -109,7 +125,9 @@ def run_job(arguments: argparse.Namespace) -> int:
         shutil.rmtree(scratch, ignore_errors=True)  # a killed start's
         scratch.mkdir(parents=True)
         cleanup.callback(shutil.rmtree, scratch, ignore_errors=True)
-        config = flink_runtime.cluster_config(checkpoints, scratch, settings)
+        ports = flink_session.free_session_ports() if session else {}
+        ours = flink_session.session_config(ports) if session else {}
+        config = flink_runtime.cluster_config(checkpoints, scratch, {**ours, **settings})
         flink_runtime.write_config(work_dir / "conf", config)
         restore = flink_runtime.newest_checkpoint(checkpoints)
         print(
@@ -126,22 +144,71 @@ def run_job(arguments: argparse.Namespace) -> int:
             restore=restore,
             arguments=arguments.arguments,
             scratch=scratch,
+            target="remote" if session else "local",
         )
+        env = {**os.environ, "FLINK_CONF_DIR": str(work_dir / "conf")}
         started = time.time()
-        job = spawn_in_group(
-            command, subprocess.PIPE, env={**os.environ, "FLINK_CONF_DIR": str(work_dir / "conf")}
-        )
+        cluster = None
+        if session:
+            cluster = _start_session(arguments.taskmanagers, classpath, work_dir, ports, env)
+            cleanup.callback(cluster.stop)
+        job = spawn_in_group(command, subprocess.PIPE, env=env)
         for stop in (signal.SIGTERM, signal.SIGINT):
             signal.signal(stop, lambda number, _frame: job.send_signal(number))
         watch = threading.Thread(
             target=_report_ready, args=(job, checkpoints, started), daemon=True
         )
         watch.start()
+        lost: list[int] = []  # the JobManager's exit code, once it took the job with it
+        if cluster is not None:
+            threading.Thread(target=_end_with, args=(cluster, job, lost), daemon=True).start()
         cause = relay(job.stdout, sys.stdout.buffer)
         code = job.wait()
+    if lost:
+        print(
+            f"error: the JobManager {flink_session.ended(lost[0])} and the job with it (no "
+            "high availability): a start of the instance resubmits it from its last checkpoint",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
     if code > 0 and cause:  # the root cause, where the end of the app's log shows it
         print(f"error: the job failed: {cause}", file=sys.stderr, flush=True)
     return code if code >= 0 else 128 - code
+
+
+def _start_session(
+    taskmanagers: int,
+    classpath: Sequence[Path],
+    work_dir: Path,
+    ports: dict[str, int],
+    env: dict[str, str],
+) -> flink_session.SessionCluster:
+    """The session cluster the job is submitted to, each of its processes reported by name
+    (a ``part`` event), so that a step can aim at it."""
+    reporter = Reporter.from_env()
+    cluster = flink_session.SessionCluster(
+        classpath, work_dir / "conf", work_dir / "tmp", ports["rest"], taskmanagers, env,
+        sys.stdout.buffer, lambda name, pid: reporter.event(PART_EVENT, name=name, part_pid=pid),
+    )  # fmt: skip
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+    print(f"a session cluster: a JobManager and {taskmanagers} TaskManager(s)", flush=True)
+    return cluster
+
+
+def _end_with(cluster: flink_session.SessionCluster, job: Any, lost: list[int]) -> None:
+    """End the job's client when the JobManager has died: the job is gone with it."""
+    while job.poll() is None:
+        code = cluster.jobmanager_exit()
+        if code is not None:
+            lost.append(code)
+            stop_process(job, 5.0)
+            return
+        time.sleep(0.2)
 
 
 def _instance_dir(instance: int, cleanup: contextlib.ExitStack) -> Path:

@@ -157,15 +157,18 @@ def run_command(
     restore: Path | None = None,
     arguments: Sequence[str] = (),
     scratch: Path | None = None,
+    target: str = "local",
 ) -> list[str]:
-    """``flink run --target local`` as one ``java`` command line: the job's ``jar`` (its
+    """``flink run --target TARGET`` as one ``java`` command line: the job's ``jar`` (its
     ``main_class``, else the jar's manifest's), ``extra_jars`` on the job's classpath, resumed
-    from ``restore``, its temporary files in ``scratch``."""
+    from ``restore``, its temporary files in ``scratch``. ``local``: on a MiniCluster in this
+    JVM; ``remote``: submitted to the session cluster the settings' REST address names, the
+    command lasting as long as the job."""
     command = [find_java(), *JVM_OPTIONS, *OPENS, *LOGGING]
     if scratch is not None:
         command.append(f"-Djava.io.tmpdir={scratch.resolve()}")
     command += ["-cp", ":".join(map(str, classpath))]
-    command += [CLI, "run", "--target", "local"]
+    command += [CLI, "run", "--target", target]
     if main_class:
         command += ["--class", main_class]
     for extra in extra_jars:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ import psutil
 from kafka_replay.servers.process import spawn
 from kafka_replay.servers.reaper import Lease
 
-from .contract import READY_EVENT, REPORT_FILE, AppContext, AppSpec
+from .contract import PART_EVENT, READY_EVENT, REPORT_FILE, AppContext, AppSpec
 from .image_app import ContainerProcess
 
 log = logging.getLogger(__name__)
@@ -261,6 +261,38 @@ class Supervisor:
             )
             self._signal_group(process, sig)
 
+    def parts(self, index: int) -> dict[str, int]:
+        """The processes the running instance named for steps (``part`` events: a Flink
+        session's ``jobmanager`` and ``taskmanager-N``), each name's newest, while it runs."""
+        instance = self._instances[index]
+        process = instance.process
+        if not isinstance(process, subprocess.Popen) or process.poll() is not None:
+            return {}
+        named = {e.get("name"): e.get("part_pid") for e in self._reported(instance, PART_EVENT)}
+        return {name: pid for name, pid in named.items() if isinstance(pid, int) and name}
+
+    def signal_part(self, index: int, part: str, sig: signal.Signals) -> int:
+        """Send ``sig`` to the process the instance named ``part``; return its pid. Only a
+        process of the instance's own (its child, still running) is signalled."""
+        parts = self.parts(index)
+        pid = parts.get(part)
+        if pid is None:
+            named = ", ".join(sorted(parts)) or "none"
+            raise RuntimeError(f"instance {index} runs no part {part!r} (its parts: {named})")
+        with self._lock:
+            process = self._instances[index].process
+            try:
+                root = psutil.Process(process.pid) if process is not None else None
+                own = root is not None and pid in {c.pid for c in root.children(recursive=True)}
+            except psutil.Error:
+                own = False
+            if not own:
+                raise RuntimeError(f"instance {index}'s part {part!r} is not running")
+            self._emit({"kind": "signal", "instance": index, "pid": pid, "part": part,
+                        "signal": sig.name})  # fmt: skip
+            os.kill(pid, sig)
+        return pid
+
     def instance_holding(self, port: int) -> int | None:
         """The running instance one of whose processes has a TCP connection from ``port`` on
         this host (the client end a proxy saw), or None: none does, or its processes cannot be
@@ -426,19 +458,22 @@ class Supervisor:
         """Whether this start of ``instance`` reported itself working (a ``ready`` event in its
         report file, from its own process): for an app that reads without joining a consumer
         group, as a Flink job does."""
+        return any(True for _ in self._reported(instance, READY_EVENT))
+
+    def _reported(self, instance: _Instance, kind: str) -> Iterator[dict[str, Any]]:
+        """The ``kind`` events this start of ``instance`` wrote to its report file, in order."""
         process = instance.process
         if self._report_dir is None or process is None:
-            return False
+            return
         path = self._report_dir / f"{self._prefix}{instance.index}.jsonl"
         with contextlib.suppress(OSError):
             for line in path.read_text().splitlines():
-                if f'"{READY_EVENT}"' not in line:  # most apps never report it
+                if f'"{kind}"' not in line:  # most apps never report it
                     continue
                 with contextlib.suppress(ValueError):
                     event = json.loads(line)
-                    if event.get("kind") == READY_EVENT and event.get("pid") == process.pid:
-                        return True
-        return False
+                    if event.get("kind") == kind and event.get("pid") == process.pid:
+                        yield event
 
     def _watch(self) -> None:
         while not self._stop.wait(0.1):

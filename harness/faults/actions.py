@@ -26,6 +26,7 @@ def kill_at_random(
     instance: int = 0,
     sig: signal.Signals = signal.SIGKILL,
     slack_s: float = RESTART_SLACK_S,
+    part: str = "",
 ) -> int:
     """Send ``sig`` to ``instance`` ``times`` times, a random ``gap_s`` apart; return the count.
 
@@ -33,37 +34,54 @@ def kill_at_random(
     the supervisor restarted; ``stop`` ends the series early. An app that keeps dying on its
     own before a gap ends would never be killed: the series ends when ``times`` gaps and
     restarts have had their time, with the kills sent so far (a condition on the count says
-    whether the run had enough).
+    whether the run had enough). ``part``: only the instance's process of that name (a Flink
+    session's ``taskmanager-0``), each gap starting once the instance runs one again.
     """
     sent = 0
     deadline = time.monotonic() + times * (max(gap_s) + slack_s)
     while sent < times and not stop.is_set() and time.monotonic() < deadline:
-        if not _wait_running(apps, instance, stop):
+        if not _wait_running(apps, instance, stop, part):
             break
         if stop.wait(rng.uniform(*gap_s)):
             break
         try:
-            apps.signal(instance, sig)
+            pid = apps.signal_part(instance, part, sig) if part else apps.signal(instance, sig)
         except RuntimeError:  # it exited on its own during the gap; try again once restarted
             continue
         sent += 1
-        _wait_exited(apps, instance, stop)
+        _wait_exited(apps, instance, stop, part, pid)
     return sent
 
 
-def _wait_running(apps: Supervisor, instance: int, stop: threading.Event) -> bool:
+def _wait_running(apps: Supervisor, instance: int, stop: threading.Event, part: str) -> bool:
+    """Until the instance (and its ``part``) runs; False when ``stop`` came first or it does
+    not run within ``RESTART_WAIT_S``; an instance running without that part fails, naming its
+    parts."""
     deadline = time.monotonic() + RESTART_WAIT_S
-    while instance not in apps.running():
+    while instance not in apps.running() or (part and part not in apps.parts(instance)):
         apps.check()
-        if stop.wait(0.05) or time.monotonic() > deadline:
+        if stop.wait(0.05):
+            return False
+        if time.monotonic() > deadline:
+            if part and instance in apps.running():
+                named = ", ".join(sorted(apps.parts(instance))) or "none"
+                raise RuntimeError(
+                    f"instance {instance} runs no part {part!r} within {RESTART_WAIT_S:.0f}s "
+                    f"(its parts: {named}; a Flink job names them with --cluster session)"
+                )
             return False
     return True
 
 
-def _wait_exited(apps: Supervisor, instance: int, stop: threading.Event) -> None:
+def _wait_exited(
+    apps: Supervisor, instance: int, stop: threading.Event, part: str, pid: int | None
+) -> None:
     deadline = time.monotonic() + 5.0
-    while instance in apps.running() and time.monotonic() < deadline and not stop.wait(0.02):
-        pass
+    while time.monotonic() < deadline and not stop.wait(0.02):
+        if part and apps.parts(instance).get(part) != pid:  # started again, or the instance
+            return
+        if not part and instance not in apps.running():
+            return
 
 
 def add_partitions(cluster: Cluster, topic: str, total: int, timeout: float = 30.0) -> int:

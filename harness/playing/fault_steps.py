@@ -61,9 +61,11 @@ def _gap(options: Mapping[str, Any], context: StepContext) -> tuple[str, str] | 
     signal=Field(str, "SIGKILL", SIGNALS),
     background=Field(bool, True),
     app=APP,
+    part=Field(str, ""),
 )
 def _kill_at_random(stage: Stage, step: Step) -> dict[str, Any]:
-    """Send a signal (SIGKILL by default) at random intervals; the supervisor restarts the app."""
+    """Send a signal (SIGKILL by default) at random intervals; the supervisor restarts the app
+    (or the app its ``part``)."""
 
     def kill() -> int:
         return kill_at_random(
@@ -74,6 +76,7 @@ def _kill_at_random(stage: Stage, step: Step) -> dict[str, Any]:
             stage.stop,
             instance=step["instance"],
             sig=signal.Signals[step["signal"]],
+            part=step["part"],
         )
 
     if step["background"]:

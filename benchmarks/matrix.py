@@ -7,7 +7,7 @@ JVM billing service under every database incident, more kill moments under open 
 the JVM reference apps' other profiles, the older Kafka releases, a team's JVM app from the
 installed wheel and its definitions from the command line, pytest's workers on one Spark server
 and the checker on a standalone Spark cluster, the engine's lost Produce answers, a Flink job's
-local cluster killed and restored.
+local cluster killed and restored, a pipeline's service explored in its place.
 Each test asserts its verdicts, so a wrong one fails this benchmark; it prints every test's
 result and time, and the worker-seconds each group took.
 
@@ -51,6 +51,7 @@ GROUPS = {
     "spark": ("tests/test_connect_server.py", "tests/test_checker_end_to_end.py"),
     "requests": ("tests/test_request_proxy.py",),
     "flink": ("tests/test_flink_job.py",),
+    "explore": ("tests/test_explore_cli.py",),
 }
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,8 @@ SHARED = ("app", "app_image", "guarantee", "payload", "output_id", "client_confi
           "spark_master")  # fmt: skip
 EXPLORE_HELP = {
     "app": "your service (this or --app-image): a command line (the contract's placeholders "
-    "allowed) or module:function; with --app-image, the container's arguments",
+    "allowed) or module:function, NAME=COMMAND in service NAME's place of the pipeline an "
+    "--expect file gives; with --app-image, the container's arguments",
     "app_image": "your service as a container image (IMAGE): each instance a container on the "
     "host's network, the contract as its environment; needs Docker",
     "guarantee": "what your service promises (required): a schedule that breaks it is a finding",

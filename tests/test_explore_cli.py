@@ -89,3 +89,32 @@ def test_bad_input_is_one_error_line(argv: list[str], message: str, tmp_path: Pa
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and message in errors[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.matrix  # CI: the pipeline's drawn definitions and places, without Kafka
+def test_a_pipelines_service_is_explored_in_its_place(tmp_path: Path) -> None:
+    """A service that buffers results while its consumer commits, in the first place of a
+    pipeline: found losing records under a kill of its own instances, the reference in the
+    same place surviving the schedule, and the finding replayed with the pipeline."""
+    out = tmp_path / "found"
+    expect = Path(__file__).parent.parent / "docs" / "examples" / "explore-pipeline.toml"
+    explored = subprocess.run(
+        kafka_replay(
+            "explore", "--expect", str(expect), "--app", f"enrich={sys.executable} -m "
+            "tests.apps.flawed buffering", "--guarantee", "at-least-once", "--families", "app",
+            "--seed", "4", "--budget", "8m", "--jobs", "2", "--out", str(out),
+        ),
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    said = explored.stdout + explored.stderr
+    assert explored.returncode == 1 and "as service enrich of its pipeline" in said, said
+    (written,) = out.glob("lost-*.toml")
+    finding = load_incident(written)
+    (killed,) = [step for step in finding.steps if step.do == "kill_at_random"]
+    assert killed.options["app"] == "enrich"
+    assert finding.profiles["remediated"].apps["enrich"].command.endswith("batch_forwarder")
+    replayed = subprocess.run(
+        kafka_replay("run", "--incidents", str(out), written.stem, "--profile", "vulnerable"),
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert replayed.returncode == 0 and "reproduced (vulnerable)" in replayed.stdout

@@ -358,3 +358,58 @@ def test_shrinking_begins_no_candidate_that_would_end_past_the_budget(
     (finding,) = result.findings
     assert clock[0] <= 600.0
     assert finding.cut_short == "the budget ran out"
+
+
+PIPELINE = """
+[topics.enriched]
+partitions = 2
+role = "internal"
+
+[apps.enrich]
+command = "{python} -m kafka_replay_incidents.apps.batch_forwarder"
+reads = ["input"]
+writes = ["enriched"]
+
+[apps.bill]
+command = "{python} -m kafka_replay_incidents.apps.batch_forwarder"
+reads = ["enriched"]
+writes = ["output"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("given", "place"), [("enrich=" + APP, "enrich"), (APP, "bill")], ids=["named", "plain"]
+)
+def test_a_pipelines_service_is_drawn_in_its_place_and_the_reference_takes_it(
+    tmp_path: Path, given: str, place: str
+) -> None:
+    expect = tmp_path / "pipeline.toml"
+    expect.write_text(PIPELINE)
+    service, app, image = read_shape(expect).placed(given, None)
+    assert (service.place, app, image) == (place, APP, None)
+    drawn = (draw(5, n, choose_families("app,brokers")) for n in range(20))
+    schedule = next(s for s in drawn if any(f.family == "app" for f in s.faults))
+    path = tmp_path / f"{schedule.name}.toml"
+    path.write_text(definition_text(schedule, app, "at-least-once", dict([KINDS["lost"]]),
+                                    service=service))  # fmt: skip
+    incident = load_incident(path)
+    vulnerable, remediated = incident.profiles["vulnerable"], incident.profiles["remediated"]
+    assert list(vulnerable.apps) == ["enrich", "bill"] and incident.role("enriched") == "internal"
+    assert vulnerable.apps[place].command == APP
+    assert vulnerable.apps[place].instances == schedule.shape.instances
+    assert remediated.apps[place].command.endswith("batch_forwarder")
+    other = next(name for name in vulnerable.apps if name != place)
+    assert remediated.apps[other] == vulnerable.apps[other]
+    aimed = [s for s in incident.steps if s.do in ("kill_at_random", "restart_instance")]
+    assert aimed and all(step.options["app"] == place for step in aimed)
+
+
+def test_a_place_the_pipeline_has_not_is_refused_naming_its_services(tmp_path: Path) -> None:
+    expect = tmp_path / "pipeline.toml"
+    expect.write_text(PIPELINE)
+    with pytest.raises(ValueError, match=r"no service ship in --expect .*; its services: enrich"):
+        read_shape(expect).placed("ship=" + APP, None)
+    one = tmp_path / "one.toml"
+    one.write_text('[expect]\nfiltered = "tests.apps.shop:is_payment"\n')
+    with pytest.raises(ValueError, match=r"has no \[apps.NAME\] tables"):
+        read_shape(one).placed("ship=" + APP, None)

@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from kafka_replay.apps import AppSpec
 
@@ -36,7 +36,7 @@ def named_app(given: str) -> tuple[str | None, str]:
 
 
 def users_app(
-    given: str, services: Mapping[str, AppDefinition], incident: str = "this incident"
+    given: str, services: Collection[str], incident: str = "this incident"
 ) -> tuple[str, str]:
     """``(service, command)`` of ``--app`` (or ``(service, image)`` of ``--app-image``): the
     named service's place, or the last service's for a plain one. Raises ValueError, naming
@@ -85,7 +85,8 @@ def check_one_service(app: str | None, image: str | None) -> None:
     for flag, given in (("--app", app), ("--app-image", image)):
         if given and named_app(given)[0] is not None:
             raise ValueError(
-                f"{flag} {given}: explore takes one service, given alone (not NAME=...)"
+                f"{flag} {given}: explore takes one service, given alone (NAME=... places a "
+                "pipeline's service, and needs the pipeline: --expect FILE with [apps.NAME])"
             )
     if image:
         from kafka_replay.apps.image_app import check_app_image

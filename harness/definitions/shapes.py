@@ -94,9 +94,10 @@ def _named_topic(table: Table, name: str) -> tuple[int, str, int | None]:
     return partitions, role, replicas
 
 
-def read_expect_file(path: Path) -> dict[str, Any]:
+def read_expect_file(path: Path, pipeline: bool = False) -> dict[str, Any]:
     """An ``--expect`` file's TOML: ``[topics.NAME]`` tables the app writes besides the
-    incident's, and an ``[expect]`` table; an error names the file and key."""
+    incident's, and an ``[expect]`` table; ``pipeline`` (an exploration's): ``[apps.NAME]``
+    tables too, the services around the one explored. An error names the file and key."""
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)
@@ -111,6 +112,10 @@ def read_expect_file(path: Path) -> dict[str, Any]:
             raise topics.fail(name, "give [topics.NAME] with partitions and a role")
         _named_topic(topics, name)
     top.table("expect", {})
+    if pipeline:
+        apps = top.table("apps", {})
+        for name in apps.data:
+            apps.table(name)  # each service a table; its fields are checked as a definition's
     top.finish()
     return data
 

@@ -60,13 +60,16 @@ def explore(
         raise ValueError("the service to explore is needed: a command or module:function, or "
                          "an image")  # fmt: skip
     drawn_from = choose_families(families)
-    check_one_service(app, image)
     service = read_shape(expect) if expect is not None else None
+    if service is not None:  # a pipeline's: the place its NAME= gives, then the command alone
+        service, app, image = service.placed(app, image)
+    check_one_service(app, image)
     settings = (settings or RunSettings()).replace(app=None, app_image=None, guarantee=None)
     seed = seed if seed is not None else secrets.randbelow(10**6)
+    where = f" as service {service.place} of its pipeline" if service and service.place else ""
     progress(
-        f"Exploring with seed {seed} for {budget_s:.0f} s, {jobs} play(s) at a time, families: "
-        + ", ".join(f.name for f in drawn_from)
+        f"Exploring{where} with seed {seed} for {budget_s:.0f} s, {jobs} play(s) at a time, "
+        "families: " + ", ".join(f.name for f in drawn_from)
     )
     with leased_temp_dir("kafka-replay-explore-") as scratch:
         definitions = scratch / "schedules"

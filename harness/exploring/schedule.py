@@ -154,9 +154,14 @@ def _smaller(step_kind: str, key: str, value: Any) -> Any:
     return None
 
 
-def steps_of(schedule: Schedule) -> list[dict[str, Any]]:
+#: Steps that act on one service's instances: in a pipeline, they name the explored service.
+ONE_SERVICE_STEPS = ("kill_at_random", "restart_instance", "start_instance", "stop_instance")
+
+
+def steps_of(schedule: Schedule, place: str | None = None) -> list[dict[str, Any]]:
     """The definition's steps: apps up, the workload in the background, each fault once its
-    acks are in, then every record produced and the backlog drained."""
+    acks are in, then every record produced and the backlog drained; ``place``: the pipeline's
+    service explored, which the faults on instances aim at."""
     steps: list[dict[str, Any]] = [
         {"do": "start_apps"},
         # as in production, the service has its partitions before records flow
@@ -165,7 +170,9 @@ def steps_of(schedule: Schedule) -> list[dict[str, Any]]:
     ]
     for fault in schedule.in_order():
         steps.append({"do": "wait_acks", "count": fault.after_acks})
-        steps.extend(dict(step) for step in fault.steps)
+        for step in fault.steps:
+            aimed = place is not None and step["do"] in ONE_SERVICE_STEPS
+            steps.append({**step, "app": place} if aimed else dict(step))
     steps += [{"do": "wait_produced"}, {"do": "drain", "budget_s": DRAIN_S}]
     return steps
 
@@ -186,13 +193,21 @@ def definition_text(
     service is that container image, ``app`` its arguments (empty: the image's command);
     ``service``: what an ``--expect`` file says the service makes of each input (its topics,
     its ``[expect]``, poison pills in the workload when it dead-letters, and a reference that
-    does the same)."""
+    does the same), and the pipeline it plays in, if any (its services, ``app`` and the
+    reference in the place explored)."""
     shape = schedule.shape
     reference = REFERENCE_APPS[guarantee]
     poison_at: list[int] = []
+    place = service.place if service is not None else None
     if service is not None:
         reference = service.reference(reference)
         poison_at = service.poison_at(schedule.seed, shape.records)
+    apps = (
+        service.app_lines(app, shape.instances)
+        if service is not None and service.apps
+        else ["[app]", f"command = {toml_value(app)}", f"instances = {shape.instances}", ""]
+    )
+    own = f"apps.{place}" if place else "app"  # the explored service's table
     post = f"kafka-replay explore --seed {schedule.seed} (schedule {schedule.index})"
     lines = [
         f"name = {toml_value(name or schedule.name)}",
@@ -226,10 +241,7 @@ def definition_text(
         '"heartbeat.interval.ms" = 1000',
         '"metadata.max.age.ms" = 2000',
         "",
-        "[app]",
-        f"command = {toml_value(app)}",
-        f"instances = {shape.instances}",
-        "",
+        *apps,
         "[workloads.events]",
         'generator = "student_onboarding"',
         f"count = {shape.records}",
@@ -238,7 +250,7 @@ def definition_text(
         f"seed = {schedule.seed}",
         *([f"poison_at = {toml_value(poison_at)}"] if poison_at else []),
     ]
-    for step in steps_of(schedule):
+    for step in steps_of(schedule, place):
         lines += ["", "[[steps]]", *(f"{key} = {toml_value(value)}" for key, value in step.items())]
     lines += [
         "",
@@ -249,11 +261,11 @@ def definition_text(
         "",
         "[profiles.vulnerable]",
         f"description = {toml_value('the service under test')}",
-        *([f"app.image = {toml_value(image)}"] if image else []),
+        *([f"{own}.image = {toml_value(image)}"] if image else []),
         "",
         "[profiles.remediated]",
         f"description = {toml_value(f'the catalog reference service for {guarantee}')}",
-        f"app.command = {toml_value(reference)}",
+        f"{own}.command = {toml_value(reference)}",
     ]
     return "\n".join(lines) + "\n"
 

@@ -8,16 +8,21 @@ bad`` predicate names, written to the dead-letter topic as it came (by the exact
 the transaction that holds the results and the offsets); one the ``filtered`` predicate names
 dropped. Kinds of output on one topic have no reference (no service but the team's knows what
 makes a record one kind or another).
+
+A file with ``[apps.NAME]`` tables is a pipeline: the team's service plays in one service's
+place (``--app NAME=COMMAND``; a plain command, the last's), the others as the file gives them,
+and the reference takes that same place.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kafka_replay.definitions.app_option import named_app, users_app
 from kafka_replay.definitions.shapes import read_expect_file
 
 from .toml_text import toml_value
@@ -37,6 +42,10 @@ class ServiceShape:
     path: Path
     topics: Mapping[str, Mapping[str, Any]]
     expect: Mapping[str, Any]
+    #: ``[apps.NAME]``: a pipeline's services, upstream first, as written (empty: one app).
+    apps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The pipeline's service whose place the explored service takes.
+    place: str | None = None
 
     @property
     def dead_letter(self) -> str | None:
@@ -72,6 +81,38 @@ class ServiceShape:
         lines += ["[expect]", *(f"{k} = {toml_value(v)}" for k, v in self.expect.items()), ""]
         return lines
 
+    def app_lines(self, command: str, instances: int) -> list[str]:
+        """The pipeline's ``[apps.NAME]`` tables, the explored service's ``command`` and
+        ``instances`` in its place."""
+        lines = []
+        for name, table in self.apps.items():
+            fields = dict(table)
+            if name == self.place:
+                fields.update(command=command, instances=instances)
+            lines += [f"[apps.{name}]", *(f"{k} = {toml_value(v)}" for k, v in fields.items())]
+            lines.append("")
+        return lines
+
+    def placed(
+        self, app: str | None, image: str | None
+    ) -> tuple[ServiceShape, str | None, str | None]:
+        """The shape with the explored service's place in its pipeline (``NAME=``; a plain
+        one, the last service's), and the command and image without ``NAME=``; ValueError (one
+        ``error:`` line) for a place it has not."""
+        flag, given = ("--app-image", image) if image else ("--app", app or "")
+        if not self.apps:
+            if named_app(given)[0] is not None:
+                raise ValueError(f"{flag} {given}: NAME= places a pipeline's service, and "
+                                 f"--expect {self.path} has no [apps.NAME] tables")  # fmt: skip
+            return self, app, image
+        try:
+            place, rest = users_app(given, self.apps, f"--expect {self.path}")
+        except ValueError as exc:
+            raise ValueError(f"{flag} {given}: {exc}") from None
+        if image:
+            return replace(self, place=place), app, rest
+        return replace(self, place=place), rest, image
+
 
 def check_shape(service: ServiceShape, text: str, scratch: Path) -> None:
     """Whether a drawn definition ``text`` carrying the shape reads: ValueError naming the
@@ -92,7 +133,7 @@ def check_shape(service: ServiceShape, text: str, scratch: Path) -> None:
 def read_shape(path: Path) -> ServiceShape:
     """An ``--expect`` file as an exploration takes it; ValueError for a shape no reference
     service can be checked against (its one ``error:`` line)."""
-    data = read_expect_file(path)  # a DefinitionError names the file and key
+    data = read_expect_file(path, pipeline=True)  # a DefinitionError names the file and key
     expect = dict(data.get("expect", {}))
     where = f"--expect {path}"
     if "fan_out" in expect:
@@ -101,4 +142,5 @@ def read_shape(path: Path) -> ServiceShape:
             "service survives the same schedule, and no reference service writes your kinds; "
             "replay the catalog against your service instead (kafka-replay run --expect)"
         )
-    return ServiceShape(path, dict(data.get("topics", {})), expect)
+    apps = {name: dict(table) for name, table in data.get("apps", {}).items()}
+    return ServiceShape(path, dict(data.get("topics", {})), expect, apps)

@@ -35,6 +35,8 @@ from .contract import PART_EVENT, READY_EVENT, REPORT_FILE, AppContext, AppSpec
 from .image_app import ContainerProcess
 
 log = logging.getLogger(__name__)
+#: How the two events an app says itself by look in its report file's lines.
+READY_LINE, PART_LINE = f'"{READY_EVENT}"'.encode(), f'"{PART_EVENT}"'.encode()
 Sink = Callable[[dict[str, Any]], None]
 #: An instance's process: a command's, or a container of the app's image.
 Process = subprocess.Popen[bytes] | ContainerProcess
@@ -151,6 +153,10 @@ class Supervisor:
         self._ready = ready
         self._python_path = python_path
         self._instances: dict[int, _Instance] = {}
+        #: Per instance, how far its report file was read and the events an app says itself
+        #: by (``ready``, ``part``), so that each look reads only what was appended since.
+        self._said: dict[int, tuple[int, list[dict[str, Any]]]] = {}
+        self._said_lock = threading.Lock()
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -461,19 +467,35 @@ class Supervisor:
         return any(True for _ in self._reported(instance, READY_EVENT))
 
     def _reported(self, instance: _Instance, kind: str) -> Iterator[dict[str, Any]]:
-        """The ``kind`` events this start of ``instance`` wrote to its report file, in order."""
+        """The ``kind`` events (``ready`` or ``part``) this start of ``instance`` wrote to its
+        report file, in order."""
         process = instance.process
         if self._report_dir is None or process is None:
             return
-        path = self._report_dir / f"{self._prefix}{instance.index}.jsonl"
-        with contextlib.suppress(OSError):
-            for line in path.read_text().splitlines():
-                if f'"{kind}"' not in line:  # most apps never report it
-                    continue
-                with contextlib.suppress(ValueError):
-                    event = json.loads(line)
-                    if event.get("kind") == kind and event.get("pid") == process.pid:
-                        yield event
+        for event in self._said_by(instance.index):
+            if event.get("kind") == kind and event.get("pid") == process.pid:
+                yield event
+
+    def _said_by(self, index: int) -> list[dict[str, Any]]:
+        """The ``ready`` and ``part`` events of instance ``index``'s report file, read on from
+        where the last look stopped (the file is appended to, and an instrumented app's grows
+        with every batch)."""
+        assert self._report_dir is not None
+        path = self._report_dir / f"{self._prefix}{index}.jsonl"
+        with self._said_lock:
+            offset, events = self._said.get(index, (0, []))
+            with contextlib.suppress(OSError), path.open("rb") as file:
+                file.seek(offset)
+                appended = file.read()
+                complete = appended.rfind(b"\n") + 1  # a line still being written waits
+                for line in appended[:complete].splitlines():
+                    if READY_LINE not in line and PART_LINE not in line:  # most apps report neither
+                        continue
+                    with contextlib.suppress(ValueError):
+                        events.append(json.loads(line))
+                offset += complete
+            self._said[index] = (offset, events)
+            return list(events)
 
     def _watch(self) -> None:
         while not self._stop.wait(0.1):

@@ -131,6 +131,12 @@ def _copied(cluster: Cluster, topic: str, count: int) -> list[Message]:
         consumer.close()
 
 
+def _copied_once(cluster: Cluster, topic: str, count: int) -> None:
+    """Every one of ``count`` records in ``topic`` once, none twice."""
+    values = sorted(message.value().decode() for message in _copied(cluster, topic, count))
+    assert len(values) == len(set(values)) == count, values
+
+
 def _supervised(
     cluster: Cluster, source: str, sink: str, history: RunHistory, tmp_path: Path, *options: str
 ) -> Supervisor:
@@ -179,9 +185,7 @@ def test_the_job_runs_on_loopback_and_a_killed_job_resumes_from_its_checkpoint(
             apps.signal(0, signal.SIGKILL)  # its JVM too: one process group
             wait_for(lambda: "restoring from" in apps.output(0), 60, "a restart from a checkpoint")
             produce_acked(kafka_cluster, source, [(f"k{n}", f"second-{n}") for n in range(50)])
-            copied = _copied(kafka_cluster, sink, 100)
-            values = sorted(message.value().decode() for message in copied)
-            assert len(values) == len(set(values)) == 100, values
+            _copied_once(kafka_cluster, sink, 100)
     finally:
         history.close()
     assert not jvm.is_running() or jvm.status() == psutil.STATUS_ZOMBIE
@@ -225,9 +229,7 @@ def test_a_session_cluster_runs_on_loopback_and_each_of_its_processes_can_be_kil
             wait_for(lambda: "restoring from" in apps.output(0), 60, "a resubmission")
             assert "error: the JobManager was ended by SIGKILL" in apps.output(0)
             produce_acked(kafka_cluster, source, [(f"k{n}", f"third-{n}") for n in range(50)])
-            copied = _copied(kafka_cluster, sink, 150)
-            values = sorted(message.value().decode() for message in copied)
-            assert len(values) == len(set(values)) == 150, values
+            _copied_once(kafka_cluster, sink, 150)
     finally:
         history.close()
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes)

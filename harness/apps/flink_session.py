@@ -141,12 +141,21 @@ class SessionCluster:
         return self.processes["jobmanager"].poll()
 
     def stop(self, grace: float = 10.0) -> None:
-        """TaskManagers first, then the JobManager: SIGTERM, then SIGKILL after ``grace``."""
+        """The TaskManagers together, then the JobManager: SIGTERM, then SIGKILL for what
+        still runs ``grace`` seconds later."""
         with self._spawning:
             self._closing.set()
-        for _name, process in sorted(self.processes.items(), reverse=True):  # task..., job...
-            with contextlib.suppress(OSError):
-                stop_process(process, grace)
+        jobmanager = [p for name, p in self.processes.items() if name == "jobmanager"]
+        taskmanagers = [p for name, p in self.processes.items() if name != "jobmanager"]
+        for processes in (taskmanagers, jobmanager):
+            for process in processes:
+                if process.poll() is None:
+                    with contextlib.suppress(OSError):
+                        process.terminate()
+            deadline = time.monotonic() + grace
+            for process in processes:
+                with contextlib.suppress(OSError):
+                    stop_process(process, max(0.0, deadline - time.monotonic()))
 
     def _spawn(self, name: str, main_class: str, jvm: Sequence[str]) -> None:
         command = process_command(main_class, jvm, self.classpath, self.conf_dir, self.scratch)

@@ -229,7 +229,8 @@ class Explorer:
             self.progress(f"  {schedule.name}, {service}: {said} ({stages})")
             self._give_up_after(service, outcome.error)
         if len(plays) > 1:
-            self.progress(f"  {len(plays)} plays side by side in {seconds:.0f} s")
+            how = "side by side" if self.player.jobs > 1 else "one after the other"
+            self.progress(f"  {len(plays)} plays {how} in {seconds:.0f} s")
         return found_each
 
     def _give_up_after(self, service: str, error: str | None) -> None:

@@ -204,6 +204,10 @@ def test_a_crashed_owners_registry_is_reaped(tmp_path: Path) -> None:
         timeout=90,
     )
     assert psutil.Process(state["pid"]).environ().get(LEASE_ENV) == state["token"]
+    # what it unpacks (native libraries) is in the run's directory, not /tmp, where a kill
+    # would leave it
+    (scratch,) = [a for a in psutil.Process(state["pid"]).cmdline() if "java.io.tmpdir" in a]
+    assert Path(scratch.partition("=")[2]).is_relative_to(tmp_path.resolve()), scratch
 
     assert state["pid"] in reap_orphans()  # what the next start does first
     assert not psutil.pid_exists(state["pid"]) or (

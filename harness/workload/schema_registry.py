@@ -170,6 +170,9 @@ class SchemaRegistry:
         die_with_owner: bool = True,
     ) -> None:
         self.log_path = Path(log_dir) / "schema-registry.log"
+        #: Its JVM's temporary files (the native libraries it unpacks at start), here rather
+        #: than in the machine's /tmp, where a killed JVM would leave them.
+        self.scratch = Path(log_dir) / "schema-registry-tmp"
         self.jvm_options = list(jvm_options)
         self.app_dir = app_dir
         self.die_with_owner = die_with_owner
@@ -223,6 +226,8 @@ class SchemaRegistry:
         self.port, management_port = free_ports(2)
         command = self._command(management_port)
         assert self.lease is not None
+        shutil.rmtree(self.scratch, ignore_errors=True)  # a killed start's
+        self.scratch.mkdir(parents=True)
         self._log.begin()
         self.process = self._log.spawn(
             command, self.lease, die_with_owner=self.die_with_owner, cwd=app_dir
@@ -249,7 +254,8 @@ class SchemaRegistry:
             "apicurio.usage.telemetry.enabled": "false",
         }
         properties = [f"-D{key}={value}" for key, value in settings.items()]
-        return [str(java), *JVM_OPTIONS, *properties, *self.jvm_options, "-jar", "quarkus-run.jar"]
+        return [str(java), *JVM_OPTIONS, f"-Djava.io.tmpdir={self.scratch.resolve()}", *properties,
+                *self.jvm_options, "-jar", "quarkus-run.jar"]  # fmt: skip
 
     def _answers(self) -> bool:
         try:
@@ -292,6 +298,7 @@ class SchemaRegistry:
         """SIGTERM, then SIGKILL after ``grace`` seconds; safe to call twice."""
         if stop_process(self.process, grace):
             log.warning("the schema registry ignored SIGTERM for %.0fs; it was killed", grace)
+        shutil.rmtree(self.scratch, ignore_errors=True)
         if self.lease is not None:
             self.lease.release()
             self.lease = None

@@ -344,6 +344,38 @@ def test_kills_at_random_end_when_the_app_keeps_dying_on_its_own() -> None:
     assert sent == 0
 
 
+class _FreezableApp:
+    """Stands in for a supervisor whose one instance runs through every signal sent to it."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.asked_after_signal = 0
+
+    def running(self) -> list[int]:
+        self.asked_after_signal += bool(self.sent)
+        return [0]
+
+    def check(self) -> None:
+        pass
+
+    def signal(self, index: int, sig: signal.Signals) -> None:
+        self.sent.append(sig.name)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGCONT])
+def test_a_freeze_or_a_thaw_is_not_waited_out_as_an_exit(sig: signal.Signals) -> None:
+    """SIGSTOP and SIGCONT end nothing: the step does not wait for the instance to exit, so the
+    step after a freeze begins as soon as it is sent."""
+    import random
+    import threading
+
+    from kafka_replay.faults.actions import kill_at_random
+
+    app = _FreezableApp()
+    assert kill_at_random(app, random.Random(1), 1, (0.0, 0.0), threading.Event(), sig=sig) == 1  # type: ignore[arg-type]
+    assert app.sent == [sig.name] and app.asked_after_signal == 0
+
+
 def test_a_reference_apps_result_carries_the_identity_the_harness_stamped() -> None:
     """The catalog's apps read a record's identity from its ``event_id`` header: a team's own
     messages (``--payload``) have no such field, and the result of one named ``None`` or a

@@ -101,6 +101,10 @@ ROWS = {
         ["broken.toml: workloads.w.generator: unknown generator",
          "known: student_onboarding, quiet_events"],
     ),
+    "unknown-placeholder": (
+        definition(("batch_forwarder", "batch_forwarder --to {output_topik}")), ["run", "broken"],
+        ["broken.toml: app.command: {output_topik}: no such placeholder", "{here}"],
+    ),
     "unknown-name": (None, ["run", "no-such-incident"], ["no incident named"]),
     "unknown-kafka-version": (
         None, ["run", "zombie-commit", "--kafka-version", "9.9.9"],
@@ -124,6 +128,10 @@ ROWS = {
     "app-command-missing": (
         None, ["run", "zombie-commit", "--app", "/nonexistent/app --flag"],
         ["the app command '/nonexistent/app' was not found", "a command on PATH"],
+    ),
+    "app-file-missing": (
+        None, ["run", "zombie-commit", "--app", "{python} {here}/connect/sink.json"],
+        ["run under zombie-commit: names ", "/connect/sink.json, which does not exist ({here} is "],
     ),
     "app-module-missing": (
         None, ["run", "zombie-commit", "--app", "nosuch.module:main"],

@@ -6,6 +6,7 @@ Pure logic: no Kafka here. The incidents themselves run as the catalog's items
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kafka_replay.definitions.catalog import catalog_dir, load_incidents
+from kafka_replay.definitions.command_text import fill_here
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.definitions.model import PROFILES, DefinitionError, SettingNeed
 
@@ -156,6 +158,21 @@ def test_an_app_that_writes_only_rows_has_no_output_topic(tmp_path: Path) -> Non
         (("output = 3", "output = 0"), "topics", "or a [sink] the app writes rows to"),
         (('title = "t"\n', 'title = "t"\ncolour = 1\n'), "colour", "unknown field"),
         (('description = "r"', 'description = "r"\nclinet = 1'), "profiles.remediated", "unknown"),
+        (
+            ("batch_forwarder", "batch_forwarder --to {output_topik}"),
+            "app.command",
+            "{output_topik}: no such placeholder",
+        ),
+        (
+            ("batch_forwarder", "batch_forwarder --rules {here}/rules.json"),
+            "app.command",
+            "rules.json, which does not exist ({here} is ",
+        ),
+        (
+            ("batch_forwarder", "batch_forwarder --rules={here}/rules.json"),
+            "app.command",
+            "rules.json, which does not exist",
+        ),
     ],
 )
 def test_a_broken_definition_names_the_file_and_field(
@@ -188,6 +205,8 @@ TOP = "[workloads.backlog]\n"
          "unknown field"),
         (REMEDIATED, '[profiles.remediated.app]\nrestart = "sometimes"\n',
          "profiles.remediated.app.restart", "must be one of always"),
+        (REMEDIATED, '[profiles.remediated.app]\ncommand = "{python} {here}/none.py"\n',
+         "profiles.remediated.app.command", "none.py, which does not exist"),
         (REMEDIATED, '[profiles.remediated.workloads.backlog]\ntopic = "output"\n',
          "profiles.remediated.workloads.backlog.topic", "is not an input topic"),
         (REMEDIATED, '[profiles.remediated.workloads.burst]\ngenerator = "quiet_events"\nkyes = 2',
@@ -363,3 +382,18 @@ def test_a_bad_feature_names_the_field(tmp_path: Path, feature: str, says: str) 
     with pytest.raises(DefinitionError) as caught:
         load_incident(write(tmp_path, VALID + f"\n[features]\n{feature}\n"))
     assert caught.value.where.startswith("features.") and says in caught.value.problem
+
+
+def test_a_command_names_files_beside_its_definition_and_any_contract_placeholder(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "rules.json").write_text("{}")
+    command = (
+        "{python} -m kafka_replay_incidents.apps.batch_forwarder --rules {here}/rules.json "
+        "--to {output_topic} --also {topic.input} --json '{\"a\": 1}' --connect ${topic}"
+    )
+    written = '"{{python}} -m kafka_replay_incidents.apps.batch_forwarder"'
+    path = write(tmp_path, VALID.replace(written, json.dumps(command)))
+    incident = load_incident(path)
+    assert incident.profiles["vulnerable"].app.command == command  # filled in when it starts
+    assert fill_here(command, tmp_path).split()[4] == f"{tmp_path.resolve()}/rules.json"

@@ -4,6 +4,7 @@ schedule a valid definition), shrinking on made-up failures, and what counts as 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
@@ -413,3 +414,30 @@ def test_a_place_the_pipeline_has_not_is_refused_naming_its_services(tmp_path: P
     one.write_text('[expect]\nfiltered = "tests.apps.shop:is_payment"\n')
     with pytest.raises(ValueError, match=r"has no \[apps.NAME\] tables"):
         read_shape(one).placed("ship=" + APP, None)
+
+
+def test_a_hangs_finding_says_what_the_service_was_doing_when_it_stopped(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "events").mkdir(parents=True)
+    (run / "logs").mkdir()
+    stuck = {"kind": "killed_after_grace", "instance": 1, "pid": 7, "grace_s": 10.0}
+    (run / "events" / "lifecycle.jsonl").write_text(json.dumps(stuck) + "\n")
+    (run / "logs" / "app-1.log").write_text("started\ncommitting transaction\n")
+
+    class Hanging(ScriptedPlayer):
+        def _one(self, profile: str) -> Outcome:
+            outcome = super()._one(profile)
+            if profile == "vulnerable":
+                outcome.run_dir, outcome.not_judged = str(run), "40 inputs not in the output"
+            return outcome
+
+    player = Hanging([{"unseen_at_deadline": 40}] * 2, reference={})
+    explorer = _explorer(player, tmp_path)
+    explorer.out_of_time = lambda: len(player.played) >= 4  # type: ignore[method-assign]
+    (finding,) = explorer.explore().findings
+    assert finding.kind == "not drained"
+    report = write_report(explorer.result, 600, tmp_path / "out").read_text()
+    assert "What the service was doing when it stopped:" in report
+    assert "- 40 inputs not in the output" in report
+    assert "- instance 1 ignored SIGTERM for 10.0 s at the run's end and was killed" in report
+    assert "- app-1's last lines: started | committing transaction" in report

@@ -73,7 +73,14 @@ description = "output written outside the transaction"
 
 [profiles.remediated]
 description = "output and offsets in one transaction"
-app.command = "{{python}} -m kafka_replay_incidents.apps.eos_processor --work-ms 20"
+app.command = "{{python}} {{here}}/apps/service.py --work-ms 20"
+"""
+#: The team's service, a file beside its definition ({here}/apps/service.py): the catalog's
+#: transactional one, run as a script of the team's own, so that the definition names it from
+#: wherever it is replayed.
+SERVICE = """import runpy
+
+runpy.run_module("kafka_replay_incidents.apps.eos_processor", run_name="__main__")
 """
 
 
@@ -82,6 +89,8 @@ def write_incident(directory: Path, name: str) -> Path:
     path = directory / f"{name}.toml"
     eos = "kafka_replay_incidents.apps.eos_processor"
     path.write_text(TEAM_INCIDENT.format(name=name, eos=eos))
+    (directory / "apps").mkdir(exist_ok=True)
+    (directory / "apps" / "service.py").write_text(SERVICE)
     return path
 
 

@@ -86,6 +86,11 @@ _PLACEHOLDER = re.compile(
 )
 
 
+def is_placeholder(name: str) -> bool:
+    """Whether ``{name}`` is one of the contract's placeholders (``{python}`` among them)."""
+    return _PLACEHOLDER.fullmatch(f"{{{name}}}") is not None
+
+
 def topic_variable(name: str) -> str:
     """The variable that carries the topic a definition names ``name``."""
     return TOPIC_PREFIX + re.sub(r"[^A-Z0-9]", "_", name.upper())

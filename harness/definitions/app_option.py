@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from kafka_replay.apps import AppSpec
 
+from .command_text import command_problem
 from .model import AppDefinition, Incident
 
 #: ``NAME=COMMAND``: a team's service for one place of a pipeline.
@@ -63,6 +64,7 @@ def check_users_app(app: str | None, image: str | None, incidents: Iterable[Inci
     command: str | None = None
     container: str | None = None
     for incident in incidents:
+        _check_files(app, incident)
         for profile in incident.profiles.values():
             services = profile.services
             aimed = _placed("--app-image", image, services, incident.name)
@@ -77,6 +79,16 @@ def check_users_app(app: str | None, image: str | None, incidents: Iterable[Inci
         from kafka_replay.apps.image_app import check_app_image
 
         check_app_image(container)
+
+
+def _check_files(app: str | None, incident: Incident) -> None:
+    """Refuse an app whose command names, through ``{here}`` (the definition's directory), a
+    file that is not there, or a placeholder no run fills in."""
+    if not app:
+        return
+    problem = command_problem(named_app(app)[1], incident.source.parent)
+    if problem is not None:
+        raise ValueError(f"--app {app!r}, run under {incident.name}: {problem}")
 
 
 def check_one_service(app: str | None, image: str | None) -> None:

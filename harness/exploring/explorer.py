@@ -21,6 +21,7 @@ from .players import Player
 from .schedule import RECORDS, Fault, Schedule, definition_text, draw, simpler_faults
 from .shape import ServiceShape
 from .shrinking import shrink
+from .stalls import stall_account
 
 #: What breaks a service, the worst first, with the symptom that says so in a definition.
 KINDS: dict[str, tuple[str, str]] = {
@@ -92,6 +93,8 @@ class Finding:
     found_s: float
     #: Why shrinking stopped before it was done (the budget ran out, Ctrl-C), if it did.
     cut_short: str | None = None
+    #: For a hang: what the service was doing when it stopped, from a play of ``shrunk``.
+    stalled: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -139,6 +142,8 @@ class Explorer:
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
         self.result = Exploration(seed)
         self._plays = 0
+        #: Each schedule's (name and timeline) account of its last play that did not drain.
+        self._stalls: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         self._errors_in_a_row = 0
         self._played_once = False
 
@@ -218,6 +223,8 @@ class Explorer:
             found = set() if outcome.error else kinds_of(outcome, self.guarantee, self.ordered)
             found_each.append(found)
             service = "yours" if profile == "vulnerable" else "reference"
+            if service == "yours" and "not drained" in found:
+                self._stalls[_played(schedule)] = stall_account(outcome)
             self.result.tried.append(
                 Tried(schedule.name, len(schedule.faults), service, sorted(found), outcome.error,
                       round(outcome.duration_s, 1))
@@ -326,8 +333,14 @@ class Explorer:
             )
         )  # fmt: skip
         found_s = time.monotonic() - self.result.started
-        self.result.findings.append(Finding(kind, drawn, shrunk, path, found_s, cut_short))
+        stalled = self._stalls.get(_played(shrunk), []) if kind == "not drained" else []
+        self.result.findings.append(Finding(kind, drawn, shrunk, path, found_s, cut_short, stalled))
         short = f" (shrinking stopped: {cut_short})" if cut_short else ""
         self.progress(
             f"finding: {kind} under {len(shrunk.faults)} fault(s){short}, written to {path}"
         )
+
+
+def _played(schedule: Schedule) -> tuple[str, tuple[str, ...]]:
+    """A schedule as played: its name and its faults' timeline (a shrunk one keeps the name)."""
+    return schedule.name, tuple(schedule.timeline())

@@ -35,6 +35,7 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
             "",
             *(f"1. {step}" for step in finding.shrunk.timeline()),
             "",
+            *_stalled(finding.stalled),
             f"Replay it: `kafka-replay run --incidents {finding.path.parent} {finding.path.stem}`",
             "",
         ]
@@ -52,6 +53,13 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
             f"| {tried.schedule} | {tried.faults} | {tried.service} | {found} | {tried.seconds} |"
         )
     return lines
+
+
+def _stalled(account: list[str]) -> list[str]:
+    """A hang's account: what the service was doing when it stopped."""
+    if not account:
+        return []
+    return ["What the service was doing when it stopped:", "", *(f"- {a}" for a in account), ""]
 
 
 def html_page(lines: list[str]) -> str:

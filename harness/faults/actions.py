@@ -35,7 +35,8 @@ def kill_at_random(
     own before a gap ends would never be killed: the series ends when ``times`` gaps and
     restarts have had their time, with the kills sent so far (a condition on the count says
     whether the run had enough). ``part``: only the instance's process of that name (a Flink
-    session's ``taskmanager-0``), each gap starting once the instance runs one again.
+    session's ``taskmanager-0``), each gap starting once the instance runs one again. A frozen
+    instance (SIGSTOP) still runs: the next gap starts at once, and so does a thaw's (SIGCONT).
     """
     sent = 0
     deadline = time.monotonic() + times * (max(gap_s) + slack_s)
@@ -49,7 +50,8 @@ def kill_at_random(
         except RuntimeError:  # it exited on its own during the gap; try again once restarted
             continue
         sent += 1
-        _wait_exited(apps, instance, stop, part, pid)
+        if sig not in (signal.SIGSTOP, signal.SIGCONT):  # a freeze or a thaw ends nothing
+            _wait_exited(apps, instance, stop, part, pid)
     return sent
 
 

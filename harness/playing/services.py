@@ -15,6 +15,7 @@ from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, pars
 from kafka_replay.apps.flink_runtime import FLINK_JOB, reference_job_jar
 from kafka_replay.apps.jvm_apps import JvmAppError, java_command
 from kafka_replay.definitions.app_option import users_app
+from kafka_replay.definitions.command_text import fill_here
 from kafka_replay.definitions.model import AppDefinition, Incident, Profile
 from kafka_replay.history import RunHistory
 from kafka_replay.history.group import group_members, group_stable
@@ -73,16 +74,17 @@ def app_command(
     (``[app] jvm``), its ``{java}`` compiled and run against that release.
     """
     services = profile.services
+    here = incident.source.parent
     users = users_app(options.app, services) if options.app else None
     image = users_app(options.app_image, services) if options.app_image else None
     if image is not None and image[0] == service:
         arguments = users[1] if users is not None and users[0] == service else ""
-        return AppSpec.parse(arguments, image=image[1].strip())
+        return AppSpec.parse(fill_here(arguments, here), image=image[1].strip())
     if users is not None and users[0] == service:
-        return AppSpec.parse(users[1])
+        return AppSpec.parse(fill_here(users[1], here))
     app = services[service]
     if app.image is not None:
-        return AppSpec.parse(app.command, image=app.image)
+        return AppSpec.parse(fill_here(app.command, here), image=app.image)
     library = parse_client(options.client_library) if options.client_library else None
     if library is not None and library[0] == JVM_CLIENT:
         if app.jvm is None:
@@ -92,8 +94,9 @@ def app_command(
     else:
         command = app.command.replace("{python}", sys.executable)
     if FLINK_JOB in command:  # the definition's reference Flink job, compiled beside it
-        command = command.replace(FLINK_JOB, str(reference_job_jar(incident.source.parent)))
-    return AppSpec.parse(command.replace("{side_effects_topic}", topics.get("side_effects", "")))
+        command = command.replace(FLINK_JOB, str(reference_job_jar(here)))
+    side_effects = topics.get("side_effects", "")
+    return AppSpec.parse(fill_here(command, here).replace("{side_effects_topic}", side_effects))
 
 
 def app_images(profile: Profile, options: RunOptions) -> set[str]:

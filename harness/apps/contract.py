@@ -36,12 +36,14 @@ instrumented app reports.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,15 +98,31 @@ def topic_variable(name: str) -> str:
     return TOPIC_PREFIX + re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
+@contextlib.contextmanager
+def starting_directory_first() -> Iterator[None]:
+    """A team's modules import from the directory the run started in, as its app's do
+    (``run_callable``), whether the harness runs as ``python -m`` or as its console script."""
+    here = os.getcwd()
+    sys.path.insert(0, here)
+    try:
+        yield
+    finally:
+        sys.path.remove(here)
+
+
 def load_callable(spec: str) -> Callable[..., Any]:
     """Import ``module:function`` (dots allowed on both sides), with an error that names it."""
     if not _CALLABLE.match(spec):
         raise ValueError(f"{spec!r} is not of the form module:function")
     module_name, _, attribute = spec.partition(":")
     try:
-        target: Any = importlib.import_module(module_name)
+        with starting_directory_first():
+            target: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"cannot import {module_name!r} for {spec!r}: {exc}") from exc
+        raise ValueError(
+            f"cannot import {module_name!r} for {spec!r}: {exc} (run from the directory that "
+            "holds it, or put that directory on PYTHONPATH)"
+        ) from exc
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise ValueError(f"{module_name!r} has no {attribute!r} (from {spec!r})")

@@ -13,15 +13,13 @@ taken for the last one.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
 import re
 import shutil
-import sys
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from kafka_replay.apps import AppSpec
+from kafka_replay.apps.contract import starting_directory_first
 
 from .command_text import command_problem
 from .model import AppDefinition, Incident
@@ -142,17 +140,8 @@ def check_command(command: str, service: str | None = None) -> None:
 def _importable(module: str) -> bool:
     """Whether ``module`` imports where the app's process looks: the directory the run started
     in first (as ``run_callable`` puts it), then the harness's own path."""
-    with _starting_directory_first():
+    with starting_directory_first():
         try:
             return importlib.util.find_spec(module) is not None
         except ImportError:  # its package is missing
             return False
-
-
-@contextlib.contextmanager
-def _starting_directory_first() -> Iterator[None]:
-    sys.path.insert(0, os.getcwd())
-    try:
-        yield
-    finally:
-        sys.path.remove(os.getcwd())

@@ -362,7 +362,7 @@ class _FreezableApp:
         self.sent.append(sig.name)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGCONT])
+@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGCONT], ids=["SIGSTOP", "SIGCONT"])
 def test_a_freeze_or_a_thaw_is_not_waited_out_as_an_exit(sig: signal.Signals) -> None:
     """SIGSTOP and SIGCONT end nothing: the step does not wait for the instance to exit, so the
     step after a freeze begins as soon as it is sent."""

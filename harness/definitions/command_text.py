@@ -15,6 +15,8 @@ from pathlib import Path
 
 from kafka_replay.apps.contract import is_placeholder
 
+from .table import Table
+
 #: The definition's own directory, wherever the run is started from.
 HERE = "{here}"
 #: What a definition's command may name besides the contract's placeholders: the directory of
@@ -76,3 +78,14 @@ def command_problem(command: str, directory: Path, also: tuple[str, ...] = ()) -
     if missing:
         return f"names {missing[0]}, which does not exist ({HERE} is {directory.resolve()})"
     return None
+
+
+def check_commands(app: Table, command: str, jvm: str | None) -> None:
+    """Refuse an ``[app]`` whose ``command`` (or ``jvm``, which may name ``{java}``) cannot run,
+    naming the field."""
+    if jvm is not None and not jvm.startswith("{java} "):
+        raise app.fail("jvm", "must start with {java} (then the class and its flags)")
+    for name, text, also in (("command", command, ()), ("jvm", jvm, ("java",))):
+        problem = command_problem(text, app.source.parent, also) if text else None
+        if problem is not None:
+            raise app.fail(name, problem)

@@ -20,7 +20,7 @@ from kafka_replay.apps.client_config import check_client_config
 from kafka_replay.apps.supervisor import RESTART_MODES, parse_restart
 from kafka_replay.checker import GUARANTEES
 
-from .command_text import command_problem
+from .command_text import check_commands
 from .expectations import read_expectations
 from .model import (
     COMPARISONS,
@@ -246,13 +246,7 @@ def _app(app: Table, pipeline: bool) -> AppDefinition:
         jvm=app.get("jvm", str, None),
         image=image,
     )
-    if definition.jvm is not None and not definition.jvm.startswith("{java} "):
-        raise app.fail("jvm", "must start with {java} (then the class and its flags)")
-    commands = {"command": (definition.command, ()), "jvm": (definition.jvm, ("java",))}
-    for name, (text, also) in commands.items():
-        problem = command_problem(text, app.source.parent, also) if text else None
-        if problem is not None:
-            raise app.fail(name, problem)
+    check_commands(app, definition.command, definition.jvm)
     if image is not None and (not image.strip() or any(c.isspace() for c in image)):
         raise app.fail("image", f"{image!r} is not an image name (like team/orders:1)")
     if image is not None and definition.jvm is not None:

@@ -574,25 +574,6 @@ def test_each_engine_room_imports_only_the_rooms_below_it() -> None:
     assert not offending, "an engine room imports one it may not:\n" + "\n".join(offending)
 
 
-def test_the_import_paths_earlier_docs_gave_still_work() -> None:
-    """The judge, a plugin's step and a plugin's symptom, where the docs named them before the
-    engine was split into rooms."""
-    from kafka_replay.definitions import vocabulary
-    from kafka_replay.judging import evidence, judge
-    from kafka_replay.playing import stage, steps
-    from kafka_replay.replay import judge as judge_before
-    from kafka_replay.replay import steps as steps_before
-    from kafka_replay.replay import symptoms as symptoms_before
-
-    assert judge_before.judge is judge.judge
-    assert steps_before.step_kind is vocabulary.step_kind
-    assert steps_before.Field is vocabulary.Field
-    assert steps_before.Stage is stage.Stage
-    assert steps.Stage is stage.Stage  # where the docs named it before the stage had its module
-    assert symptoms_before.symptom is vocabulary.symptom
-    assert symptoms_before.Evidence is evidence.Evidence
-
-
 #: The most modules of the harness the module that plays a run may import: it composes a run's
 #: parts (start-up, the steps with the recorders on, settling, checking and judging), each of
 #: which owns its resource or phase, rather than doing their work itself.
@@ -604,18 +585,12 @@ def test_the_module_that_plays_a_run_only_composes_its_parts() -> None:
     assert len(imported) <= RUNNER_IMPORTS_AT_MOST, sorted(imported)
 
 
-#: The shims kept for the import paths earlier docs gave: each has the name of what it keeps.
-OLD_PATHS = frozenset(
-    {"kafka_replay.replay.judge", "kafka_replay.replay.steps", "kafka_replay.replay.symptoms"}
-)
-
-
 def test_no_file_name_is_used_for_two_things() -> None:
     """A module's file name says what it holds, so one name never means two things in two
-    rooms (the shims of :data:`OLD_PATHS` aside)."""
+    rooms."""
     by_name: dict[str, list[str]] = {}
     for module, path in module_files().items():
-        if path.name != "__init__.py" and module not in OLD_PATHS:
+        if path.name != "__init__.py":
             by_name.setdefault(path.name, []).append(module)
     repeated = {name: modules for name, modules in by_name.items() if len(modules) > 1}
     assert not repeated, repeated

@@ -23,6 +23,7 @@ def stall_account(outcome: Outcome) -> list[str]:
         lines.append(outcome.not_judged)
     elif outcome.symptoms.get("backlog_drained") is False:
         lines.append("the backlog was not drained within the drain's budget")
+    looping: dict[Any, Any] = {}  # each instance's longest crash loop
     for event in _events(run / "events" / "lifecycle.jsonl"):
         if event.get("kind") == "killed_after_grace":
             lines.append(
@@ -30,8 +31,9 @@ def stall_account(outcome: Outcome) -> list[str]:
                 "at the run's end and was killed (SIGKILL): it was stuck, not stopping"
             )
         elif event.get("kind") == "crash_loop":
-            instance, lives = event.get("instance"), event.get("short_lives")
-            lines.append(f"instance {instance} was in a crash loop ({lives} short lives)")
+            looping[event.get("instance")] = event.get("short_lives")
+    for instance, lives in looping.items():
+        lines.append(f"instance {instance} was in a crash loop ({lives} short lives in a row)")
     for log in sorted((run / "logs").glob("app-*.log")):
         last = _last_lines(log)
         if last:

@@ -455,13 +455,15 @@ def _session(settings: RunSettings, work_dir: Path, runs_dir: Path | None, **kw:
     from kafka_replay.playing.session import CatalogSession
 
     return CatalogSession(
-        work_dir, settings.kafka_version, settings.kafka_backend,
+        work_dir,
+        settings.kafka_version,
+        settings.kafka_backend,
         image=settings.kafka_image,
         bootstrap_servers=settings.kafka_bootstrap,
         spark_master=settings.spark_master,
         runs_dir=runs_dir,
         **kw,
-    )  # fmt: skip
+    )
 
 
 def _run_in_turn(
@@ -526,9 +528,16 @@ def _run_side_by_side(
         only = {(incident.name, profile) for incident, profile in runs}
         try:
             return run_side_by_side(
-                names, settings.argv(), profiles, settings.jobs, scratch, started, done, runs_dir,
+                names,
+                settings.argv(),
+                profiles,
+                settings.jobs,
+                scratch,
+                started,
+                done,
+                runs_dir,
                 only=only,
-            )  # fmt: skip
+            )
         except WorkerFailed as exc:
             raise ClusterError(str(exc)) from exc
 

@@ -26,8 +26,13 @@ from kafka_replay.history.store import read_stream
 from kafka_replay.replay.settings import COMPARE, RunSettings, add_to_parser
 
 POLL_S = 0.5
-KIND_STYLES = {"regression": "red", "improvement": "green", "drift": "yellow", "same": "dim",
-               "not applicable": "dim"}  # fmt: skip
+KIND_STYLES = {
+    "regression": "red",
+    "improvement": "green",
+    "drift": "yellow",
+    "same": "dim",
+    "not applicable": "dim",
+}
 
 console = make_console(stderr=True)
 
@@ -109,8 +114,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if incidents:
         comparisons, reports, side_s = _replay_sides(args, matrix, shared, drift)
     else:  # a shard no incident fell to: an empty comparison, which passes
-        comparisons = [Comparison(setup, str(args.report / _side(matrix, setup)), [])
-                       for setup in matrix.candidates]  # fmt: skip
+        comparisons = [
+            Comparison(setup, str(args.report / _side(matrix, setup)), [])
+            for setup in matrix.candidates
+        ]
         reports, side_s = [], [0.0] * (1 + len(matrix.candidates))
     payload = comparison_json(matrix.baseline, str(args.report / "baseline"), comparisons)
     payload["wall_s"] = round(time.monotonic() - started, 1)

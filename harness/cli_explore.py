@@ -19,9 +19,21 @@ from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
 
 #: The run options an exploration takes: the service, its guarantee and its messages, and the
 #: cluster and Spark it runs on.
-SHARED = ("app", "app_image", "guarantee", "payload", "output_id", "client_config", "broker_config",
-          "group_protocol", "client_library", "kafka_version", "kafka_backend", "kafka_image",
-          "spark_master")  # fmt: skip
+SHARED = (
+    "app",
+    "app_image",
+    "guarantee",
+    "payload",
+    "output_id",
+    "client_config",
+    "broker_config",
+    "group_protocol",
+    "client_library",
+    "kafka_version",
+    "kafka_backend",
+    "kafka_image",
+    "spark_master",
+)
 EXPLORE_HELP = {
     "app": "your service (this or --app-image): a command line (the contract's placeholders "
     "allowed) or module:function, NAME=COMMAND in service NAME's place of the pipeline an "
@@ -103,9 +115,13 @@ def add_explore_command(commands: Any) -> None:
         "file with [topics.NAME] and an [expect] table (a dead-letter topic, inputs it drops), "
         "as for kafka-replay run (docs/explore.md)",
     )
-    explore.add_argument("--out", type=Path, default=Path("explored"), metavar="DIR",
-                         help="where findings (DIR/NAME.toml) and the report go (default: "
-                         "./explored)")  # fmt: skip
+    explore.add_argument(
+        "--out",
+        type=Path,
+        default=Path("explored"),
+        metavar="DIR",
+        help="where findings (DIR/NAME.toml) and the report go (default: ./explored)",
+    )
     explore.set_defaults(run=cmd_explore)
 
 
@@ -124,10 +140,19 @@ def cmd_explore(args: argparse.Namespace) -> int:
     out = make_console(highlight=False, soft_wrap=True)
     stop_on_signals()  # SIGTERM (a CI job cancelled) stops it as Ctrl-C does: lanes, brokers
     result = explore(
-        settings.app, settings.guarantee, image=settings.app_image, budget_s=args.budget,
-        seed=args.seed, families=args.families, out=args.out, findings=args.findings,
-        records=args.records, ordered=args.ordered, jobs=args.jobs, expect=args.expect,
+        settings.app,
+        settings.guarantee,
+        image=settings.app_image,
+        budget_s=args.budget,
+        seed=args.seed,
+        families=args.families,
+        out=args.out,
+        findings=args.findings,
+        records=args.records,
+        ordered=args.ordered,
+        jobs=args.jobs,
+        expect=args.expect,
         settings=settings,
         progress=lambda line: out.print(escape(line)),
-    )  # fmt: skip
+    )
     return 1 if result.findings else 0

@@ -20,19 +20,29 @@ def add_report_command(commands: Any) -> None:
     )
     report.add_argument("directory", type=Path, metavar="DIR")
     report.add_argument(
-        "--png", type=Path, default=None, metavar="FILE",
+        "--png",
+        type=Path,
+        default=None,
+        metavar="FILE",
         help="also render the page to a PNG with headless Chromium",
-    )  # fmt: skip
+    )
     report.add_argument(
-        "--merge", nargs="+", type=Path, default=None, metavar="SHARD_DIR",
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="SHARD_DIR",
         help="write DIR's report.json, report.md, report.html and junit.xml from the report "
         "directories of `kafka-replay run --shard K/N` (every shard once); exits as run would",
-    )  # fmt: skip
+    )
     report.add_argument(
-        "--durations", type=Path, default=None, metavar="FILE",
+        "--durations",
+        type=Path,
+        default=None,
+        metavar="FILE",
         help="write the runs' seconds into FILE ('incident profile': seconds, as "
         "incidents/durations.json holds them; its other runs kept), not report.html",
-    )  # fmt: skip
+    )
     report.set_defaults(run=cmd_report)
 
 

@@ -88,8 +88,13 @@ def _make(directory: Path, java: str, train: Training) -> None:
     with tempfile.NamedTemporaryFile(dir=directory, suffix=".jsa", delete=False) as staging:
         partial = Path(staging.name)
     try:
-        command = [java, "-Xshare:dump", f"-XX:SharedClassListFile={recorded}",
-                   f"-XX:SharedArchiveFile={partial}", *options]  # fmt: skip
+        command = [
+            java,
+            "-Xshare:dump",
+            f"-XX:SharedClassListFile={recorded}",
+            f"-XX:SharedArchiveFile={partial}",
+            *options,
+        ]
         result = subprocess.run(
             command, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, check=False
         )

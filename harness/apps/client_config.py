@@ -59,20 +59,36 @@ def _same(name: str, client: str, kind: type, **extra: Any) -> Setting:
 _TABLE = (
     # The consumer: the poll loop and the group.
     Setting(
-        "max.poll.records", None, "consumer", int,
+        "max.poll.records",
+        None,
+        "consumer",
+        int,
         note="no librdkafka property: the app asks for that many records per call "
         "(consume(num_messages=N)); given as REPLAY_MAX_POLL_RECORDS",
     ),
     _same("max.poll.interval.ms", "consumer", int),
     _same("session.timeout.ms", "consumer", int, note="classic group protocol only"),
     _same("heartbeat.interval.ms", "consumer", int, note="classic group protocol only"),
-    _same("group.instance.id", "consumer", str,
-          note="static membership (KIP-345); {instance} in it becomes each instance's number"),
-    _same("group.protocol", "consumer", str, choices=("classic", "consumer")),
-    _same("group.remote.assignor", "consumer", str, choices=("uniform", "range"),
-          note="consumer group protocol only"),
     _same(
-        "partition.assignment.strategy", "consumer", str, choices=tuple(ASSIGNORS), listed=True,
+        "group.instance.id",
+        "consumer",
+        str,
+        note="static membership (KIP-345); {instance} in it becomes each instance's number",
+    ),
+    _same("group.protocol", "consumer", str, choices=("classic", "consumer")),
+    _same(
+        "group.remote.assignor",
+        "consumer",
+        str,
+        choices=("uniform", "range"),
+        note="consumer group protocol only",
+    ),
+    _same(
+        "partition.assignment.strategy",
+        "consumer",
+        str,
+        choices=tuple(ASSIGNORS),
+        listed=True,
         note="Java class names, comma-separated; librdkafka gets range, roundrobin or "
         "cooperative-sticky; StickyAssignor has no librdkafka counterpart and is dropped "
         "from the list (the key is left out if nothing remains); classic group protocol only",
@@ -81,7 +97,10 @@ _TABLE = (
     _same("enable.auto.commit", "consumer", bool),
     _same("auto.commit.interval.ms", "consumer", int),
     _same(
-        "auto.offset.reset", "consumer", str, choices=("earliest", "latest", "none"),
+        "auto.offset.reset",
+        "consumer",
+        str,
+        choices=("earliest", "latest", "none"),
         note="none (fail when there is no offset) becomes librdkafka's error",
         to_librdkafka=lambda value: "error" if value == "none" else value,
     ),
@@ -91,24 +110,35 @@ _TABLE = (
     _same("fetch.min.bytes", "consumer", int),
     _same("fetch.max.bytes", "consumer", int),
     _same(
-        "max.partition.fetch.bytes", "consumer", int,
+        "max.partition.fetch.bytes",
+        "consumer",
+        int,
         note="librdkafka's alias of fetch.message.max.bytes",
     ),
     _same("allow.auto.create.topics", "consumer", bool),
     # Any client: metadata and connections.
     Setting(
-        "metadata.max.age.ms", "topic.metadata.refresh.interval.ms", "any", int,
+        "metadata.max.age.ms",
+        "topic.metadata.refresh.interval.ms",
+        "any",
+        int,
         note="the periodic refresh that finds new partitions; librdkafka's own "
         "metadata.max.age.ms is a cache age, not this",
     ),
     Setting(
-        "request.timeout.ms", None, "any", int,
+        "request.timeout.ms",
+        None,
+        "any",
+        int,
         note="no librdkafka property with this meaning: its request.timeout.ms is the "
         "producer's broker-side acks timeout, and its socket.timeout.ms is added to "
         "fetch.wait.max.ms for fetches",
     ),
     Setting(
-        "default.api.timeout.ms", None, "consumer", int,
+        "default.api.timeout.ms",
+        None,
+        "consumer",
+        int,
         note="no librdkafka property: its calls take their timeout as an argument",
     ),
     _same("retry.backoff.ms", "any", int),
@@ -118,12 +148,18 @@ _TABLE = (
     _same("socket.connection.setup.timeout.ms", "any", int),
     _same("connections.max.idle.ms", "any", int),
     Setting(
-        "receive.buffer.bytes", "socket.receive.buffer.bytes", "any", int,
+        "receive.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "any",
+        int,
         note="-1 (the OS default) becomes librdkafka's 0",
         to_librdkafka=lambda value: 0 if value == -1 else value,
     ),
     Setting(
-        "send.buffer.bytes", "socket.send.buffer.bytes", "any", int,
+        "send.buffer.bytes",
+        "socket.send.buffer.bytes",
+        "any",
+        int,
         note="-1 (the OS default) becomes librdkafka's 0",
         to_librdkafka=lambda value: 0 if value == -1 else value,
     ),
@@ -136,13 +172,16 @@ _TABLE = (
     _same("batch.size", "producer", int),
     _same("delivery.timeout.ms", "producer", int, note="librdkafka's alias of message.timeout.ms"),
     Setting(
-        "max.request.size", "message.max.bytes", "producer", int,
+        "max.request.size",
+        "message.max.bytes",
+        "producer",
+        int,
         note="the largest record (Java: request) the producer sends; librdkafka refuses a "
         "larger message at produce() (MSG_SIZE_TOO_LARGE)",
     ),
     _same("max.in.flight.requests.per.connection", "producer", int),
     _same("compression.type", "producer", str, choices=("none", "gzip", "snappy", "lz4", "zstd")),
-)  # fmt: skip
+)
 
 #: Every client setting a definition may write, by Apache Kafka's name.
 KNOWN: dict[str, Setting] = {setting.name: setting for setting in _TABLE}

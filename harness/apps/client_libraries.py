@@ -75,9 +75,18 @@ def python_client_path(spec: str) -> Path:
 
 def _pip_install(requirement: str, target: Path) -> None:
     command = [
-        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-        "--no-deps", "--only-binary=:all:", "--target", str(target), requirement,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--target",
+        str(target),
+        requirement,
+    ]
     try:
         subprocess.run(
             command, capture_output=True, text=True, check=True, timeout=INSTALL_TIMEOUT_S

@@ -188,9 +188,15 @@ def _start_session(
     (a ``part`` event), so that a step can aim at it."""
     reporter = Reporter.from_env()
     cluster = flink_session.SessionCluster(
-        classpath, work_dir / "conf", work_dir / "tmp", ports["rest"], taskmanagers, env,
-        sys.stdout.buffer, lambda name, pid: reporter.event(PART_EVENT, name=name, part_pid=pid),
-    )  # fmt: skip
+        classpath,
+        work_dir / "conf",
+        work_dir / "tmp",
+        ports["rest"],
+        taskmanagers,
+        env,
+        sys.stdout.buffer,
+        lambda name, pid: reporter.event(PART_EVENT, name=name, part_pid=pid),
+    )
     try:
         cluster.start()
     except BaseException:

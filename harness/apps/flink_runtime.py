@@ -43,11 +43,20 @@ JVM_OPTIONS = (
 OPENS = tuple(
     f"--add-opens=java.base/{package}=ALL-UNNAMED"
     for package in (
-        "java.lang", "java.net", "java.io", "java.nio", "sun.nio.ch", "java.lang.reflect",
-        "java.text", "java.time", "java.util", "java.util.concurrent",
-        "java.util.concurrent.atomic", "java.util.concurrent.locks",
+        "java.lang",
+        "java.net",
+        "java.io",
+        "java.nio",
+        "sun.nio.ch",
+        "java.lang.reflect",
+        "java.text",
+        "java.time",
+        "java.util",
+        "java.util.concurrent",
+        "java.util.concurrent.atomic",
+        "java.util.concurrent.locks",
     )
-)  # fmt: skip
+)
 #: The job's log on the app's output, with times; Kafka's clients at WARN (their INFO repeats
 #: every client's whole config).
 LOGGING = (

@@ -33,8 +33,12 @@ TASKMANAGER = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
 #: Each process's JVM; a TaskManager's heap and direct memory are its settings' sums below.
 JOBMANAGER_JVM = ("-Xmx256m", "-XX:MaxMetaspaceSize=192m")
 TASKMANAGER_JVM = ("-Xmx256m", "-XX:MaxDirectMemorySize=96m", "-XX:MaxMetaspaceSize=128m")
-COMMON_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError",
-              "-Djava.net.preferIPv4Stack=true")  # fmt: skip
+COMMON_JVM = (
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.net.preferIPv4Stack=true",
+)
 #: What ``bin/taskmanager.sh`` would compute, fixed: 256 MB of heap (framework and tasks),
 #: 96 MB direct (framework off-heap and network), a little managed memory (the hashmap state
 #: backend keeps state on the heap), one slot and one core.
@@ -91,15 +95,23 @@ def free_session_ports() -> dict[str, int]:
     return {"rpc": rpc, "rest": rest}
 
 
-def process_command(main_class: str, jvm: Sequence[str], classpath: Sequence[Path],
-                    conf_dir: Path, scratch: Path) -> list[str]:  # fmt: skip
+def process_command(
+    main_class: str, jvm: Sequence[str], classpath: Sequence[Path], conf_dir: Path, scratch: Path
+) -> list[str]:
     """One of the cluster's JVMs, reading its settings from ``conf_dir``."""
     return [
-        find_java(), *jvm, *COMMON_JVM, *OPENS, *LOGGING,
+        find_java(),
+        *jvm,
+        *COMMON_JVM,
+        *OPENS,
+        *LOGGING,
         f"-Djava.io.tmpdir={scratch.resolve()}",
-        "-cp", ":".join(map(str, classpath)),
-        main_class, "--configDir", str(conf_dir.resolve()),
-    ]  # fmt: skip
+        "-cp",
+        ":".join(map(str, classpath)),
+        main_class,
+        "--configDir",
+        str(conf_dir.resolve()),
+    ]
 
 
 class SessionCluster:
@@ -208,8 +220,9 @@ class SessionCluster:
         while not ready():
             for name, process in self.processes.items():
                 if process.poll() is not None:
-                    raise FlinkError(f"the {name} exited with code {process.returncode} while "
-                                     f"waiting for {what}")  # fmt: skip
+                    raise FlinkError(
+                        f"the {name} exited with code {process.returncode} while waiting for {what}"
+                    )
             if time.monotonic() > deadline:
                 raise FlinkError(f"no {what} within {START_TIMEOUT_S:.0f}s")
             time.sleep(0.2)

@@ -133,9 +133,12 @@ class MirrorMaker:
             rest_port=self.port,
             plugins=[],
             client={},
-            settings={"plugin.discovery": "service_load", "key.converter": BYTES,
-                      "value.converter": BYTES},
-        )  # fmt: skip
+            settings={
+                "plugin.discovery": "service_load",
+                "key.converter": BYTES,
+                "value.converter": BYTES,
+            },
+        )
         del settings["plugin.path"]  # connect-mirror is on the classpath
         properties = connect_runtime.write_properties(
             self.work_dir / "mirror-maker.properties", settings

@@ -294,8 +294,9 @@ class Supervisor:
                 own = False
             if not own:
                 raise RuntimeError(f"instance {index}'s part {part!r} is not running")
-            self._emit({"kind": "signal", "instance": index, "pid": pid, "part": part,
-                        "signal": sig.name})  # fmt: skip
+            self._emit(
+                {"kind": "signal", "instance": index, "pid": pid, "part": part, "signal": sig.name}
+            )
             os.kill(pid, sig)
         return pid
 
@@ -314,8 +315,10 @@ class Supervisor:
                 root = psutil.Process(process.pid)
                 for member in (root, *root.children(recursive=True)):
                     with contextlib.suppress(psutil.Error):
-                        if any(c.laddr and c.laddr.port == port
-                               for c in member.net_connections(kind="tcp")):  # fmt: skip
+                        if any(
+                            c.laddr and c.laddr.port == port
+                            for c in member.net_connections(kind="tcp")
+                        ):
                             return index
         return None
 

@@ -137,9 +137,13 @@ class CheckResult:
             for name, found in data["anomalies"].items()
         }
         return cls(
-            data["guarantee"], data["verdict"], data["result"], dict(data["totals"]), findings,
+            data["guarantee"],
+            data["verdict"],
+            data["result"],
+            dict(data["totals"]),
+            findings,
             list(deliveries or []),
-        )  # fmt: skip
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

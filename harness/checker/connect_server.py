@@ -88,8 +88,17 @@ class SparkConnectServer:
             **CALL_SITES_OFF,  # a client asks the server's setting
         }
         conf = [part for key, value in settings.items() for part in ("--conf", f"{key}={value}")]
-        return [str(submit), "--class", SERVER_CLASS, "--master", self.master,
-                "--jars", jars, *conf, "spark-internal"]  # fmt: skip
+        return [
+            str(submit),
+            "--class",
+            SERVER_CLASS,
+            "--master",
+            self.master,
+            "--jars",
+            jars,
+            *conf,
+            "spark-internal",
+        ]
 
     def start(self) -> str:
         """Start it and wait until it accepts connections: its URL."""

@@ -15,8 +15,14 @@ from pyspark.sql import functions as F
 #: What :func:`held_wrong` says of each row held wrong (the ``stale_value`` and
 #: ``resurrected_key`` anomalies' columns).
 WRONG_COLUMNS = (
-    "key", "event_id", "held_seq", "last_event_id", "last_seq", "in_partition", "in_offset",
-)  # fmt: skip
+    "key",
+    "event_id",
+    "held_seq",
+    "last_event_id",
+    "last_seq",
+    "in_partition",
+    "in_offset",
+)
 
 
 def superseded_in(acks: DataFrame, topics: list[str]) -> DataFrame:

@@ -103,9 +103,13 @@ def log_starts(bootstrap_servers: str, topic: str) -> dict[int, int]:
     """Per partition of ``topic``: where its log starts now (the low watermark), past every
     record retention deleted."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap_servers, "group.id": "kafka-replay-log-start",
-         "enable.auto.commit": False, "log_level": 0}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "kafka-replay-log-start",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         return {

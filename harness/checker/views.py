@@ -202,11 +202,15 @@ class AnalysisViews:
         output (rare), ``retention`` and ``undelivered`` are the frames that say so."""
         inputs = self.inputs
         frames = {
-            "matched": self.matched, "offsets": inputs.offsets, "lag": inputs.lag,
-            "reports": inputs.reports, "committed": inputs.committed,
-            "uncommitted": inputs.uncommitted, "misrouted": inputs.misrouted,
+            "matched": self.matched,
+            "offsets": inputs.offsets,
+            "lag": inputs.lag,
+            "reports": inputs.reports,
+            "committed": inputs.committed,
+            "uncommitted": inputs.uncommitted,
+            "misrouted": inputs.misrouted,
             "state": inputs.state,
-        }  # fmt: skip
+        }
         views: dict[str, DataFrame | str] = {n: f for n, f in frames.items() if f is not None}
         if self._table is not None:  # a cached table is found by its name, not through a frame
             views["matched"] = f"SELECT * FROM {self._table}"

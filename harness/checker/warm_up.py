@@ -39,24 +39,48 @@ def made_up_run(root: Path) -> FileOutput:
     """A run's history and output written under ``root``: what every anomaly's query reads."""
     root.mkdir(exist_ok=True)  # not its parents (see _lines)
     acks = [
-        {"ts": 1.0 + i, "kind": "ack", "event_id": f"w{i}", "key": f"k{i % 4}", "seq": i // 4,
-         "topic": "input", "partition": i % 2, "offset": i // 2, "size": 10}
+        {
+            "ts": 1.0 + i,
+            "kind": "ack",
+            "event_id": f"w{i}",
+            "key": f"k{i % 4}",
+            "seq": i // 4,
+            "topic": "input",
+            "partition": i % 2,
+            "offset": i // 2,
+            "size": 10,
+        }
         for i in range(RECORDS)
-    ]  # fmt: skip
+    ]
     _lines(root / "events" / "produce.jsonl", acks)
     commits = [
-        {"ts": 2.0, "kind": "commit", "group": "g", "topic": "input", "partition": p,
-         "offset": RECORDS // 2 - 1, "commit_ts_ms": 2000, "log_partition": 0,
-         "log_offset": p, "log_ts_ms": 2000}
+        {
+            "ts": 2.0,
+            "kind": "commit",
+            "group": "g",
+            "topic": "input",
+            "partition": p,
+            "offset": RECORDS // 2 - 1,
+            "commit_ts_ms": 2000,
+            "log_partition": 0,
+            "log_offset": p,
+            "log_ts_ms": 2000,
+        }
         for p in (0, 1)
-    ]  # fmt: skip
+    ]
     _lines(root / "events" / "offsets.jsonl", commits)
     own = [{"topic": "input", "partition": 0, "offset": 3}]
     reports = [
         {"ts": 1.0, "kind": "assigned", "instance": 0, "member": "m", "partitions": own},
-        {"ts": 3.0, "kind": "commit", "instance": 0, "member": "m", "offsets": own,
-         "assignment": own},
-    ]  # fmt: skip
+        {
+            "ts": 3.0,
+            "kind": "commit",
+            "instance": 0,
+            "member": "m",
+            "offsets": own,
+            "assignment": own,
+        },
+    ]
     _lines(root / "events" / "app-0.jsonl", reports)
     outputs = [{"event_id": f"w{i}"} for i in range(1, RECORDS)] + [
         {"event_id": "w2"},

@@ -50,9 +50,16 @@ def exercise(cluster: Cluster) -> None:
     if producer.flush(TRAINING_TIMEOUT_S) != 0:
         raise RuntimeError("the training broker acknowledged no produce")
     group = cluster.unique_name("class-training")
-    consumer = Consumer(cluster.client_config(**{
-        "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False, **QUIET,
-    }))  # fmt: skip
+    consumer = Consumer(
+        cluster.client_config(
+            **{
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                **QUIET,
+            }
+        )
+    )
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + TRAINING_TIMEOUT_S

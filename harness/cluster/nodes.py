@@ -145,9 +145,14 @@ class NodeCluster(Cluster):
         """An unstarted cluster, given those of ``options`` it takes (see :attr:`options`)."""
         own = {key: value for key, value in options.items() if key in cls.options}
         return cls(
-            version, brokers, broker_config_overrides, work_dir, network_faults=network_faults,
-            features=features, **own,  # type: ignore[arg-type]
-        )  # fmt: skip
+            version,
+            brokers,
+            broker_config_overrides,
+            work_dir,
+            network_faults=network_faults,
+            features=features,
+            **own,  # type: ignore[arg-type]
+        )
 
     def __init__(
         self,

@@ -222,9 +222,12 @@ class ClusterPool:
         for node in refusing:
             log.warning(
                 "broker %s of %r runs but refuses connections on 127.0.0.1:%s (it listens on "
-                "%s); starting a fresh cluster", node.node_id, cluster, node.port,
+                "%s); starting a fresh cluster",
+                node.node_id,
+                cluster,
+                node.port,
                 listening_ports(node) or "no port",
-            )  # fmt: skip
+            )
         return not refusing
 
     def _stop(self, cluster: NodeCluster) -> None:

@@ -101,9 +101,16 @@ def format_options(features: Mapping[str, int]) -> list[str]:
 def _format(
     version: str, jvm: Sequence[str], config: Path, log_path: Path, features: Mapping[str, int]
 ) -> None:
-    command = [*jvm, "kafka.tools.StorageTool", "format",
-               "-t", PLACEHOLDER_CLUSTER_ID, "-c", str(config),
-               *format_options(features)]  # fmt: skip
+    command = [
+        *jvm,
+        "kafka.tools.StorageTool",
+        "format",
+        "-t",
+        PLACEHOLDER_CLUSTER_ID,
+        "-c",
+        str(config),
+        *format_options(features),
+    ]
     with log_path.open("ab") as output:
         try:
             returncode = subprocess.run(

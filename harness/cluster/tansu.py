@@ -79,9 +79,17 @@ def _build(version: str, binary: Path) -> None:
     log.warning("building Tansu %s once with cargo (about 15 minutes on two cores)", version)
     with tempfile.TemporaryDirectory(prefix="kafka-replay-tansu-") as scratch:
         command = [
-            cargo, "install", "tansu", "--version", version, "--locked",
-            "--features", FEATURES, "--root", scratch,
-        ]  # fmt: skip
+            cargo,
+            "install",
+            "tansu",
+            "--version",
+            version,
+            "--locked",
+            "--features",
+            FEATURES,
+            "--root",
+            scratch,
+        ]
         env = {**os.environ, "CARGO_TARGET_DIR": str(Path(scratch) / "target")}
         try:
             built = subprocess.run(
@@ -156,10 +164,13 @@ class TansuCluster(NodeCluster):
         client_port = address.port if address.proxy_port else None
         return [
             broker_config.NodeAddress(
-                TANSU_NODE_ID, address.port, address.controller_port, client_port,
+                TANSU_NODE_ID,
+                address.port,
+                address.controller_port,
+                client_port,
                 address.proxy_port,
             )
-        ]  # fmt: skip
+        ]
 
     def _launch(self, addresses: list[broker_config.NodeAddress]) -> list[Node]:
         assert self.data_dir is not None and self.log_dir is not None and self._binary
@@ -170,10 +181,17 @@ class TansuCluster(NodeCluster):
         url = f"tcp://127.0.0.1:{address.port}"
         advertised = f"tcp://127.0.0.1:{address.proxy_port or address.port}"
         command = [
-            str(self._binary), "broker",
-            "--listener-url", url, "--advertised-listener-url", advertised,
-            "--storage-engine", "memory://tansu/", "--cluster-id", self.data_dir.name,
-        ]  # fmt: skip
+            str(self._binary),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            advertised,
+            "--storage-engine",
+            "memory://tansu/",
+            "--cluster-id",
+            self.data_dir.name,
+        ]
         # its own directory, so no .env of the user's is read; its log at warnings and errors
         env = {**os.environ, "RUST_LOG": os.environ.get("KAFKA_REPLAY_TANSU_LOG", LOG_LEVEL)}
         node.start(command, True, self.lease, env=env, cwd=node_dir)

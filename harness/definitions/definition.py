@@ -20,13 +20,13 @@ from kafka_replay.apps.client_config import check_client_config
 from kafka_replay.apps.supervisor import RESTART_MODES, parse_restart
 from kafka_replay.checker import GUARANTEES
 
+from .cluster_needs import read_broker_needs, read_brokers, read_features
 from .command_text import check_commands
 from .expectations import read_expectations
 from .model import (
     COMPARISONS,
     GROUP_TYPES,
     PROFILES,
-    SETTING_NEEDS,
     WRITTEN_ROLES,
     AppDefinition,
     Condition,
@@ -34,7 +34,6 @@ from .model import (
     Incident,
     Mirror,
     Profile,
-    SettingNeed,
     Sink,
     Step,
     YourApp,
@@ -52,8 +51,6 @@ if TYPE_CHECKING:
 
 #: What a profile may change.
 OVERRIDABLE = ("broker", "client", "producer", "app", "apps", "workloads", "sink", "topic_config")
-#: The most nodes a definition may ask for: each is a JVM (or container) of its own.
-MAX_BROKERS = 5
 
 
 def parse_condition(
@@ -272,8 +269,6 @@ def _app(app: Table, pipeline: bool) -> AppDefinition:
 
 
 #: A SQL name the checker reads: a table (``schema.table`` too) or a column.
-#: A Kafka feature's name (``transaction.version``), as ``kafka-storage format --feature`` takes.
-FEATURE_NAME = re.compile(r"^[a-z][a-z_]*(\.[a-z_]+)*\.version$")
 _SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
 
 
@@ -322,46 +317,6 @@ def _drift(path: Path, table: dict[str, Any], symptoms: tuple[str, ...]) -> dict
     return drift
 
 
-def _features(path: Path, table: dict[str, Any]) -> dict[str, int]:
-    """``[features]``: a level per Kafka feature, set when the cluster's storage is formatted."""
-    for name, level in table.items():
-        where = f"features.{name}"
-        if not FEATURE_NAME.match(name) or name == "metadata.version":
-            raise DefinitionError(
-                path, where, "is not a feature a definition may set: one of Kafka's feature "
-                "names ending in .version (transaction.version, group.version), not "
-                "metadata.version, which the release sets",
-            )  # fmt: skip
-        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
-            raise DefinitionError(path, where, "must be a feature level: a whole number, 0 or more")
-    return dict(table)
-
-
-def _broker_needs(
-    path: Path, table: dict[str, Any], profiles: Mapping[str, Profile]
-) -> dict[str, SettingNeed]:
-    """``[broker_needs]``: per broker setting, ``"KIND: why"`` (KIND one of SETTING_NEEDS)."""
-    settings = sorted({key for profile in profiles.values() for key in profile.broker})
-    needs = {}
-    for key, text in table.items():
-        where = f"broker_needs.{key}"
-        if key not in settings:
-            having = ", ".join(settings) or "none"
-            raise DefinitionError(
-                path, where, f"is not a broker setting of this incident (its settings: {having})"
-            )
-        kind, _, why = str(text).partition(":") if isinstance(text, str) else ("", "", "")
-        if kind.strip() not in SETTING_NEEDS or not why.strip():
-            raise DefinitionError(
-                path,
-                where,
-                f"must be a string 'KIND: why the incident sets it', KIND one of "
-                f"{', '.join(SETTING_NEEDS)}",
-            )
-        needs[key] = SettingNeed(kind.strip(), why.strip())
-    return needs
-
-
 def _your_app(
     path: Path,
     data: dict[str, Any] | None,
@@ -387,11 +342,9 @@ def _your_app(
     steps = ()
     if overrides:  # each step read again with its new fields: checked as the incident's are,
         steps = tuple(  # a mistake in a new field named where it was written
-            _step(path, i, {**step, **fields}, context,
-                  Origin(step, fields, f"your_app.steps.{step['do']}", f"steps[{i}]", deep=False))
+            _step_with(path, i, step, overrides.get(step["do"], {}), context)
             for i, step in enumerate(steps_data)
-            for fields in [overrides.get(step["do"], {})]
-        )  # fmt: skip
+        )
     without = table.get("without_client", list, [])
     if not all(isinstance(key, str) for key in without):
         raise DefinitionError(path, "your_app.without_client", "must be a list of setting names")
@@ -403,17 +356,17 @@ def _your_app(
     brokers = table.get("brokers", int, None)
     table.finish()
     if brokers is not None:
-        brokers = _brokers(path, brokers, "your_app.brokers")
+        brokers = read_brokers(path, brokers, "your_app.brokers")
     return YourApp(tests, applies, steps, tuple(without), producer, signature, brokers)
 
 
-def _brokers(path: Path, brokers: int, where: str = "brokers") -> int:
-    """``brokers``: the size of the incident's cluster, every profile alike."""
-    if not 1 <= brokers <= MAX_BROKERS:
-        raise DefinitionError(
-            path, where, f"{brokers} brokers cannot run here; allowed: 1 to {MAX_BROKERS}"
-        )
-    return brokers
+def _step_with(
+    path: Path, index: int, step: dict[str, Any], fields: dict[str, Any], context: StepContext
+) -> Step:
+    """Step ``index`` read again with ``fields`` over its own, a mistake in one of them named
+    where it was written (``your_app.steps.KIND.field``)."""
+    origin = Origin(step, fields, f"your_app.steps.{step['do']}", f"steps[{index}]", deep=False)
+    return _step(path, index, {**step, **fields}, context, origin)
 
 
 def load_incident(path: Path, scale: int = 1) -> Incident:
@@ -469,7 +422,7 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
     profiles = {
         key: pipeline_services(path, p, names, roles, origins[key]) for key, p in profiles.items()
     }
-    brokers = _brokers(path, top.get("brokers", int, 1))
+    brokers = read_brokers(path, top.get("brokers", int, 1))
     check_replicas(path, replicas, brokers)
     named = {name: partitions[topic] for name, topic in names.items()}
     services = tuple(profiles["vulnerable"].services)
@@ -513,13 +466,13 @@ def load_incident(path: Path, scale: int = 1) -> Incident:
         brokers=brokers,
         symptoms=symptoms,
         drift=drift,
-        broker_needs=_broker_needs(path, top.get("broker_needs", dict, {}), profiles),
+        broker_needs=read_broker_needs(path, top.get("broker_needs", dict, {}), profiles),
         your_app=your_app,
         group_type=_group_type(top),
         roles=roles,
         expect=read_expectations(top, names, roles),
         mirror=_mirror(top, steps, partitions, roles, "sink" in data),
-        features=_features(path, top.get("features", dict, {})),
+        features=read_features(path, top.get("features", dict, {})),
     )
     top.finish()
     return incident
@@ -562,10 +515,10 @@ def _mirror(
         )
     produced = [i for i, step in enumerate(steps) if step.do == "produce"]
     if failing_over and produced and produced[-1] > failing_over[0]:
+        problem = "no produce after fail_over: the workload is acknowledged by the primary"
         raise DefinitionError(
-            top.source, f"steps[{produced[-1]}]", "no produce after fail_over: the workload is "
-            "acknowledged by the primary, whose copy the mirror holds",
-        )  # fmt: skip
+            top.source, f"steps[{produced[-1]}]", problem + ", whose copy the mirror holds"
+        )
     return mirror
 
 

@@ -144,9 +144,10 @@ def check_replicas(path: Path, replicas: Mapping[str, int], brokers: int) -> Non
     for name, count in replicas.items():
         if count > brokers:
             raise DefinitionError(
-                path, f"topics.{name}.replicas", f"{count} replicas need {count} brokers; the "
-                f"incident has {brokers} (brokers = N)",
-            )  # fmt: skip
+                path,
+                f"topics.{name}.replicas",
+                f"{count} replicas need {count} brokers; the incident has {brokers} (brokers = N)",
+            )
 
 
 def pipeline_services(
@@ -164,9 +165,11 @@ def pipeline_services(
     if not profile.apps:
         if internal:
             raise DefinitionError(
-                path, f"topics.{internal[0]}", "an internal topic is between two services of a "
+                path,
+                f"topics.{internal[0]}",
+                "an internal topic is between two services of a "
                 "pipeline ([apps.NAME] with reads and writes); this incident has one [app]",
-            )  # fmt: skip
+            )
         return profile
     where = origin.place(("apps",))
     resolved = {}
@@ -175,9 +178,10 @@ def pipeline_services(
             for topic in getattr(app, field_name):
                 if topic not in names:
                     raise DefinitionError(
-                        path, origin.place(("apps", key, field_name)),
+                        path,
+                        origin.place(("apps", key, field_name)),
                         f"no topic {topic!r}; topics: {', '.join(names)}",
-                    )  # fmt: skip
+                    )
         reads = tuple(names[t] for t in app.reads)
         resolved[key] = replace(app, reads=reads, writes=tuple(names[t] for t in app.writes))
     read = {t for app in resolved.values() for t in app.reads}

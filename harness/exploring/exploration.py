@@ -52,13 +52,17 @@ def explore(
     """
     if guarantee not in REFERENCE_APPS:
         raise ValueError(f"guarantee is one of {', '.join(REFERENCE_APPS)}, got {guarantee!r}")
-    for name, value, least in (("--findings", findings, 1), ("--records", records, 100),
-                               ("--jobs", jobs, 1)):  # fmt: skip
+    for name, value, least in (
+        ("--findings", findings, 1),
+        ("--records", records, 100),
+        ("--jobs", jobs, 1),
+    ):
         if value < least:
             raise ValueError(f"{name} must be {least} or more, got {value}")
     if not (app or image):
-        raise ValueError("the service to explore is needed: a command or module:function, or "
-                         "an image")  # fmt: skip
+        raise ValueError(
+            "the service to explore is needed: a command or module:function, or an image"
+        )
     drawn_from = choose_families(families)
     service = read_shape(expect) if expect is not None else None
     if service is not None:  # a pipeline's: the place its NAME= gives, then the command alone
@@ -76,15 +80,32 @@ def explore(
         definitions.mkdir()
         if service is not None:  # before any broker starts: a topic it names, a clash
             first = draw(seed, 0, drawn_from, records)
-            text = definition_text(first, app or "", guarantee, dict([KINDS["lost"]]),
-                                   name="expect-check", service=service)  # fmt: skip
+            text = definition_text(
+                first,
+                app or "",
+                guarantee,
+                dict([KINDS["lost"]]),
+                name="expect-check",
+                service=service,
+            )
             check_shape(service, text, definitions)
         player = player_for(jobs, settings, definitions, scratch)
         explorer = Explorer(
-            player, app=app or "", guarantee=guarantee, image=image, families=drawn_from,
-            seed=seed, budget_s=budget_s, out_dir=out, work_dir=definitions, ordered=ordered,
-            wanted=findings, records=records, service=service, progress=progress,
-        )  # fmt: skip
+            player,
+            app=app or "",
+            guarantee=guarantee,
+            image=image,
+            families=drawn_from,
+            seed=seed,
+            budget_s=budget_s,
+            out_dir=out,
+            work_dir=definitions,
+            ordered=ordered,
+            wanted=findings,
+            records=records,
+            service=service,
+            progress=progress,
+        )
         try:
             explorer.explore()
         except WorkerFailed as exc:
@@ -106,9 +127,13 @@ def player_for(jobs: int, settings: RunSettings | None, definitions: Path, scrat
     settings = settings or RunSettings()
     if jobs == 1:
         session = CatalogSession(
-            scratch, settings.kafka_version, settings.kafka_backend, image=settings.kafka_image,
-            bootstrap_servers=settings.kafka_bootstrap, spark_master=settings.spark_master,
-        )  # fmt: skip
+            scratch,
+            settings.kafka_version,
+            settings.kafka_backend,
+            image=settings.kafka_image,
+            bootstrap_servers=settings.kafka_bootstrap,
+            spark_master=settings.spark_master,
+        )
         return InTurn(session, settings.run_options())
     env = {**os.environ, **settings.child_environment()}  # this process's is left as it was
     return InLanes(jobs, settings.argv(), definitions, scratch, env)

@@ -168,9 +168,12 @@ class Explorer:
 
     def _draw(self) -> Schedule:
         schedule = draw(
-            self.result.seed, self.result.schedules, self.families, self.records,
+            self.result.seed,
+            self.result.schedules,
+            self.families,
+            self.records,
             transactional=self.guarantee == "exactly-once",
-        )  # fmt: skip
+        )
         self.result.schedules += 1
         self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
         return schedule
@@ -210,9 +213,14 @@ class Explorer:
             # every kind's symptom named, so that each is measured; only ``kind``'s when confirming
             signature = dict([KINDS[kind]]) if kind else dict(KINDS.values())
             text = definition_text(
-                schedule, self.app, self.guarantee, signature, name=name, image=self.image,
+                schedule,
+                self.app,
+                self.guarantee,
+                signature,
+                name=name,
+                image=self.image,
                 service=self.service,
-            )  # fmt: skip
+            )
             path.write_text(text)
             given.append((path, profile))
         started = time.monotonic()
@@ -226,13 +234,21 @@ class Explorer:
             if service == "yours" and "not drained" in found:
                 self._stalls[_played(schedule)] = stall_account(outcome)
             self.result.tried.append(
-                Tried(schedule.name, len(schedule.faults), service, sorted(found), outcome.error,
-                      round(outcome.duration_s, 1))
-            )  # fmt: skip
-            said = ", ".join(sorted(found)) or (f"did not play: {outcome.error}" if outcome.error
-                                                 else f"{self.guarantee} held")  # fmt: skip
-            stages = ", ".join(f"{stage} {s:.0f} s" for stage, s in outcome.stage_s.items()
-                               if s >= 1)  # fmt: skip
+                Tried(
+                    schedule.name,
+                    len(schedule.faults),
+                    service,
+                    sorted(found),
+                    outcome.error,
+                    round(outcome.duration_s, 1),
+                )
+            )
+            said = ", ".join(sorted(found)) or (
+                f"did not play: {outcome.error}" if outcome.error else f"{self.guarantee} held"
+            )
+            stages = ", ".join(
+                f"{stage} {s:.0f} s" for stage, s in outcome.stage_s.items() if s >= 1
+            )
             self.progress(f"  {schedule.name}, {service}: {said} ({stages})")
             self._give_up_after(service, outcome.error)
         if len(plays) > 1:
@@ -282,8 +298,10 @@ class Explorer:
         plays = [(schedule, "remediated", None)] * REFERENCE_PLAYS
         found = set().union(*self.play_all(plays))
         if found:
-            self.progress(f"  the reference service broke too ({', '.join(sorted(found))}): "
-                          "the schedule, not the service; reported apart")  # fmt: skip
+            self.progress(
+                f"  the reference service broke too ({', '.join(sorted(found))}): "
+                "the schedule, not the service; reported apart"
+            )
         return bool(found)
 
     def _shrunk(
@@ -327,11 +345,17 @@ class Explorer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(
             definition_text(
-                shrunk, self.app, self.guarantee, dict([KINDS[kind]]), name=name,
+                shrunk,
+                self.app,
+                self.guarantee,
+                dict([KINDS[kind]]),
+                name=name,
                 description=f"{kind.capitalize()} under {len(shrunk.faults)} drawn fault(s): "
-                + "; ".join(shrunk.timeline()), image=self.image, service=self.service,
+                + "; ".join(shrunk.timeline()),
+                image=self.image,
+                service=self.service,
             )
-        )  # fmt: skip
+        )
         found_s = time.monotonic() - self.result.started
         stalled = self._stalls.get(_played(shrunk), []) if kind == "not drained" else []
         self.result.findings.append(Finding(kind, drawn, shrunk, path, found_s, cut_short, stalled))

@@ -59,8 +59,15 @@ def _app(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
         low = _seconds(rng, 0.5, 2.0)
         gap = [low, round(low + rng.uniform(0.5, 2.0), 1)]
         times = rng.randint(1, 5)
-        return ({"do": "kill_at_random", "instance": instance, "times": times, "gap_s": gap,
-                 "background": False},)  # fmt: skip
+        return (
+            {
+                "do": "kill_at_random",
+                "instance": instance,
+                "times": times,
+                "gap_s": gap,
+                "background": False,
+            },
+        )
     return ({"do": "restart_instance", "instance": instance},)
 
 
@@ -82,8 +89,12 @@ def _brokers(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
 def _network(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     seconds = _seconds(rng, 1.0, 6.0)
     fault = rng.choice(("latency", "blackhole", "reset", "cut_off"))
-    step: dict[str, Any] = {"do": "network_fault", "fault": fault, "role": "all",
-                            "seconds": seconds}  # fmt: skip
+    step: dict[str, Any] = {
+        "do": "network_fault",
+        "fault": fault,
+        "role": "all",
+        "seconds": seconds,
+    }
     if fault == "latency":
         step["latency_ms"] = rng.choice((50, 200, 1000))
     return (step,)
@@ -92,13 +103,25 @@ def _network(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
 def _requests(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     commit = "TxnOffsetCommit" if shape.transactional else "OffsetCommit"
     api, action = rng.choice(
-        (("Produce", "lose_answer"), (commit, "lose_answer"), ("Fetch", "delay"),
-         (commit, "delay"), ("Produce", "cut"), (commit, "kill_sender"),
-         ("Produce", "kill_sender"))
-    )  # fmt: skip
-    step: dict[str, Any] = {"do": "kafka_fault", "api": api, "action": action, "clients": "app",
-                            "nth": rng.randint(1, 8), "count": rng.randint(1, 3),
-                            "timeout_s": REQUESTS_TIMEOUT_S}  # fmt: skip
+        (
+            ("Produce", "lose_answer"),
+            (commit, "lose_answer"),
+            ("Fetch", "delay"),
+            (commit, "delay"),
+            ("Produce", "cut"),
+            (commit, "kill_sender"),
+            ("Produce", "kill_sender"),
+        )
+    )
+    step: dict[str, Any] = {
+        "do": "kafka_fault",
+        "api": api,
+        "action": action,
+        "clients": "app",
+        "nth": rng.randint(1, 8),
+        "count": rng.randint(1, 3),
+        "timeout_s": REQUESTS_TIMEOUT_S,
+    }
     if action == "delay":
         step["delay_ms"] = rng.choice((500, 2000, 5000))
     return (step,)
@@ -119,8 +142,9 @@ def _retention(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
 
 
 def _partitions(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
-    return ({"do": "add_partitions", "topic": "input",
-             "count": shape.partitions + rng.randint(1, 4)},)  # fmt: skip
+    return (
+        {"do": "add_partitions", "topic": "input", "count": shape.partitions + rng.randint(1, 4)},
+    )
 
 
 FAMILIES: dict[str, Family] = {
@@ -128,22 +152,46 @@ FAMILIES: dict[str, Family] = {
     for f in (
         Family("app", "the app's instances killed (SIGKILL, restarted) or restarted", True, _app),
         Family("groups", "a member joins the group for a few seconds, then leaves", True, _groups),
-        Family("brokers", "a broker frozen for seconds, or every broker restarted in turn", True,
-               _brokers),
-        Family("network", "latency, a black hole, resets or a cut between clients and brokers",
-               True, _network),
-        Family("requests", "the app's Kafka requests answered late, cut, or their answer lost "
-               "after the broker acted, or their sender killed then", True, _requests),
+        Family(
+            "brokers",
+            "a broker frozen for seconds, or every broker restarted in turn",
+            True,
+            _brokers,
+        ),
+        Family(
+            "network",
+            "latency, a black hole, resets or a cut between clients and brokers",
+            True,
+            _network,
+        ),
+        Family(
+            "requests",
+            "the app's Kafka requests answered late, cut, or their answer lost "
+            "after the broker acted, or their sender killed then",
+            True,
+            _requests,
+        ),
         Family("partitions", "the input topic's partitions raised mid-stream", True, _partitions),
-        Family("retention", "every instance stopped until the group's committed offsets expire "
-               "(75 s), then started again", False, _retention,
-               broker={"offsets.retention.minutes": (1, "essential: the group's offsets expire "
-                                                         "while the service is down"),
-                       "offsets.retention.check.interval.ms": (1000, "time: the broker looks "
-                                                               "for expired offsets every second")},
-               fixed=("seconds",)),
+        Family(
+            "retention",
+            "every instance stopped until the group's committed offsets expire "
+            "(75 s), then started again",
+            False,
+            _retention,
+            broker={
+                "offsets.retention.minutes": (
+                    1,
+                    "essential: the group's offsets expire while the service is down",
+                ),
+                "offsets.retention.check.interval.ms": (
+                    1000,
+                    "time: the broker looks for expired offsets every second",
+                ),
+            },
+            fixed=("seconds",),
+        ),
     )
-}  # fmt: skip
+}
 
 
 def choose_families(names: str | None) -> tuple[Family, ...]:

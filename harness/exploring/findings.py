@@ -40,13 +40,25 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
             "",
         ]
     if result.unconfirmed:
-        lines += ["## Not confirmed (did not come back 2 of 3 times)", "",
-                  *(f"- {name}" for name in result.unconfirmed), ""]  # fmt: skip
+        lines += [
+            "## Not confirmed (did not come back 2 of 3 times)",
+            "",
+            *(f"- {name}" for name in result.unconfirmed),
+            "",
+        ]
     if result.apart:
-        lines += ["## Reported apart (the reference service broke too)", "",
-                  *(f"- {name}" for name in result.apart), ""]  # fmt: skip
-    lines += ["## Plays", "", "| schedule | faults | service | found | seconds |",
-              "|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "## Reported apart (the reference service broke too)",
+            "",
+            *(f"- {name}" for name in result.apart),
+            "",
+        ]
+    lines += [
+        "## Plays",
+        "",
+        "| schedule | faults | service | found | seconds |",
+        "|---|---|---|---|---|",
+    ]
     for tried in result.tried:
         found = ", ".join(tried.kinds) or (f"did not play: {tried.error}" if tried.error else "-")
         lines.append(

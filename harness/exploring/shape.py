@@ -102,8 +102,10 @@ class ServiceShape:
         flag, given = ("--app-image", image) if image else ("--app", app or "")
         if not self.apps:
             if named_app(given)[0] is not None:
-                raise ValueError(f"{flag} {given}: NAME= places a pipeline's service, and "
-                                 f"--expect {self.path} has no [apps.NAME] tables")  # fmt: skip
+                raise ValueError(
+                    f"{flag} {given}: NAME= places a pipeline's service, and "
+                    f"--expect {self.path} has no [apps.NAME] tables"
+                )
             return self, app, image
         try:
             place, rest = users_app(given, self.apps, f"--expect {self.path}")

@@ -59,9 +59,14 @@ def wait_out_of_sync(
         )
     started = time.monotonic()
     state = _until(
-        cluster, name, partition, lambda s: node not in s.isrs, started + timeout, stop,
+        cluster,
+        name,
+        partition,
+        lambda s: node not in s.isrs,
+        started + timeout,
+        stop,
         f"broker {node} was still in sync for {name} [{partition}] after {timeout:.0f}s",
-    )  # fmt: skip
+    )
     return {
         "node": node,
         "isr": list(state.isrs),
@@ -87,19 +92,32 @@ def elect_unclean(
         return [r for r in state.replicas if r not in state.isrs and r in running]
 
     state = _until(
-        cluster, name, partition, lambda s: s.leader < 0 and bool(electable(s)), deadline, stop,
+        cluster,
+        name,
+        partition,
+        lambda s: s.leader < 0 and bool(electable(s)),
+        deadline,
+        stop,
         f"{name} [{partition}] had a leader, or no running replica out of sync, for "
         f"{timeout:.0f}s: nothing to elect uncleanly",
-    )  # fmt: skip
-    before = {"replicas": list(state.replicas), "isr_before": list(state.isrs),
-              "out_of_sync": electable(state)}  # fmt: skip
+    )
+    before = {
+        "replicas": list(state.replicas),
+        "isr_before": list(state.isrs),
+        "out_of_sync": electable(state),
+    }
     asked = time.monotonic()
     _ask_election(cluster, name, partition, deadline)
     state = _until(
-        cluster, name, partition, lambda s: s.leader >= 0, deadline, stop,
+        cluster,
+        name,
+        partition,
+        lambda s: s.leader >= 0,
+        deadline,
+        stop,
         f"the unclean election of {name} [{partition}] was taken, and no leader was named "
         f"within {timeout:.0f}s",
-    )  # fmt: skip
+    )
     return {
         "partition": partition,
         **before,

@@ -151,8 +151,12 @@ def group_events(log_files: Iterable[str | Path], group: str) -> list[dict[str, 
 
 
 def _fenced(match: re.Match[str]) -> dict[str, Any]:
-    return {"kind": "static_fenced", "member": match.group(1), "instance_id": match.group(2),
-            "by": match.group(3)}  # fmt: skip
+    return {
+        "kind": "static_fenced",
+        "member": match.group(1),
+        "instance_id": match.group(2),
+        "by": match.group(3),
+    }
 
 
 def _classify(message: str, group: str) -> dict[str, Any] | None:
@@ -176,8 +180,12 @@ def _classify(message: str, group: str) -> dict[str, Any] | None:
     if (m := _STATIC_FENCED[1].search(message)) is not None:
         return _fenced(m)
     if (m := _STATIC_REFUSED.search(message)) is not None:
-        return {"kind": "static_refused", "member": m.group(1), "instance_id": m.group(2),
-                "by": m.group(3)}  # fmt: skip
+        return {
+            "kind": "static_refused",
+            "member": m.group(1),
+            "instance_id": m.group(2),
+            "by": m.group(3),
+        }
     if (m := _CONVERTED.search(message)) is not None:
         return {"kind": "converted", "from": m.group(1), "to": m.group(2)}
     if (m := _JOINED_WITH.search(message)) is not None:
@@ -221,13 +229,28 @@ def replica_events(
                     events.append(event)
             elif (m := _ISR_SHRINK.search(line)) is not None and m.group(1) in names:
                 isr = [[int(n) for n in m.group(g).split(",") if n] for g in (4, 5)]
-                events.append({"ts": ts, "kind": "isr_shrink", "topic": m.group(1),
-                               "partition": int(m.group(2)), "broker": int(m.group(3)),
-                               "isr_from": isr[0], "isr_to": isr[1]})  # fmt: skip
+                events.append(
+                    {
+                        "ts": ts,
+                        "kind": "isr_shrink",
+                        "topic": m.group(1),
+                        "partition": int(m.group(2)),
+                        "broker": int(m.group(3)),
+                        "isr_from": isr[0],
+                        "isr_to": isr[1],
+                    }
+                )
             elif (m := _NOT_ENOUGH_REPLICAS.search(line)) is not None and m.group(3) in names:
                 partition, min_isr = int(m.group(4)), int(m.group(2))
-                events.append({"ts": ts, "kind": "not_enough_replicas", "topic": m.group(3),
-                               "partition": partition, "min_isr": min_isr})  # fmt: skip
+                events.append(
+                    {
+                        "ts": ts,
+                        "kind": "not_enough_replicas",
+                        "topic": m.group(3),
+                        "partition": partition,
+                        "min_isr": min_isr,
+                    }
+                )
     return sorted(events, key=lambda e: e["ts"])
 
 
@@ -248,12 +271,15 @@ def _unclean(
         return None
     seen.add((topic, partition, epoch))
     return {
-        "ts": ts, "kind": "unclean_election", "topic": topic, "partition": partition,
+        "ts": ts,
+        "kind": "unclean_election",
+        "topic": topic,
+        "partition": partition,
         "leader": value(changed["leader"][1]) if "leader" in changed else None,
         "leader_epoch": epoch,
         "isr_before": value(changed["isr"][0]) if "isr" in changed else None,
         "elr_before": value(changed["elr"][0]) if "elr" in changed else None,
-    }  # fmt: skip
+    }
 
 
 def refused_versions(log_files: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -269,7 +295,14 @@ def refused_versions(log_files: Iterable[str | Path]) -> list[dict[str, Any]]:
             if (stamped := _LINE.match(line)) is not None:
                 ts, closing = _timestamp(stamped.group(1)), bool(_CLOSING.search(line))
             elif closing and (m := _UNSUPPORTED_VERSION.search(line)) is not None:
-                events.append({"ts": ts, "kind": "refused_version", "api": m.group(2),
-                               "api_key": int(m.group(1)), "version": int(m.group(3))})  # fmt: skip
+                events.append(
+                    {
+                        "ts": ts,
+                        "kind": "refused_version",
+                        "api": m.group(2),
+                        "api_key": int(m.group(1)),
+                        "version": int(m.group(3)),
+                    }
+                )
                 closing = False
     return sorted(events, key=lambda e: e["ts"])

@@ -140,9 +140,14 @@ def decode_record(
         ("offset", "leader_epoch", "metadata", "commit_ts_ms", "expire_ts_ms")
     )
     return OffsetCommitRecord(
-        group, topic, partition, **fields,
-        log_partition=log_partition, log_offset=log_offset, log_ts_ms=log_ts_ms,
-    )  # fmt: skip
+        group,
+        topic,
+        partition,
+        **fields,
+        log_partition=log_partition,
+        log_offset=log_offset,
+        log_ts_ms=log_ts_ms,
+    )
 
 
 class OffsetsRecorder:
@@ -249,9 +254,12 @@ class OffsetsRecorder:
 
     def _handle(self, message: Any) -> None:
         record = decode_record(
-            message.key(), message.value(), message.partition(), message.offset(),
+            message.key(),
+            message.value(),
+            message.partition(),
+            message.offset(),
             message.timestamp()[1],
-        )  # fmt: skip
+        )
         if record is not None and record.group == self.group:
             self.records.append(record)
             self._sink(record.to_event())

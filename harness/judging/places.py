@@ -111,9 +111,14 @@ def check_places(
             if others:
                 expected = replace(expected, elsewhere=_union(others))
             results[place.name] = check_run(
-                spark, run_dir, place.output, guarantee, source=source,
-                deliveries=index == 0, expected=expected,
-            )  # fmt: skip
+                spark,
+                run_dir,
+                place.output,
+                guarantee,
+                source=source,
+                deliveries=index == 0,
+                expected=expected,
+            )
         return results
     finally:
         for frame in ids.values():

@@ -169,9 +169,15 @@ def _check_hops(
         return _topic_output(cluster, topic, played.output_id, played.profile)
 
     found = check_services(
-        spark, played.history.root, played.incident, played.profile, dict(played.topics),
-        output, cluster.bootstrap_servers, played.guarantee,
-    )  # fmt: skip
+        spark,
+        played.history.root,
+        played.incident,
+        played.profile,
+        dict(played.topics),
+        output,
+        cluster.bootstrap_servers,
+        played.guarantee,
+    )
     hops = {name: hop_summary(checks) for name, checks in found.items()}
     kept = {
         name: {**hops[name], "places": {place: c.to_json() for place, c in checks.items()}}
@@ -196,8 +202,11 @@ def _check(
     name (see :mod:`.places`): its ``[sink]`` table first, then its output topics and its
     dead-letter topic; and the side-effect topic's check, if it has one."""
     cluster, history, incident, topics = (
-        played.cluster, played.history, played.incident, played.topics,
-    )  # fmt: skip
+        played.cluster,
+        played.history,
+        played.incident,
+        played.topics,
+    )
     compacted = played.profile.compacted
     source = [
         KafkaOutput(cluster.bootstrap_servers, topics[n], compacted=compacted(n))
@@ -211,10 +220,12 @@ def _check(
     if sink is not None and database is not None:
         table = (f"table {sink.relation}", _table_output(spark, sink, database))
     chosen = places(
-        incident, dict(topics),
-        lambda topic: _topic_output(cluster, topic, played.output_id, played.profile), table,
+        incident,
+        dict(topics),
+        lambda topic: _topic_output(cluster, topic, played.output_id, played.profile),
+        table,
         pipeline=bool(played.profile.apps),
-    )  # fmt: skip
+    )
     outputs = check_places(spark, history.root, chosen, played.guarantee, source)
     first, *others = outputs.values()
     _write_check(history.root / CHECK, first)

@@ -37,9 +37,13 @@ def _wait_out_of_sync(stage: Stage, step: Step) -> dict[str, Any]:
         node = faults.down[-1]
     with refused():
         return wait_out_of_sync(
-            faults.cluster, stage.topics[step["topic"]], step["partition"], node,
-            step["timeout_s"], stage.stop,
-        )  # fmt: skip
+            faults.cluster,
+            stage.topics[step["topic"]],
+            step["partition"],
+            node,
+            step["timeout_s"],
+            stage.stop,
+        )
 
 
 @step_kind(
@@ -56,7 +60,10 @@ def _unclean_election(stage: Stage, step: Step) -> dict[str, Any]:
         return {
             "topic": stage.topics[step["topic"]],
             **elect_unclean(
-                faults.cluster, stage.topics[step["topic"]], step["partition"],
-                step["timeout_s"], stage.stop,
+                faults.cluster,
+                stage.topics[step["topic"]],
+                step["partition"],
+                step["timeout_s"],
+                stage.stop,
             ),
-        }  # fmt: skip
+        }

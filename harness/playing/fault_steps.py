@@ -204,9 +204,13 @@ def _kill_broker(stage: Stage, step: Step) -> dict[str, Any]:
 
     with refused():
         killed = stage.brokers().kill(
-            step["role"], step["topic"], step["partition"], step["timeout_s"],
-            _spared(stage, step), when=unreplicated if step["unreplicated"] else None,
-        )  # fmt: skip
+            step["role"],
+            step["topic"],
+            step["partition"],
+            step["timeout_s"],
+            _spared(stage, step),
+            when=unreplicated if step["unreplicated"] else None,
+        )
     return {**found, **killed}
 
 

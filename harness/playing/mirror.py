@@ -74,25 +74,38 @@ def start_mirror(
     progress("starting the mirror cluster and MirrorMaker 2")
     where = history.root / "mirror"
     cluster = make_cluster(
-        backend, getattr(primary, "version", None), 1, dict(broker_config), where,
+        backend,
+        getattr(primary, "version", None),
+        1,
+        dict(broker_config),
+        where,
         features=primary.features,
-    ).start()  # fmt: skip
+    ).start()
     mirror = RunMirror(cluster)
     try:
         inputs = tuple(dict.fromkeys(topics[name] for name in incident.named("input")))
         for name in inputs:
             _create_like(primary, cluster, name)
         mirror.maker = MirrorMaker(
-            where, primary.bootstrap_servers, cluster.bootstrap_servers, inputs, groups,
-            interval_s=spec.interval_s, offset_lag_max=spec.offset_lag_max,
-        ).start()  # fmt: skip
+            where,
+            primary.bootstrap_servers,
+            cluster.bootstrap_servers,
+            inputs,
+            groups,
+            interval_s=spec.interval_s,
+            offset_lag_max=spec.offset_lag_max,
+        ).start()
     except BaseException:
         mirror.release()
         raise
     history.write_meta(
-        mirror={"bootstrap_servers": cluster.bootstrap_servers, "topics": list(inputs),
-                "interval_s": spec.interval_s, "offset_lag_max": spec.offset_lag_max},
-    )  # fmt: skip
+        mirror={
+            "bootstrap_servers": cluster.bootstrap_servers,
+            "topics": list(inputs),
+            "interval_s": spec.interval_s,
+            "offset_lag_max": spec.offset_lag_max,
+        },
+    )
     return mirror
 
 

@@ -188,8 +188,16 @@ def name(run: Run | None) -> str:
 
 
 def lane_argv(options: Sequence[str], runs_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "kafka_replay.cli", "run", "--lane", *options,
-            "--runs-dir", str(runs_dir)]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "kafka_replay.cli",
+        "run",
+        "--lane",
+        *options,
+        "--runs-dir",
+        str(runs_dir),
+    ]
 
 
 def run_side_by_side(

@@ -51,9 +51,13 @@ def run_incident(
     ``spark`` gives the checker's session when it is needed (not for a run that failed).
     """
     played = play_incident(
-        incident, profile_name, cluster_for=cluster_for, run_dir=run_dir, options=options,
+        incident,
+        profile_name,
+        cluster_for=cluster_for,
+        run_dir=run_dir,
+        options=options,
         progress=progress,
-    )  # fmt: skip
+    )
     return played.conclude(spark)
 
 
@@ -171,10 +175,18 @@ class PlayedRun:
         assert started.cluster is not None
         self._enter("steps")
         play_steps(
-            started.incident, started.profile, started.cluster, self.history, started.topics,
-            started.reads, started.supervisors, self.progress, share=started.share_watch,
-            mirror=started.mirror, serving=started.serving,
-        )  # fmt: skip
+            started.incident,
+            started.profile,
+            started.cluster,
+            self.history,
+            started.topics,
+            started.reads,
+            started.supervisors,
+            self.progress,
+            share=started.share_watch,
+            mirror=started.mirror,
+            serving=started.serving,
+        )
         self._enter("queued")  # until a lane's check of the run before is done
 
     def settle(self) -> None:
@@ -214,10 +226,17 @@ class PlayedRun:
         s = self.started
         assert s.cluster is not None
         return Played(
-            s.cluster, self.history, s.incident, s.profile, s.topics, self.outcome.guarantee,
-            self.options.output_id, self.options.users_app, s.database,
+            s.cluster,
+            self.history,
+            s.incident,
+            s.profile,
+            s.topics,
+            self.outcome.guarantee,
+            self.options.output_id,
+            self.options.users_app,
+            s.database,
             s.mirror.cluster if s.mirror is not None else None,
-        )  # fmt: skip
+        )
 
     def finish(self) -> None:
         """Keep the broker logs and the outcome, drop the run's topics; never raises."""

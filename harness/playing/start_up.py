@@ -154,19 +154,34 @@ def start_up(
     )
     if incident.mirror is not None:  # fed before any app starts, as a standby cluster is
         started.mirror = start_mirror(
-            incident.mirror, cluster, profile.broker, incident, topics, list(groups.values()),
-            history, progress,
-        )  # fmt: skip
+            incident.mirror,
+            cluster,
+            profile.broker,
+            incident,
+            topics,
+            list(groups.values()),
+            history,
+            progress,
+        )
     if incident.group_type == "share":  # its settings, then a watch on it (SPSO, members)
         started.share_watch = start_share_group(cluster, groups[last], topics["input"], history)
 
     def supervisor(name: str, app: AppDefinition) -> Supervisor:
         return supervise(
-            name if pipeline else None, app, specs[name], configs[name], groups[name],
-            incident=incident, serving=serving, history=history, topics=topics, options=options,
+            name if pipeline else None,
+            app,
+            specs[name],
+            configs[name],
+            groups[name],
+            incident=incident,
+            serving=serving,
+            history=history,
+            topics=topics,
+            options=options,
             registry_url=started.registry.url if started.registry is not None else None,
-            database=started.database, share_watch=started.share_watch,
-        )  # fmt: skip
+            database=started.database,
+            share_watch=started.share_watch,
+        )
 
     started.supervisors = {name: supervisor(name, app) for name, app in services.items()}
     started.reads = {

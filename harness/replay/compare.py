@@ -30,8 +30,13 @@ SETUP_OPTIONS = {
     "client": "--client-library",
 }
 #: The :class:`Setup` field of each key.
-SETUP_FIELDS = {"kafka": "kafka", "protocol": "protocol", "backend": "backend",
-                "bootstrap": "bootstrap", "client": "client_library"}  # fmt: skip
+SETUP_FIELDS = {
+    "kafka": "kafka",
+    "protocol": "protocol",
+    "backend": "backend",
+    "bootstrap": "bootstrap",
+    "client": "client_library",
+}
 SETTING_PREFIXES = {"client.": "--client-config", "broker.": "--broker-config"}
 #: A symptom's relative move that is still noise, unless its definition says otherwise.
 DEFAULT_DRIFT = 0.5

@@ -178,93 +178,220 @@ def add_run_option(option: Option) -> Option:
 
 
 for _option in (
-    Option("incidents", "a directory of your own incident definitions, beside the catalog and "
-           "those of [tool.kafka-replay] in pyproject.toml; repeatable", metavar="DIR",
-           repeat=True),
-    Option("profile", "only this profile (default: both)", choices=PROFILES,
-           faces=frozenset({RUN, COMPARE})),
-    Option("app", "your app instead of the reference app: a command line (placeholders like "
-           "{bootstrap} allowed) or module:function, NAME=COMMAND in a pipeline's service NAME's "
-           "place; the profile picks the conditions it runs under", check=_command),
-    Option("app_image", "your app as a container image ([NAME=]IMAGE, in a pipeline the "
-           "service NAME): each instance a container on the host's network, with the contract "
-           "as its environment and --app as its arguments (default: the image's command); "
-           "needs Docker", metavar="IMAGE", check=_image),
-    Option("payload", "your app's own messages in every incident's records: a TOML file "
-           "with a team generator, a schema or a capture (docs/incidents.md#your-apps-messages);"
-           " each workload keeps its keys, timing and pauses", type=Path, metavar="FILE",
-           check=_payload),
-    Option("expect", "what your app makes of each input, where it is not once on the output:"
-           " a TOML file with an [expect] table (a dead-letter topic, inputs it drops, kinds of "
-           "output) and the [topics.NAME] your app writes besides the incident's "
-           "(docs/service-shapes.md)", type=Path, metavar="FILE", check=_expect),
-    Option("database_url", "a PostgreSQL database of yours (postgresql://USER:PASSWORD@HOST/DB)"
-           " for incidents whose app writes rows ([sink]): each run works in a schema of its own "
-           "there and drops only that (default: $KAFKA_REPLAY_DATABASE_URL, else a server of "
-           "the run's own)", metavar="URL",
-           check=_database_url, shown=_redacted, env="KAFKA_REPLAY_DATABASE_URL"),
-    Option("output_id", "how to find the input's event_id in your app's output records: "
-           "module:function(record) -> event_id", metavar="MODULE:FUNCTION"),
-    Option("guarantee", "the delivery guarantee your app declares (default: each incident's)",
-           choices=GUARANTEES),
-    Option("group_protocol", "consumer group protocol the apps are told to use (default: "
-           "classic)", choices=GROUP_PROTOCOLS),
-    Option("restart", f"what happens when the app exits: {', '.join(RESTART_MODES)} (default: "
-           "each incident's, usually always)", metavar="POLICY", check=parse_restart),
-    Option("scale", "N times each incident's records (and their rates and waits) for a bigger "
-           "check", type=int, default=1, metavar="N", check=_at_least("--scale", 1)),
-    Option("client_library", "the client release the apps run with: confluent-kafka==VERSION "
-           "(Python apps; installed from PyPI once, cached; the harness keeps its own) or "
-           "kafka-clients==VERSION (the JVM reference apps)",
-           metavar="confluent-kafka==VERSION", check=parse_client),
-    Option("client_config", "a client setting (Apache Kafka's name) over every profile's "
-           "[client]; repeatable", metavar="KEY=VALUE", repeat=True, check=client_settings),
-    Option("broker_config", "a server.properties setting over every profile's [broker]; "
-           "repeatable", metavar="KEY=VALUE", repeat=True, check=_broker_settings),
-    Option("settle_timeout", "wait at most this long for open transactions on the output to "
-           "end before the check (default: the transaction.timeout.ms the incident gives the "
-           "app, 60 s if none, plus 15 s)", type=float, metavar="SECONDS",
-           check=_at_least("--settle-timeout", 0, " seconds")),
-    Option("kafka_version", "Apache Kafka release (default: $KAFKA_REPLAY_VERSION, else "
-           f"{DEFAULT_KAFKA_VERSION})", metavar="VERSION"),
+    Option(
+        "incidents",
+        "a directory of your own incident definitions, beside the catalog and "
+        "those of [tool.kafka-replay] in pyproject.toml; repeatable",
+        metavar="DIR",
+        repeat=True,
+    ),
+    Option(
+        "profile",
+        "only this profile (default: both)",
+        choices=PROFILES,
+        faces=frozenset({RUN, COMPARE}),
+    ),
+    Option(
+        "app",
+        "your app instead of the reference app: a command line (placeholders like "
+        "{bootstrap} allowed) or module:function, NAME=COMMAND in a pipeline's service NAME's "
+        "place; the profile picks the conditions it runs under",
+        check=_command,
+    ),
+    Option(
+        "app_image",
+        "your app as a container image ([NAME=]IMAGE, in a pipeline the "
+        "service NAME): each instance a container on the host's network, with the contract "
+        "as its environment and --app as its arguments (default: the image's command); "
+        "needs Docker",
+        metavar="IMAGE",
+        check=_image,
+    ),
+    Option(
+        "payload",
+        "your app's own messages in every incident's records: a TOML file "
+        "with a team generator, a schema or a capture (docs/incidents.md#your-apps-messages);"
+        " each workload keeps its keys, timing and pauses",
+        type=Path,
+        metavar="FILE",
+        check=_payload,
+    ),
+    Option(
+        "expect",
+        "what your app makes of each input, where it is not once on the output:"
+        " a TOML file with an [expect] table (a dead-letter topic, inputs it drops, kinds of "
+        "output) and the [topics.NAME] your app writes besides the incident's "
+        "(docs/service-shapes.md)",
+        type=Path,
+        metavar="FILE",
+        check=_expect,
+    ),
+    Option(
+        "database_url",
+        "a PostgreSQL database of yours (postgresql://USER:PASSWORD@HOST/DB)"
+        " for incidents whose app writes rows ([sink]): each run works in a schema of its own "
+        "there and drops only that (default: $KAFKA_REPLAY_DATABASE_URL, else a server of "
+        "the run's own)",
+        metavar="URL",
+        check=_database_url,
+        shown=_redacted,
+        env="KAFKA_REPLAY_DATABASE_URL",
+    ),
+    Option(
+        "output_id",
+        "how to find the input's event_id in your app's output records: "
+        "module:function(record) -> event_id",
+        metavar="MODULE:FUNCTION",
+    ),
+    Option(
+        "guarantee",
+        "the delivery guarantee your app declares (default: each incident's)",
+        choices=GUARANTEES,
+    ),
+    Option(
+        "group_protocol",
+        "consumer group protocol the apps are told to use (default: classic)",
+        choices=GROUP_PROTOCOLS,
+    ),
+    Option(
+        "restart",
+        f"what happens when the app exits: {', '.join(RESTART_MODES)} (default: "
+        "each incident's, usually always)",
+        metavar="POLICY",
+        check=parse_restart,
+    ),
+    Option(
+        "scale",
+        "N times each incident's records (and their rates and waits) for a bigger check",
+        type=int,
+        default=1,
+        metavar="N",
+        check=_at_least("--scale", 1),
+    ),
+    Option(
+        "client_library",
+        "the client release the apps run with: confluent-kafka==VERSION "
+        "(Python apps; installed from PyPI once, cached; the harness keeps its own) or "
+        "kafka-clients==VERSION (the JVM reference apps)",
+        metavar="confluent-kafka==VERSION",
+        check=parse_client,
+    ),
+    Option(
+        "client_config",
+        "a client setting (Apache Kafka's name) over every profile's [client]; repeatable",
+        metavar="KEY=VALUE",
+        repeat=True,
+        check=client_settings,
+    ),
+    Option(
+        "broker_config",
+        "a server.properties setting over every profile's [broker]; repeatable",
+        metavar="KEY=VALUE",
+        repeat=True,
+        check=_broker_settings,
+    ),
+    Option(
+        "settle_timeout",
+        "wait at most this long for open transactions on the output to "
+        "end before the check (default: the transaction.timeout.ms the incident gives the "
+        "app, 60 s if none, plus 15 s)",
+        type=float,
+        metavar="SECONDS",
+        check=_at_least("--settle-timeout", 0, " seconds"),
+    ),
+    Option(
+        "kafka_version",
+        f"Apache Kafka release (default: $KAFKA_REPLAY_VERSION, else {DEFAULT_KAFKA_VERSION})",
+        metavar="VERSION",
+    ),
     Option("kafka_backend", backends_help, type=backend_argument, metavar="NAME"),
-    Option("kafka_image", "image for the container backend (default: a local "
-           "kafka-replay/kafka:<version>, else apache/kafka:<version>, else one built on this "
-           "machine)", metavar="IMAGE"),
-    Option("kafka_bootstrap", "an existing cluster instead of brokers the harness starts (an "
-           "incident that needs an essential broker setting, or more brokers, does not apply "
-           "there); only uniquely prefixed topics are created and deleted (under pytest, "
-           "default: $KAFKA_REPLAY_BOOTSTRAP)",
-           metavar="HOST:PORT"),
-    Option("spark_master", "where the checker's Spark runs (default: local[2])",
-           metavar="MASTER"),
-    Option("shared_spark", "one Spark Connect server for the whole session: every test "
-           "process (pytest-xdist's workers) and every kafka-replay they start checks on it, "
-           "instead of each starting a Spark driver (unless a Spark master is given)",
-           switch=True, faces=frozenset({PYTEST}), child=False),
-    Option("jobs", "replay up to N runs side by side in N lanes, processes that each replay "
-           "one run after another (default 1)", type=int, default=1, metavar="N",
-           faces=frozenset({RUN, COMPARE}), check=_at_least("--jobs", 1)),
-    Option("report", "write report.json, report.md, report.html and every run's history "
-           "here", type=Path, metavar="DIR", faces=frozenset({RUN}), child=False,
-           check=_directory("--report")),
-    Option("allow_not_applicable", "exit 0 when no run applied to this cluster or app (by "
-           "default that is an error: a gate that tested nothing is not green)", switch=True,
-           faces=frozenset({RUN, COMPARE})),
-    Option("junit", "write a JUnit XML file: one test case per incident and profile",
-           type=Path, metavar="FILE", faces=frozenset({RUN}), child=False),
-    Option("shard", "replay only shard K of N: the runs (compare: the incidents; pytest: the "
-           "incident items) split into N parts of about equal time, the same split on every "
-           "machine; `kafka-replay report OUT --merge DIR...` joins the shards' reports",
-           type=parse_shard, metavar="K/N", child=False),
-    Option("shard_times", "balance --shard by the run times of an earlier report.json (a "
-           "file, or the report directory holding it) instead of the catalog's durations.json",
-           type=Path, metavar="REPORT", child=False),
-    Option("setup", "replay every incident item on this setup too, e.g. 'kafka=3.9.2' or "
-           "'protocol=consumer,client.max.poll.records=500' (keys as for kafka-replay compare, "
-           "but bootstrap); repeatable: one item per setup, its id naming it",
-           metavar="SETUP", repeat=True, faces=frozenset({PYTEST}), child=False),
-):  # fmt: skip
+    Option(
+        "kafka_image",
+        "image for the container backend (default: a local "
+        "kafka-replay/kafka:<version>, else apache/kafka:<version>, else one built on this "
+        "machine)",
+        metavar="IMAGE",
+    ),
+    Option(
+        "kafka_bootstrap",
+        "an existing cluster instead of brokers the harness starts (an "
+        "incident that needs an essential broker setting, or more brokers, does not apply "
+        "there); only uniquely prefixed topics are created and deleted (under pytest, "
+        "default: $KAFKA_REPLAY_BOOTSTRAP)",
+        metavar="HOST:PORT",
+    ),
+    Option("spark_master", "where the checker's Spark runs (default: local[2])", metavar="MASTER"),
+    Option(
+        "shared_spark",
+        "one Spark Connect server for the whole session: every test "
+        "process (pytest-xdist's workers) and every kafka-replay they start checks on it, "
+        "instead of each starting a Spark driver (unless a Spark master is given)",
+        switch=True,
+        faces=frozenset({PYTEST}),
+        child=False,
+    ),
+    Option(
+        "jobs",
+        "replay up to N runs side by side in N lanes, processes that each replay "
+        "one run after another (default 1)",
+        type=int,
+        default=1,
+        metavar="N",
+        faces=frozenset({RUN, COMPARE}),
+        check=_at_least("--jobs", 1),
+    ),
+    Option(
+        "report",
+        "write report.json, report.md, report.html and every run's history here",
+        type=Path,
+        metavar="DIR",
+        faces=frozenset({RUN}),
+        child=False,
+        check=_directory("--report"),
+    ),
+    Option(
+        "allow_not_applicable",
+        "exit 0 when no run applied to this cluster or app (by "
+        "default that is an error: a gate that tested nothing is not green)",
+        switch=True,
+        faces=frozenset({RUN, COMPARE}),
+    ),
+    Option(
+        "junit",
+        "write a JUnit XML file: one test case per incident and profile",
+        type=Path,
+        metavar="FILE",
+        faces=frozenset({RUN}),
+        child=False,
+    ),
+    Option(
+        "shard",
+        "replay only shard K of N: the runs (compare: the incidents; pytest: the "
+        "incident items) split into N parts of about equal time, the same split on every "
+        "machine; `kafka-replay report OUT --merge DIR...` joins the shards' reports",
+        type=parse_shard,
+        metavar="K/N",
+        child=False,
+    ),
+    Option(
+        "shard_times",
+        "balance --shard by the run times of an earlier report.json (a "
+        "file, or the report directory holding it) instead of the catalog's durations.json",
+        type=Path,
+        metavar="REPORT",
+        child=False,
+    ),
+    Option(
+        "setup",
+        "replay every incident item on this setup too, e.g. 'kafka=3.9.2' or "
+        "'protocol=consumer,client.max.poll.records=500' (keys as for kafka-replay compare, "
+        "but bootstrap); repeatable: one item per setup, its id naming it",
+        metavar="SETUP",
+        repeat=True,
+        faces=frozenset({PYTEST}),
+        child=False,
+    ),
+):
     add_run_option(_option)
 
 

@@ -13,10 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
-)  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+)
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 
 
@@ -43,11 +51,20 @@ def screenshot(page: Path, png: Path, width: int = 1400, height: int = 2000) -> 
     png.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kafka-replay-chromium-") as profile:
         result = subprocess.run(
-            [chromium(), *FLAGS, f"--user-data-dir={profile}", f"--screenshot={png.resolve()}",
-             f"--window-size={width},{height}", "--virtual-time-budget=10000",
-             page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+            [
+                chromium(),
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--screenshot={png.resolve()}",
+                f"--window-size={width},{height}",
+                "--virtual-time-budget=10000",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     if not png.exists():
         raise RuntimeError(f"Chromium did not render {page}: {result.stderr[-2000:]}")
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
@@ -58,8 +75,17 @@ def dom(page: Path) -> str:
     """The page's DOM after its scripts ran (what Plotly drew is in it as SVG)."""
     with tempfile.TemporaryDirectory(prefix="kafka-replay-chromium-") as profile:
         result = subprocess.run(
-            [chromium(), *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=10000",
-             "--dump-dom", page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+            [
+                chromium(),
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=10000",
+                "--dump-dom",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     return result.stdout

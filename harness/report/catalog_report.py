@@ -65,9 +65,14 @@ SUMMARY_COLUMNS = ("incident", "profile", "result", "delivered", "declared", "ga
 
 def _summary_row(o: Outcome) -> tuple[str, ...]:
     return (
-        o.incident, o.profile, result_label(o), delivered(o), o.guarantee, o.gate,
+        o.incident,
+        o.profile,
+        result_label(o),
+        delivered(o),
+        o.guarantee,
+        o.gate,
         f"{o.duration_s:.0f}",
-    )  # fmt: skip
+    )
 
 
 def summary_markdown(outcomes: Sequence[Outcome]) -> str:

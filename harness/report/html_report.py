@@ -44,8 +44,17 @@ def _setup(report: dict[str, Any], run: dict[str, Any]) -> str:
 
 def summary_html_table(report: dict[str, Any]) -> str:
     """The summary: one row per run, each linking to the run's section."""
-    head = ("incident", "profile", "Kafka · backend · protocol", "app",
-            "verdict (declared)", "result", "reproduced", "gate", "duration")  # fmt: skip
+    head = (
+        "incident",
+        "profile",
+        "Kafka · backend · protocol",
+        "app",
+        "verdict (declared)",
+        "result",
+        "reproduced",
+        "gate",
+        "duration",
+    )
     rows = []
     for i, run in enumerate(report.get("runs", [])):
         outcome = Outcome.from_json(run)
@@ -53,13 +62,15 @@ def summary_html_table(report: dict[str, Any]) -> str:
         reproduced = {True: "yes", False: "no"}.get(outcome.reproduced, "-")
         cells = [
             f'<a href="#run-{i}">{html.escape(outcome.incident)}</a>',
-            html.escape(outcome.profile), html.escape(_setup(report, run)),
+            html.escape(outcome.profile),
+            html.escape(_setup(report, run)),
             f"<code>{html.escape(outcome.app)}</code>",
             html.escape(f"{delivered(outcome)} ({outcome.guarantee})"),
-            html.escape(result_label(outcome)), reproduced,
+            html.escape(result_label(outcome)),
+            reproduced,
             f'<b class="{_css_class(gate)}">{gate}</b>',
             f"{outcome.duration_s:.0f} s",
-        ]  # fmt: skip
+        ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
     return f"<table><tr>{header}</tr>\n" + "\n".join(rows) + "</table>"
@@ -72,14 +83,18 @@ def _css_class(gate: str) -> str:
 def _facts(run: dict[str, Any]) -> str:
     """A run's result, reasons, error and symptoms, above its timeline."""
     outcome = Outcome.from_json(run)
-    items = [f"<li>result: <b>{html.escape(result_label(outcome))}</b>; delivered "
-             f"{html.escape(delivered(outcome))}, declared {html.escape(outcome.guarantee)}; "
-             f"{outcome.gate}</li>"]  # fmt: skip
+    items = [
+        f"<li>result: <b>{html.escape(result_label(outcome))}</b>; delivered "
+        f"{html.escape(delivered(outcome))}, declared {html.escape(outcome.guarantee)}; "
+        f"{outcome.gate}</li>"
+    ]
     reasons = "".join(f"<li>{html.escape(r)}</li>" for r in outcome.reasons)
     items.append(f"<li>reasons: <ul>{reasons}</ul></li>" if reasons else "<li>reasons: none</li>")
     if outcome.error:
-        items.append(f'<li class="FAIL">error in {html.escape(str(outcome.failed_stage))}:'
-                     f"<pre>{html.escape(outcome.error)}</pre></li>")  # fmt: skip
+        items.append(
+            f'<li class="FAIL">error in {html.escape(str(outcome.failed_stage))}:'
+            f"<pre>{html.escape(outcome.error)}</pre></li>"
+        )
     symptoms = ", ".join(f"{k}={v}" for k, v in outcome.symptoms.items()) or "none measured"
     items.append(f"<li>symptoms: {html.escape(symptoms)}</li>")
     if outcome.symptoms_outside and outcome.symptoms_outside != outcome.symptoms:
@@ -103,12 +118,17 @@ def run_section(report_dir: Path, index: int, run: dict[str, Any]) -> str:
     """One run: what it found, then its timeline and the checker's examples."""
     outcome = Outcome.from_json(run)
     title = f"{outcome.incident} [{outcome.profile}]: {result_label(outcome)}"
-    parts = [f'<section id="run-{index}"><h2>{html.escape(title)} <a class="top" '
-             f'href="#top">top</a></h2>', _facts(run)]  # fmt: skip
+    parts = [
+        f'<section id="run-{index}"><h2>{html.escape(title)} <a class="top" '
+        f'href="#top">top</a></h2>',
+        _facts(run),
+    ]
     run_dir = locate(report_dir, run)
     if run_dir is None:
-        parts.append(f"<p>History not found at <code>{html.escape(str(run.get('run_dir')))}"
-                     "</code> (nor under runs/ here): no timeline.</p>")  # fmt: skip
+        parts.append(
+            f"<p>History not found at <code>{html.escape(str(run.get('run_dir')))}"
+            "</code> (nor under runs/ here): no timeline.</p>"
+        )
         return "".join(parts) + "</section>"
     parts.append(f"<p>history: <code>{html.escape(str(run_dir))}</code></p>")
     try:
@@ -117,9 +137,11 @@ def run_section(report_dir: Path, index: int, run: dict[str, Any]) -> str:
         if held:
             parts.append(f'<p class="na">{html.escape(held)}</p>')
         drawn = figure(recorded, run).to_html(
-            full_html=False, include_plotlyjs=False, div_id=f"timeline-{index}",
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=f"timeline-{index}",
             config={"displaylogo": False, "responsive": True},
-        )  # fmt: skip
+        )
         parts += [drawn, _examples_html(example_lines(recorded))]
     except Exception as exc:  # one unreadable history must not cost the whole page
         why_not = f"{type(exc).__name__}: {exc}"

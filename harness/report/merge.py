@@ -55,8 +55,11 @@ def _setup(report: Mapping[str, Any]) -> dict[str, Any]:
 
 def _differences(one: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
     """The settings (as options) and other context keys in which two setups differ."""
-    named = [f"--{key.replace('_', '-')}" for key in sorted({*one["settings"], *other["settings"]})
-             if one["settings"].get(key) != other["settings"].get(key)]  # fmt: skip
+    named = [
+        f"--{key.replace('_', '-')}"
+        for key in sorted({*one["settings"], *other["settings"]})
+        if one["settings"].get(key) != other["settings"].get(key)
+    ]
     rest = sorted(k for k in {*one, *other} - {"settings"} if one.get(k) != other.get(k))
     return named + rest
 
@@ -134,8 +137,13 @@ def merge_shards(directories: Sequence[Path], out: Path) -> tuple[list[Outcome],
     runs = [_copy_history(d, run, out) for d, report in reports.items() for run in report["runs"]]
     runs.sort(key=lambda run: order[f"{run['incident']} {run['profile']}"])
     context = {k: v for k, v in first.items() if k not in OWN_KEYS and k != "sharded_from"}
-    context["settings"] = {**first["settings"], "shard": None, "shard_times": None,
-                           "report": str(out), "junit": str(out / "junit.xml")}  # fmt: skip
+    context["settings"] = {
+        **first["settings"],
+        "shard": None,
+        "shard_times": None,
+        "report": str(out),
+        "junit": str(out / "junit.xml"),
+    }
     context["merged"] = sorted(
         ({"shard": r["settings"]["shard"], "report": str(d)} for d, r in reports.items()),
         key=lambda shard: shard_of({"settings": shard}),

@@ -25,8 +25,15 @@ from kafka_replay.history.stable_offsets import lso_stalls
 from .readings import Event, example_moments, offset_regressions, tombstone_levels
 
 PARTITION_COLOURS = (
-    "#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880",
-)  # fmt: skip
+    "#636efa",
+    "#ef553b",
+    "#00cc96",
+    "#ab63fa",
+    "#ffa15a",
+    "#19d3f3",
+    "#ff6692",
+    "#b6e880",
+)
 STALL_FILL = "rgba(214,39,40,0.16)"  # a transaction left open: red, faint, so the line shows
 
 
@@ -76,10 +83,19 @@ def markers(
 
     xs, ys, texts = zip(*points, strict=True) if points else ((), (), ())
     return go.Scatter(
-        x=list(xs), y=list(ys), mode="markers", name=name, hovertext=list(texts),
-        hoverinfo="text+x", marker={"symbol": symbol, "size": size, "color": colour,
-                                    "line": {"width": 1, "color": colour}},
-    )  # fmt: skip
+        x=list(xs),
+        y=list(ys),
+        mode="markers",
+        name=name,
+        hovertext=list(texts),
+        hoverinfo="text+x",
+        marker={
+            "symbol": symbol,
+            "size": size,
+            "color": colour,
+            "line": {"width": 1, "color": colour},
+        },
+    )
 
 
 def _colour(partition: int) -> str:
@@ -95,8 +111,11 @@ def steps_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     steps = recorded.stream("steps")
     if not steps:
         return Panel("steps", note="steps not recorded (events/steps.jsonl)", height=90)
-    names = [f"{s.get('index', i)} {s.get('do', 'step')}" + (
-        f" ({s['label']})" if s.get("label") else "") for i, s in enumerate(steps)]  # fmt: skip
+    names = [
+        f"{s.get('index', i)} {s.get('do', 'step')}"
+        + (f" ({s['label']})" if s.get("label") else "")
+        for i, s in enumerate(steps)
+    ]
     begins = [recorded.t(s["started"]) for s in steps]
     widths = [max(recorded.t(s["ended"]) - b, 0.12) for s, b in zip(steps, begins, strict=True)]
     hover = [
@@ -104,9 +123,17 @@ def steps_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
         for n, w, s in zip(names, widths, steps, strict=True)
     ]
     bar = go.Bar(
-        y=names, x=widths, base=begins, orientation="h", name="steps", showlegend=False,
-        hovertext=hover, hoverinfo="text", marker_color="#8c8fd6", width=0.7,
-    )  # fmt: skip
+        y=names,
+        x=widths,
+        base=begins,
+        orientation="h",
+        name="steps",
+        showlegend=False,
+        hovertext=hover,
+        hoverinfo="text",
+        marker_color="#8c8fd6",
+        width=0.7,
+    )
     acted = [
         (recorded.t(r["ts"]), name, f"<b>{html.escape(str(r.get('action')))}</b><br>{_hover(r)}")
         for name, step in zip(names, steps, strict=True)
@@ -131,13 +158,16 @@ def lag_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
         lines[(services.get(sample.get("group"), ""), sample["partition"])].append(sample)
     traces = [
         go.Scatter(
-            x=[recorded.t(s["ts"]) for s in points], y=[s["lag"] for s in points], mode="lines",
-            name=f"{service} lag p{partition}".lstrip(), hovertemplate=f"{service} p{partition}: "
+            x=[recorded.t(s["ts"]) for s in points],
+            y=[s["lag"] for s in points],
+            mode="lines",
+            name=f"{service} lag p{partition}".lstrip(),
+            hovertemplate=f"{service} p{partition}: "
             "lag %{y} at %{x:.1f} s<extra></extra>".lstrip(),
             line={"color": _colour(partition), "width": 1.5, "dash": _dash(services, service)},
         )
         for (service, partition), points in sorted(lines.items())
-    ]  # fmt: skip
+    ]
     return Panel("lag per partition", traces)
 
 
@@ -170,26 +200,47 @@ def offsets_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
             commits[(services.get(entry.get("group"), ""), entry["partition"])].append(entry)
     traces = [
         go.Scatter(
-            x=[recorded.t(c["ts"]) for c in points], y=[c["offset"] for c in points],
-            mode="lines+markers", marker={"size": 4}, line={"shape": "hv", "width": 1.5,
-            "color": _colour(partition), "dash": _dash(services, service)},
+            x=[recorded.t(c["ts"]) for c in points],
+            y=[c["offset"] for c in points],
+            mode="lines+markers",
+            marker={"size": 4},
+            line={
+                "shape": "hv",
+                "width": 1.5,
+                "color": _colour(partition),
+                "dash": _dash(services, service),
+            },
             name=f"{service} committed p{partition}".lstrip(),
             hovertemplate=f"{service} p{partition}: ".lstrip()
             + "committed %{y} at %{x:.1f} s<extra></extra>",
         )
         for (service, partition), points in sorted(commits.items())
-    ]  # fmt: skip
-    back = [c for c in offset_regressions(recorded) if c.get("commit_ts_ms") is not None
-            and (topic is None or c.get("topic") in (None, topic))]  # fmt: skip
+    ]
+    back = [
+        c
+        for c in offset_regressions(recorded)
+        if c.get("commit_ts_ms") is not None and (topic is None or c.get("topic") in (None, topic))
+    ]
     if back:
-        points = [(recorded.t(c["commit_ts_ms"] / 1000), c["offset"], f"p{c['partition']}: "
-                   f"committed {c['offset']}, below the commit before it")
-                  for c in back]  # fmt: skip
+        points = [
+            (
+                recorded.t(c["commit_ts_ms"] / 1000),
+                c["offset"],
+                f"p{c['partition']}: committed {c['offset']}, below the commit before it",
+            )
+            for c in back
+        ]
         traces.append(markers("offset went back", points, "x", "crimson", 12))
     tombstones = tombstone_levels(entries)
     if tombstones:
-        points = [(recorded.t(e["ts"]), level, f"p{e['partition']}: the group's offset "
-                   f"{level} was deleted (tombstone)") for e, level in tombstones]  # fmt: skip
+        points = [
+            (
+                recorded.t(e["ts"]),
+                level,
+                f"p{e['partition']}: the group's offset {level} was deleted (tombstone)",
+            )
+            for e, level in tombstones
+        ]
         traces.append(markers("offset expired (tombstone)", points, "diamond", "black", 11))
     note = None if commits or tombstones else "the group committed no offset"
     return Panel("committed offset", traces, note)
@@ -214,10 +265,15 @@ def records_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     acks = [a for a in recorded.stream("produce") or [] if a.get("kind") == "ack"]
     if acks:
         xs, ys = per_second(recorded.t(a["ts"]) for a in acks)
-        traces.append(go.Scatter(
-            x=[x + 0.5 for x in xs], y=ys, mode="lines", name="inputs acknowledged / s",
-            line={"shape": "hvh", "color": "#7f7f7f", "width": 1.5},
-        ))  # fmt: skip
+        traces.append(
+            go.Scatter(
+                x=[x + 0.5 for x in xs],
+                y=ys,
+                mode="lines",
+                name="inputs acknowledged / s",
+                line={"shape": "hvh", "color": "#7f7f7f", "width": 1.5},
+            )
+        )
     title = records_title(recorded)
     outputs, output = ("rows written", "row") if title == ROWS_TITLE else ("outputs", "output")
     timed = [d for d in recorded.deliveries or [] if d.get("out_ts_ms") is not None]
@@ -225,15 +281,31 @@ def records_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
     if recorded.deliveries is None:
         why = "no deliveries.jsonl: the checker did not write it"
     elif recorded.deliveries and not timed:
-        why = ("the table has no time column: name one in [sink] time_column"
-               if output == "row" else "the outputs carry no time")  # fmt: skip
+        why = (
+            "the table has no time column: name one in [sink] time_column"
+            if output == "row"
+            else "the outputs carry no time"
+        )
     else:
         xs, ys = per_second(recorded.t(d["out_ts_ms"] / 1000) for d in timed)
-        traces.insert(0, go.Bar(x=[x + 0.5 for x in xs], y=ys, name=f"{outputs} / s",
-                                marker_color="#636efa", width=0.9))  # fmt: skip
-        again = [(recorded.t(d["out_ts_ms"] / 1000), 0, f"{d['event_id']} delivered again "
-                  f"(input p{d['in_partition']}@{d['in_offset']})") for d in repeats(
-                  timed)]  # fmt: skip
+        traces.insert(
+            0,
+            go.Bar(
+                x=[x + 0.5 for x in xs],
+                y=ys,
+                name=f"{outputs} / s",
+                marker_color="#636efa",
+                width=0.9,
+            ),
+        )
+        again = [
+            (
+                recorded.t(d["out_ts_ms"] / 1000),
+                0,
+                f"{d['event_id']} delivered again (input p{d['in_partition']}@{d['in_offset']})",
+            )
+            for d in repeats(timed)
+        ]
         if again:
             traces.append(markers(f"duplicate {output}", again, "triangle-up", "crimson", 9))
     lost = (recorded.check or {}).get("anomalies", {}).get("lost", {})
@@ -270,14 +342,17 @@ def stable_panel(recorded: RecordedRun, run: Run | None = None) -> Panel | None:
     labels = {key: f"{key[0]} p{key[1]}" if several else f"p{key[1]}" for key in lines}
     traces: list[Any] = [
         go.Scatter(
-            x=[recorded.t(s["ts"]) for s in points], y=[s["hw"] - s["lso"] for s in points],
-            customdata=[[s["lso"], s["hw"]] for s in points], mode="lines",
-            name=f"held {labels[key]}", line={"color": _colour(i), "width": 1.5},
+            x=[recorded.t(s["ts"]) for s in points],
+            y=[s["hw"] - s["lso"] for s in points],
+            customdata=[[s["lso"], s["hw"]] for s in points],
+            mode="lines",
+            name=f"held {labels[key]}",
+            line={"color": _colour(i), "width": 1.5},
             hovertemplate=f"{labels[key]}: %{{y}} records held (lso %{{customdata[0]}}, hw "
-                          "%{customdata[1]}) at %{x:.1f} s<extra></extra>",
+            "%{customdata[1]}) at %{x:.1f} s<extra></extra>",
         )
         for i, (key, points) in enumerate(sorted(lines.items()))
-    ]  # fmt: skip
+    ]
     stalls = lso_stalls(samples)
     traces += [
         _stall_band(recorded, stall, labels[(stall["topic"], stall["partition"])], i == 0)
@@ -293,15 +368,26 @@ def _stall_band(recorded: RecordedRun, stall: Event, label: str, first: bool) ->
 
     begin, end = recorded.t(stall["start"]), recorded.t(stall["end"])
     end, top = max(end, begin + 0.08), stall["held"]
-    text = (f"<b>LSO stall {html.escape(label)}</b> ({html.escape(str(stall['topic']))})<br>"
-            f"{stall['seconds']:.1f} s at LSO {stall['lso']}, {begin:.1f}-{end:.1f} s<br>"
-            f"up to {top} records held (hw {stall['hw_start']} to {stall['hw_end']}):<br>"
-            "a transaction left open holds read_committed readers here")  # fmt: skip
+    text = (
+        f"<b>LSO stall {html.escape(label)}</b> ({html.escape(str(stall['topic']))})<br>"
+        f"{stall['seconds']:.1f} s at LSO {stall['lso']}, {begin:.1f}-{end:.1f} s<br>"
+        f"up to {top} records held (hw {stall['hw_start']} to {stall['hw_end']}):<br>"
+        "a transaction left open holds read_committed readers here"
+    )
     return go.Scatter(
-        x=[begin, end, end, begin, begin], y=[0, 0, top, top, 0], mode="lines", fill="toself",
-        fillcolor=STALL_FILL, line={"width": 0}, name="LSO stall (transaction left open)",
-        legendgroup="lso-stall", showlegend=first, hoveron="fills", text=text, hoverinfo="text",
-    )  # fmt: skip
+        x=[begin, end, end, begin, begin],
+        y=[0, 0, top, top, 0],
+        mode="lines",
+        fill="toself",
+        fillcolor=STALL_FILL,
+        line={"width": 0},
+        name="LSO stall (transaction left open)",
+        legendgroup="lso-stall",
+        showlegend=first,
+        hoveron="fills",
+        text=text,
+        hoverinfo="text",
+    )
 
 
 #: Markers of the app's life and reports: (legend name, symbol, colour) by what happened.
@@ -355,9 +441,13 @@ def app_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
         if grouped[kind]
     ]
     instances = sorted({y for points in grouped.values() for _, y, _ in points})
-    return Panel("app", traces, None if traces else "no app events recorded",
-                 height=max(110, 45 * len(instances) + 40),
-                 yaxis={"categoryorder": "array", "categoryarray": instances[::-1]})  # fmt: skip
+    return Panel(
+        "app",
+        traces,
+        None if traces else "no app events recorded",
+        height=max(110, 45 * len(instances) + 40),
+        yaxis={"categoryorder": "array", "categoryarray": instances[::-1]},
+    )
 
 
 _APP_SKIP = ("ts", "kind", "command", "instance", "member")
@@ -380,14 +470,21 @@ def group_panel(recorded: RecordedRun, run: Run | None = None) -> Panel:
         return Panel("group", note="group events not recorded (no broker logs)", height=90)
     traces = []
     for kind, (line, name, symbol, colour) in GROUP_STYLES.items():
-        points = [(recorded.t(e["ts"]), line, f"<b>{name}</b><br>{_hover(e)}")
-                  for e in events if e.get("kind") == kind]  # fmt: skip
+        points = [
+            (recorded.t(e["ts"]), line, f"<b>{name}</b><br>{_hover(e)}")
+            for e in events
+            if e.get("kind") == kind
+        ]
         if points:
             traces.append(markers(name, points, symbol, colour))
     lines = sorted({t.y[0] for t in traces}, key=["rebalances", "members", "transactions"].index)
-    return Panel("group", traces, None if traces else "the broker logged no group events",
-                 height=max(110, 40 * len(lines) + 40),
-                 yaxis={"categoryorder": "array", "categoryarray": lines[::-1]})  # fmt: skip
+    return Panel(
+        "group",
+        traces,
+        None if traces else "the broker logged no group events",
+        height=max(110, 40 * len(lines) + 40),
+        yaxis={"categoryorder": "array", "categoryarray": lines[::-1]},
+    )
 
 
 @panel
@@ -402,22 +499,32 @@ def hot_panel(recorded: RecordedRun, run: Run | None = None) -> Panel | None:
     if not isinstance(partition, int) or isinstance(partition, bool):
         return None
     title = f"hot partition p{partition}"
-    acks = [a for a in recorded.stream("produce") or [] if a.get("kind") == "ack"
-            and a["partition"] == partition]  # fmt: skip
+    acks = [
+        a
+        for a in recorded.stream("produce") or []
+        if a.get("kind") == "ack" and a["partition"] == partition
+    ]
     traces: list[Any] = []
     if acks:
         ends, end = [], 0
         for ack in acks:
             end = max(end, ack["offset"] + 1)
             ends.append(end)
-        traces.append(go.Scatter(
-            x=[recorded.t(a["ts"]) for a in acks], y=ends, mode="lines", line={"shape": "hv",
-            "color": "#7f7f7f"}, name="produced up to (end offset)",
-        ))  # fmt: skip
+        traces.append(
+            go.Scatter(
+                x=[recorded.t(a["ts"]) for a in acks],
+                y=ends,
+                mode="lines",
+                line={"shape": "hv", "color": "#7f7f7f"},
+                name="produced up to (end offset)",
+            )
+        )
     batches = recorded.arrivals(partition)
     if batches:
-        points = [(recorded.t(ts), last + 1, f"took offsets {first}-{last} "
-                   f"({last - first + 1} records)") for ts, first, last in batches]  # fmt: skip
+        points = [
+            (recorded.t(ts), last + 1, f"took offsets {first}-{last} ({last - first + 1} records)")
+            for ts, first, last in batches
+        ]
         traces.append(markers("arrived at the app (batch)", points, "circle", "#ef553b", 7))
     note = None if batches else "arrivals not recorded (no consumed reports or outputs)"
     return Panel(title, traces, note)

@@ -74,28 +74,42 @@ def figure(recorded: RecordedRun, outcome: dict[str, Any]) -> Any:
     gap = 46
     total = sum(heights) + gap * (len(panels) - 1)
     fig = make_subplots(
-        rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=gap / total,
-        subplot_titles=[p.title for p in panels], row_heights=heights,
-    )  # fmt: skip
+        rows=len(panels),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=gap / total,
+        subplot_titles=[p.title for p in panels],
+        row_heights=heights,
+    )
     fig.update_annotations(font_size=14)  # the panels' titles, the only annotations yet
     for i, panel in enumerate(panels, start=1):
         for trace in panel.traces or [_placeholder()]:
             fig.add_trace(trace, row=i, col=1)
         if panel.note:
             fig.add_annotation(
-                text=html.escape(panel.note), showarrow=False, row=i, col=1, xref="x domain",
-                yref="y domain", x=0.5, y=0.5, font={"color": "#888", "size": 12},
-            )  # fmt: skip
+                text=html.escape(panel.note),
+                showarrow=False,
+                row=i,
+                col=1,
+                xref="x domain",
+                yref="y domain",
+                x=0.5,
+                y=0.5,
+                font={"color": "#888", "size": 12},
+            )
         fig.update_yaxes(panel.yaxis, row=i, col=1)
     for row, trace in extra:
         fig.add_trace(trace, row=row, col=1)
     _legends(fig, len(panels))
     _bands(fig, recorded)
     fig.update_layout(
-        height=total + 90, margin={"l": LEFT_MARGIN, "r": RIGHT_MARGIN, "t": 30, "b": 50},
-        hovermode="closest", plot_bgcolor="white", font={"size": 12},
+        height=total + 90,
+        margin={"l": LEFT_MARGIN, "r": RIGHT_MARGIN, "t": 30, "b": 50},
+        hovermode="closest",
+        plot_bgcolor="white",
+        font={"size": 12},
         bargap=0.05,
-    )  # fmt: skip
+    )
     fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False, showticklabels=True)
     fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
     fig.update_xaxes(title_text="seconds since the run started", row=len(panels), col=1)
@@ -120,8 +134,18 @@ def _legends(fig: Any, rows: int) -> None:
         name = "legend" if row == 1 else f"legend{row}"
         axis = "yaxis" if row == 1 else f"yaxis{row}"
         top = fig.layout[axis].domain[1]
-        fig.update_layout({name: {"x": 1.01, "y": top, "xanchor": "left", "yanchor": "top",
-                                  "font": {"size": 11}, "tracegroupgap": 2}})  # fmt: skip
+        fig.update_layout(
+            {
+                name: {
+                    "x": 1.01,
+                    "y": top,
+                    "xanchor": "left",
+                    "yanchor": "top",
+                    "font": {"size": 11},
+                    "tracegroupgap": 2,
+                }
+            }
+        )
         for trace in fig.select_traces(row=row, col=1):
             trace.legend = name
 
@@ -131,6 +155,9 @@ def _bands(fig: Any, recorded: RecordedRun) -> None:
     for i, step in enumerate(recorded.stream("steps") or []):
         begin, end = recorded.t(step["started"]), recorded.t(step["ended"])
         fig.add_vrect(
-            x0=begin, x1=max(end, begin + 0.08), fillcolor=BAND_FILLS[i % len(BAND_FILLS)],
-            line_width=0, layer="below",
-        )  # fmt: skip
+            x0=begin,
+            x1=max(end, begin + 0.08),
+            fillcolor=BAND_FILLS[i % len(BAND_FILLS)],
+            line_width=0,
+            layer="below",
+        )

@@ -171,8 +171,11 @@ def _import_debian_rootfs(client: Any, progress: Progress) -> None:
         started = time.monotonic()
         result = subprocess.run(
             [debootstrap, "--variant=minbase", "bookworm", str(rootfs), mirror],
-            capture_output=True, text=True, timeout=1800, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).splitlines()[-20:])
             raise ServerError(f"debootstrap failed (exit {result.returncode}):\n{tail}")

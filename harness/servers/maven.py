@@ -111,10 +111,16 @@ def _run_maven(workdir: Path, artifacts: Sequence[Artifact]) -> None:
         + "</dependencies></project>"
     )
     command = [
-        mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom),
+        mvn,
+        "-B",
+        "-q",
+        "-Dstyle.color=never",
+        "-f",
+        str(pom),
         f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-        f"-DoutputDirectory={workdir / 'libs'}", "-DincludeScope=runtime",
-    ]  # fmt: skip
+        f"-DoutputDirectory={workdir / 'libs'}",
+        "-DincludeScope=runtime",
+    ]
     try:
         result = subprocess.run(
             command, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False

@@ -253,9 +253,11 @@ def profile_changes(
             if position < keys:
                 key, kind = live[position], "profile.created"
                 profiles[key] = {
-                    "name": rng.choice(names), "email": rng.choice(emails),
-                    "city": rng.choice(cities), "plan": rng.choice(PLANS),
-                }  # fmt: skip
+                    "name": rng.choice(names),
+                    "email": rng.choice(emails),
+                    "city": rng.choice(cities),
+                    "plan": rng.choice(PLANS),
+                }
             elif low <= position < high:
                 key = live.pop(rng.randrange(len(live)))
                 record = stamper.tombstone(key)

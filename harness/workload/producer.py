@@ -150,10 +150,13 @@ class WorkloadProducer:
         return (
             f"the workload producer stopped on a fatal error after {self.stats.acked} acks: "
             f"{said}"
-            + (" (an idempotent producer whose sequence numbers the brokers lost: give the "
-               'incident [producer] "enable.idempotence" = false)'
-               if "sequence" in str(said) else "")
-        )  # fmt: skip
+            + (
+                " (an idempotent producer whose sequence numbers the brokers lost: give the "
+                'incident [producer] "enable.idempotence" = false)'
+                if "sequence" in str(said)
+                else ""
+            )
+        )
 
     def _emit(self, event: dict[str, Any]) -> None:
         if self._on_event is not None:

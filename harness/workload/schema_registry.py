@@ -254,8 +254,15 @@ class SchemaRegistry:
             "apicurio.usage.telemetry.enabled": "false",
         }
         properties = [f"-D{key}={value}" for key, value in settings.items()]
-        return [str(java), *JVM_OPTIONS, f"-Djava.io.tmpdir={self.scratch.resolve()}", *properties,
-                *self.jvm_options, "-jar", "quarkus-run.jar"]  # fmt: skip
+        return [
+            str(java),
+            *JVM_OPTIONS,
+            f"-Djava.io.tmpdir={self.scratch.resolve()}",
+            *properties,
+            *self.jvm_options,
+            "-jar",
+            "quarkus-run.jar",
+        ]
 
     def _answers(self) -> bool:
         try:

@@ -49,7 +49,7 @@ FACES = ("kafka_replay.cli", "kafka_replay.cli_compare", "kafka_replay.cli_repor
 
 #: What every local server stands on, and the only modules of the rest of the harness it may use.
 SERVERS = "kafka_replay.servers"
-SERVERS_MAY_USE = ("kafka_replay.file_lock", "kafka_replay.lazy")
+SERVERS_MAY_USE = ("kafka_replay.file_lock", "kafka_replay.lazy", "kafka_replay.waiting")
 #: The Kafka room: outside it, the harness imports from it only these Kafka-facing names (by the
 #: module they are imported from). Processes, ports, leases, Maven, JVMs and Docker come from
 #: ``kafka_replay.servers``, even where a cluster module happens to import or re-export them.
@@ -263,23 +263,24 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "interrupts": set(),
         "lazy": set(),
         "plugins": set(),
+        "waiting": set(),
         "jvm_archive": {"file_lock"},
         # the lower rooms
-        "servers": {"file_lock", "lazy"},
-        "history": set(),
+        "servers": {"file_lock", "lazy", "waiting"},
+        "history": {"waiting"},
         "report": {"history"},
         "sinks": {"servers"},
-        "cluster": {"file_lock", "jvm_archive", "lazy", "plugins", "servers"},
-        "apps": {"file_lock", "history", "lazy", "servers", "sinks"},
-        "checker": {"apps", "history", "jvm_archive", "lazy", "servers"},
+        "cluster": {"file_lock", "jvm_archive", "lazy", "plugins", "servers", "waiting"},
+        "apps": {"file_lock", "history", "lazy", "servers", "sinks", "waiting"},
+        "checker": {"apps", "history", "jvm_archive", "lazy", "servers", "waiting"},
         "workload": {"apps", "checker", "file_lock", "servers"},
-        "faults": {"apps", "cluster", "history", "servers", "workload"},
+        "faults": {"apps", "cluster", "history", "servers", "waiting", "workload"},
         # the engine: reading a definition, judging a run, playing it, and what faces share
         "definitions": {"apps", "checker", "cluster", "report", "workload"},
         "judging": {"apps", "checker", "cluster", "definitions", "faults", "history", "report",
                     "sinks"},
         "playing": {"apps", "checker", "cluster", "definitions", "faults", "history",
-                    "interrupts", "judging", "report", "servers", "sinks", "workload"},
+                    "interrupts", "judging", "report", "servers", "sinks", "waiting", "workload"},
         "replay": {"apps", "checker", "cluster", "definitions", "judging", "playing", "plugins",
                    "servers", "sinks"},
         # drawing, playing and shrinking schedules: over the engine

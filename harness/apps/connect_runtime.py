@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 
 from kafka_replay.servers.jvm import find_java
 from kafka_replay.servers.maven import Artifact, resolve_classpath
+from kafka_replay.waiting import wait_for
 
 from .client_config import properties_line
 
@@ -172,19 +172,23 @@ def put_connector(port: int, name: str, config: Mapping[str, Any], timeout: floa
         headers={"Content-Type": "application/json"},
         method="PUT",
     )
-    deadline = time.monotonic() + timeout
-    while True:
+    refusal = ""  # why the last try failed
+
+    def taken() -> bool:
+        nonlocal refusal
         try:
             with urllib.request.urlopen(request, timeout=30):
-                return
+                return True
         except urllib.error.HTTPError as exc:
             said = exc.read().decode(errors="replace")
-            if exc.code not in (409, 500, 503) or time.monotonic() > deadline:
-                raise ConnectError(f"Connect refused connector {name}: {exc.code} {said}") from None
+            refusal = f"Connect refused connector {name}: {exc.code} {said}"
+            if exc.code not in (409, 500, 503):
+                raise ConnectError(refusal) from None
         except OSError as exc:
-            if time.monotonic() > deadline:
-                raise ConnectError(f"Connect did not take connector {name}: {exc}") from None
-        time.sleep(0.5)
+            refusal = f"Connect did not take connector {name}: {exc}"
+        return False
+
+    wait_for(taken, timeout, lambda: refusal, every_s=0.5, error=ConnectError)
 
 
 def connector_state(port: int, name: str) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from typing import IO
 from kafka_replay.servers.jvm import find_java
 from kafka_replay.servers.ports import free_ports
 from kafka_replay.servers.process import spawn_in_group, stop_process
+from kafka_replay.waiting import wait_for
 
 from .flink_runtime import LOGGING, OPENS, FlinkError
 
@@ -216,16 +217,18 @@ class SessionCluster:
         return None
 
     def _wait(self, ready: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not ready():
+        def up() -> bool:
+            if ready():
+                return True
             for name, process in self.processes.items():
                 if process.poll() is not None:
                     raise FlinkError(
                         f"the {name} exited with code {process.returncode} while waiting for {what}"
                     )
-            if time.monotonic() > deadline:
-                raise FlinkError(f"no {what} within {START_TIMEOUT_S:.0f}s")
-            time.sleep(0.2)
+            return False
+
+        missing = f"no {what} within {START_TIMEOUT_S:.0f}s"
+        wait_for(up, START_TIMEOUT_S, missing, every_s=0.2, error=FlinkError)
 
 
 def ended(code: int) -> str:

@@ -30,6 +30,7 @@ import psutil
 
 from kafka_replay.servers.process import spawn
 from kafka_replay.servers.reaper import Lease
+from kafka_replay.waiting import poll
 
 from .contract import PART_EVENT, READY_EVENT, REPORT_FILE, AppContext, AppSpec
 from .image_app import ContainerProcess
@@ -430,8 +431,8 @@ class Supervisor:
         """Until the instances are seen working; an exit before then fails (code 0 completes)."""
         waiting = [i for i in instances if i.starts == 1 or self._ready is not None]
         limit = self.policy.ready_timeout_s if self._ready else self.policy.startup_s
-        deadline = time.monotonic() + limit
-        while waiting:
+
+        def started() -> bool:
             for instance in list(waiting):
                 process = instance.process
                 if process is None or process.poll() is None or instance.stopping:
@@ -449,19 +450,16 @@ class Supervisor:
                         f"({instance.log_path}):\n{instance.tail()}"
                     )
                 waiting.remove(instance)
-            if self._ready is not None and waiting and self._ready(len(self.running())):
-                return
-            if waiting and all(self._reported_ready(instance) for instance in waiting):
-                return
-            if time.monotonic() >= deadline:
-                if self._ready is None:
-                    return
-                raise AppStartError(
-                    f"app {self.spec.name!r} instance {waiting[0].index} did not join its "
-                    f"consumer group within {limit:.0f}s; its last output "
-                    f"({waiting[0].log_path}):\n{waiting[0].tail()}"
-                )
-            time.sleep(0.1)
+            if not waiting or (self._ready is not None and self._ready(len(self.running()))):
+                return True
+            return all(self._reported_ready(instance) for instance in waiting)
+
+        if poll(started, limit) is None and self._ready is not None:
+            raise AppStartError(
+                f"app {self.spec.name!r} instance {waiting[0].index} did not join its "
+                f"consumer group within {limit:.0f}s; its last output "
+                f"({waiting[0].log_path}):\n{waiting[0].tail()}"
+            )
 
     def _reported_ready(self, instance: _Instance) -> bool:
         """Whether this start of ``instance`` reported itself working (a ``ready`` event in its

@@ -10,7 +10,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 from types import TracebackType
@@ -21,6 +20,7 @@ from kafka_replay.servers.ports import free_ports
 from kafka_replay.servers.process import spawn
 from kafka_replay.servers.reaper import Lease, reap_orphans
 from kafka_replay.servers.server_log import read_tail
+from kafka_replay.waiting import wait_for
 
 READY_TIMEOUT_S = 120.0
 
@@ -115,21 +115,19 @@ class StandaloneSpark:
             self._processes.append(spawn(command, output, self._lease, env=env))
 
     def _wait_for_worker(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
+        def registered() -> bool:
             for process, name in zip(self._processes, ("master", "worker"), strict=False):
                 if process.poll() is not None:
                     tail = read_tail(self.log_dir / f"{name}.log", 30)
                     raise RuntimeError(f"the Spark {name} exited ({process.returncode}):\n{tail}")
             try:
                 workers = self.status().get("workers", [])
-                if any(worker.get("state") == "ALIVE" for worker in workers):
-                    return
             except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no Spark worker registered within {READY_TIMEOUT_S:.0f}s")
-            time.sleep(0.5)
+                return False
+            return any(worker.get("state") == "ALIVE" for worker in workers)
+
+        missing = f"no Spark worker registered within {READY_TIMEOUT_S:.0f}s"
+        wait_for(registered, READY_TIMEOUT_S, missing, every_s=0.5)
 
     def __enter__(self) -> StandaloneSpark:
         return self.start()

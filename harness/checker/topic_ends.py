@@ -11,13 +11,13 @@ reaches the end of the partition: on Apache Kafka that is one record, on Tansu t
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from kafka_replay.history.stable_offsets import held_partitions
+from kafka_replay.waiting import poll
 
 #: How long the probe may take per topic before it gives up and trusts the listed end.
 PROBE_TIMEOUT_S = 30.0
@@ -55,17 +55,19 @@ def listed_and_fetched_ends(
         # from the last record listed: on Tansu the base of the last batch, which a fetch
         # returns whole (a fetch from inside a batch returns nothing of it)
         consumer.assign([TopicPartition(topic, p, listed[p] - 1) for p in waiting])
-        deadline = time.monotonic() + PROBE_TIMEOUT_S
-        while waiting and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is None:
+
+        def read_one() -> bool:
+            """One more record (or a partition's end) read; whether every partition ended."""
+            message = consumer.poll(0.5) if waiting else None
+            error = message.error() if message is not None else None
+            if message is not None and error is None:
                 fetched[message.partition()] = message.offset() + 1
-            elif error.code() == KafkaError._PARTITION_EOF:
+            elif error is not None and error.code() == KafkaError._PARTITION_EOF:
                 fetched[message.partition()] = max(fetched[message.partition()], message.offset())
                 waiting.discard(message.partition())
+            return not waiting
+
+        poll(read_one, PROBE_TIMEOUT_S, every_s=0)
         return {p: (listed[p], fetched[p]) for p in partitions}
     finally:
         consumer.close()

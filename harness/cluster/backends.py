@@ -49,11 +49,11 @@ class BackendError(ValueError):
 
 def register_backend(cls: C) -> C:
     """Class decorator: make ``cls`` the backend named by its ``backend`` attribute."""
-    name = getattr(cls, "backend", "")
+    name = cls.backend or ""
     where = f"{cls.__module__}.{cls.__qualname__}"
     if not _NAME.match(name):
         raise BackendError(f"backend class {where}: backend = {name!r} is not a lowercase name")
-    if not getattr(cls, "about", ""):
+    if not cls.about:
         raise BackendError(f"backend {name} ({where}) says nothing about itself: set about")
     unknown = set(cls.lacks) - set(CAPABILITIES)
     if unknown:

@@ -13,6 +13,8 @@ from typing import Any, ClassVar, Self
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_replay.waiting import poll, wait_for
+
 from .client_log import client_log
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,12 @@ class Cluster(ABC):
 
     #: Kafka release the brokers run, when the harness knows it.
     version: str | None = None
+    #: The backend that started it (``--kafka-backend NAME``); None for a cluster the harness
+    #: does not run (an external one).
+    backend: ClassVar[str | None] = None
+    #: Whether it runs Apache Kafka at a release the harness chose (``version``); a vendor's
+    #: broker and an external cluster do not.
+    runs_kafka: ClassVar[bool] = False
     #: Names the harness creates start with this, so they never collide and can be cleaned up.
     topic_prefix: str = ""
     #: Whether the cluster can be given broker settings (``server.properties``) for a run.
@@ -123,21 +131,25 @@ class Cluster(ABC):
         dropped before the answer (``_DESTROY_BROKER``: a bootstrap connection given up once the
         cluster's brokers are known, on a cluster that has just started) is asked again, and
         then "already exists" is the first request's doing (the name is this object's own)."""
-        deadline = time.monotonic() + timeout
-        asked_before = False
-        while True:
+        unanswered: list[KafkaException] = []  # each try whose answer never came
+
+        def created() -> bool:
             try:
                 future = self.admin().create_topics([new], operation_timeout=timeout)[new.topic]
                 future.result(timeout)
-                return
+                return True
             except KafkaException as exc:
                 code = exc.args[0].code()
-                if asked_before and code == KafkaError.TOPIC_ALREADY_EXISTS:
-                    return
-                if code not in UNANSWERED or time.monotonic() > deadline:
+                if unanswered and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                    return True
+                if code not in UNANSWERED:
                     raise
                 log.info("creating topic %s again: %s", new.topic, exc)
-            asked_before = True
+                unanswered.append(exc)
+                return False
+
+        if poll(created, timeout, every_s=0) is None:
+            raise unanswered[-1]
 
     def delete_topics(self, names: list[str], timeout: float = TOPIC_READY_TIMEOUT_S) -> None:
         """Delete topics, logging (not raising) any that could not be deleted."""
@@ -166,17 +178,15 @@ class Cluster(ABC):
         the controller a moment after another one does, and a client asking it would not find
         the topic yet.
         """
-        deadline = time.monotonic() + timeout
         admins = self.metadata_admins()
-        while True:
-            left = max(deadline - time.monotonic(), 1.0)
-            if all(_has_leaders(admin, topic, partitions, left) for admin in admins):
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"topic {topic} has no leader for every partition on every broker in {timeout}s"
-                )
-            time.sleep(0.1)
+        ends = time.monotonic() + timeout  # each metadata request gets what is left, 1 s at least
+
+        def led() -> bool:
+            left = max(ends - time.monotonic(), 1.0)
+            return all(_has_leaders(admin, topic, partitions, left) for admin in admins)
+
+        missing = f"topic {topic} has no leader for every partition on every broker in {timeout}s"
+        wait_for(led, timeout, missing)
 
     def __enter__(self) -> Self:
         return self

@@ -8,12 +8,13 @@ commit and a transaction.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kafka_replay import jvm_archive
 from kafka_replay.servers.paths import cache_root
+from kafka_replay.waiting import wait_for
 
 from .base import Cluster
 
@@ -62,10 +63,13 @@ def exercise(cluster: Cluster) -> None:
     )
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + TRAINING_TIMEOUT_S
-        while (message := consumer.poll(0.2)) is None or message.error():
-            if time.monotonic() > deadline:
-                raise RuntimeError("the training consumer received nothing")
+
+        def received() -> Any:
+            message = consumer.poll(0.2)
+            return None if message is None or message.error() else message
+
+        nothing = "the training consumer received nothing"
+        message = wait_for(received, TRAINING_TIMEOUT_S, nothing, every_s=0, error=RuntimeError)
         consumer.commit(message=message, asynchronous=False)
     finally:
         consumer.close()

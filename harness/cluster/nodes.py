@@ -12,7 +12,6 @@ import logging
 import re
 import shutil
 import tempfile
-import time
 from abc import abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_replay.servers.ports import accepts_connections, free_ports
 from kafka_replay.servers.reaper import Lease, reap_orphans
+from kafka_replay.waiting import wait_for
 
 from . import broker_config
 from .base import Cluster
@@ -120,7 +120,7 @@ class NodeCluster(Cluster):
     """``brokers`` KRaft nodes started by the harness; a context manager, or start/stop."""
 
     #: The backend's name (``--kafka-backend NAME``) and one line about it, for help and docs.
-    backend: ClassVar[str] = "?"
+    backend: ClassVar[str | None] = "?"
     about: ClassVar[str] = ""
     #: True: it runs Apache Kafka at the release ``--kafka-version`` picks. False: it runs its
     #: own releases, named as ``NAME:VERSION`` and chosen by :meth:`choose_version`.
@@ -361,20 +361,25 @@ class NodeCluster(Cluster):
         metadata) until it has caught up with the controller and registered again.
         """
         node = self.node(node_id)
-        deadline = time.monotonic() + timeout
-        while True:
+        listed: set[int] | None = None
+
+        def serving() -> bool:
+            nonlocal listed
             if not node.alive():
                 raise self._exited(node, "restarting")
             listed = self.brokers_seen_by(node_id) if accepts_connections(node.port) else None
-            if listed is not None and set(self.running_ids()) <= listed:
-                return
-            if time.monotonic() > deadline:
-                raise BrokerStartError(
-                    f"Kafka broker {node_id} ({self.backend}) did not serve again within "
-                    f"{timeout:.0f}s (its metadata listed {sorted(listed or [])}, running: "
-                    f"{self.running_ids()}); log {node.log_location}:\n{node.log_tail()}"
-                )
-            time.sleep(0.2)
+            return listed is not None and set(self.running_ids()) <= listed
+
+        def not_serving() -> str:
+            return (
+                f"Kafka broker {node_id} ({self.backend}) did not serve again within "
+                f"{timeout:.0f}s (its metadata listed {sorted(listed or [])}, running: "
+                f"{self.running_ids()}); log {node.log_location}"
+            )
+
+        wait_for(
+            serving, timeout, not_serving, every_s=0.2, tail=node.log_tail, error=BrokerStartError
+        )
 
     def brokers_seen_by(self, node_id: int) -> set[int] | None:
         """The broker ids in a metadata answer from ``node_id`` itself; None if it did not answer.
@@ -459,23 +464,22 @@ class NodeCluster(Cluster):
         ]
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
         admin: AdminClient | None = None
-        while True:
+
+        def ready() -> bool:
+            nonlocal admin
             for node in self.nodes:
                 if not node.alive():
                     raise self._exited(node, "starting")
             if admin is None and all(accepts_connections(n.port) for n in self.nodes):
                 admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
-            if admin is not None and self._lists_every_broker(admin):
-                return
-            if time.monotonic() > deadline:
-                raise BrokerStartError(
-                    f"Kafka {self.version} ({self.backend}) did not answer a metadata request "
-                    f"listing all {self.brokers} broker(s) within {timeout:.0f}s:\n"
-                    f"{self.log_tail()}"
-                )
-            time.sleep(0.1)
+            return admin is not None and self._lists_every_broker(admin)
+
+        silent = (
+            f"Kafka {self.version} ({self.backend}) did not answer a metadata request listing all "
+            f"{self.brokers} broker(s) within {timeout:.0f}s"
+        )
+        wait_for(ready, timeout, silent, tail=self.log_tail, error=BrokerStartError)
 
     def _exited(self, node: Node, doing: str) -> BrokerStartError:
         """The error for a node that exited while ``doing``: its exit, Kafka's words, its log."""

@@ -11,10 +11,13 @@ from confluent_kafka.admin import NewPartitions
 
 from kafka_replay.apps import Supervisor
 from kafka_replay.cluster import Cluster
+from kafka_replay.waiting import poll
 
 RESTART_WAIT_S = 60.0
 #: Beyond its gap, how long each kill of a series may wait for the app to be running again.
 RESTART_SLACK_S = 10.0
+#: How long a kill's series waits to see the instance it killed exit.
+EXIT_WAIT_S = 5.0
 
 
 def kill_at_random(
@@ -59,31 +62,34 @@ def _wait_running(apps: Supervisor, instance: int, stop: threading.Event, part: 
     """Until the instance (and its ``part``) runs; False when ``stop`` came first or it does
     not run within ``RESTART_WAIT_S``; an instance running without that part fails, naming its
     parts."""
-    deadline = time.monotonic() + RESTART_WAIT_S
-    while instance not in apps.running() or (part and part not in apps.parts(instance)):
+
+    def running() -> bool:
+        if instance in apps.running() and not (part and part not in apps.parts(instance)):
+            return True
         apps.check()
-        if stop.wait(0.05):
-            return False
-        if time.monotonic() > deadline:
-            if part and instance in apps.running():
-                named = ", ".join(sorted(apps.parts(instance))) or "none"
-                raise RuntimeError(
-                    f"instance {instance} runs no part {part!r} within {RESTART_WAIT_S:.0f}s "
-                    f"(its parts: {named}; a Flink job names them with --cluster session)"
-                )
-            return False
-    return True
+        return False
+
+    if poll(running, RESTART_WAIT_S, every_s=0.05, stop=stop) is not None:
+        return True
+    if part and not stop.is_set() and instance in apps.running():
+        named = ", ".join(sorted(apps.parts(instance))) or "none"
+        raise RuntimeError(
+            f"instance {instance} runs no part {part!r} within {RESTART_WAIT_S:.0f}s "
+            f"(its parts: {named}; a Flink job names them with --cluster session)"
+        )
+    return False
 
 
 def _wait_exited(
     apps: Supervisor, instance: int, stop: threading.Event, part: str, pid: int | None
 ) -> None:
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and not stop.wait(0.02):
-        if part and apps.parts(instance).get(part) != pid:  # started again, or the instance
-            return
-        if not part and instance not in apps.running():
-            return
+
+    def exited() -> bool:
+        if part:  # started again, or the instance ended
+            return apps.parts(instance).get(part) != pid
+        return instance not in apps.running()
+
+    poll(exited, EXIT_WAIT_S, every_s=0.02, stop=stop)
 
 
 def add_partitions(cluster: Cluster, topic: str, total: int, timeout: float = 30.0) -> int:

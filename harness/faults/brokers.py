@@ -25,6 +25,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.cluster.log_end import log_end_offsets
 from kafka_replay.cluster.nodes import NODE_REQUEST_TIMEOUT_S, RESTART_GRACE_S, NodeCluster
 from kafka_replay.history.consumer_offsets import OFFSETS_TOPIC, coordinator_partition
+from kafka_replay.waiting import poll, wait_for
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,22 +79,22 @@ def first_answer(
     Each try asks one node through a client that knows only that node, so a paused node (its
     sockets open, nobody answering) cannot hold the request up.
     """
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def answered() -> T | None:
         for node_id in cluster.running_ids():
-            admin = cluster.node_admin(node_id)
             try:
-                answer = ask(admin)
+                answer = ask(cluster.node_admin(node_id))
             except KafkaException:
                 continue
             if answer is not None:
                 return answer
-        if time.monotonic() > deadline:
-            raise BrokerFaultError(
-                f"no running broker answered {what} within {timeout:.0f}s "
-                f"(running: {cluster.running_ids()})"
-            )
-        time.sleep(POLL_S)
+        return None
+
+    def unanswered() -> str:
+        running = cluster.running_ids()
+        return f"no running broker answered {what} within {timeout:.0f}s (running: {running})"
+
+    return wait_for(answered, timeout, unanswered, every_s=POLL_S, error=BrokerFaultError)
 
 
 def cluster_metadata(cluster: NodeCluster, timeout: float = FIND_TIMEOUT_S) -> ClusterMetadata:
@@ -178,14 +179,10 @@ def controller_now(cluster: NodeCluster) -> int | None:
 
 def active_controller(cluster: NodeCluster, timeout: float = FIND_TIMEOUT_S) -> int:
     """The active controller's node id, waiting out an election under way."""
-    deadline = time.monotonic() + timeout
-    while True:
-        leader = controller_now(cluster)
-        if leader is not None:
-            return leader
-        if time.monotonic() > deadline:
-            raise BrokerFaultError(f"no KRaft quorum leader in the brokers' logs after {timeout}s")
-        time.sleep(POLL_S)
+    missing = f"no KRaft quorum leader in the brokers' logs after {timeout}s"
+    return wait_for(
+        lambda: controller_now(cluster), timeout, missing, every_s=POLL_S, error=BrokerFaultError
+    )
 
 
 def find_node(
@@ -413,25 +410,27 @@ class BrokerFaults(RunFaults):
             port = self.cluster.node(of).address.port
             return log_end_offsets("127.0.0.1", port, name, [led])[led]
 
-        deadline = time.monotonic() + UNREPLICATED_WAIT_S
-        while True:
+        def frozen_ahead() -> int | None:
+            """The records the frozen leader holds above the heir, once there are ``count``."""
             check()
             copied = log_end(heir)
             written = log_end(node)
-            if written - copied >= count:
-                self.cluster.pause_node(node)
-                try:
-                    time.sleep(SETTLE_S)  # a fetch answer already on its way arrives
-                    above = written - log_end(heir)
-                except BaseException:
-                    self.cluster.resume_node(node)
-                    raise
-                if above >= count:
-                    return above
+            if written - copied < count:
+                return None
+            self.cluster.pause_node(node)
+            try:
+                time.sleep(SETTLE_S)  # a fetch answer already on its way arrives
+                above = written - log_end(heir)
+            except BaseException:
                 self.cluster.resume_node(node)
-            if time.monotonic() > deadline:
-                return max(log_end(node) - log_end(heir), 0)
-            time.sleep(UNREPLICATED_POLL_S)
+                raise
+            if above >= count:
+                return above
+            self.cluster.resume_node(node)
+            return None
+
+        above = poll(frozen_ahead, UNREPLICATED_WAIT_S, every_s=UNREPLICATED_POLL_S)
+        return above if above is not None else max(log_end(node) - log_end(heir), 0)
 
     def restart(
         self, node: int | None = None, timeout: float = 120.0, first: bool = False
@@ -542,8 +541,4 @@ class BrokerFaults(RunFaults):
         return found[-1] if self._until(elected, timeout) else None
 
     def _until(self, condition: Any, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline or self.stop.wait(POLL_S):
-                return False
-        return True
+        return poll(condition, timeout, every_s=POLL_S, stop=self.stop) is not None

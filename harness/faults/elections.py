@@ -20,6 +20,7 @@ from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicParti
 from confluent_kafka.admin import PartitionMetadata
 
 from kafka_replay.cluster.nodes import NODE_REQUEST_TIMEOUT_S, NodeCluster
+from kafka_replay.waiting import poll, wait_for
 
 from .brokers import POLL_S, BrokerFaultError, cluster_metadata
 
@@ -139,13 +140,18 @@ def _until(
 ) -> PartitionMetadata:
     """The partition once ``holds`` is true of it, polled; past ``deadline`` (or when the run
     stops) fails with ``late`` and what the partition looks like."""
-    state = partition_state(cluster, name, partition)
-    while not holds(state):
-        if time.monotonic() > deadline or stop.wait(POLL_S):
-            why = late if not stop.is_set() else "the run stopped first"
-            raise BrokerFaultError(f"{why} ({describe(state, cluster.running_ids())})")
+    state = None
+
+    def held() -> PartitionMetadata | None:
+        nonlocal state
         state = partition_state(cluster, name, partition)
-    return state
+        return state if holds(state) else None
+
+    found = poll(held, deadline - time.monotonic(), every_s=POLL_S, stop=stop)
+    if found is None:
+        why = late if not stop.is_set() else "the run stopped first"
+        raise BrokerFaultError(f"{why} ({describe(state, cluster.running_ids())})")
+    return found
 
 
 def _ask_election(cluster: NodeCluster, name: str, partition: int, deadline: float) -> None:
@@ -154,8 +160,11 @@ def _ask_election(cluster: NodeCluster, name: str, partition: int, deadline: flo
     ready; a refusal for the partition itself is raised, but for "not needed" (a request
     asked again after the first was done)."""
     wanted = TopicPartition(name, partition)
-    while True:
-        last: Exception | None = None
+    last: Exception | None = None
+
+    def taken() -> bool:
+        nonlocal last
+        last = None
         for node in cluster.running_ids():
             admin = cluster.node_admin(node)
             try:
@@ -170,9 +179,13 @@ def _ask_election(cluster: NodeCluster, name: str, partition: int, deadline: flo
                 raise BrokerFaultError(
                     f"the controller refused the unclean election of {name} [{partition}]: {error}"
                 )
-            return
-        if time.monotonic() > deadline:
-            raise BrokerFaultError(
-                f"no running broker took the unclean election of {name} [{partition}]: {last}"
-            )
-        time.sleep(POLL_S)
+            return True
+        return False
+
+    wait_for(
+        taken,
+        deadline - time.monotonic(),
+        lambda: f"no running broker took the unclean election of {name} [{partition}]: {last}",
+        every_s=POLL_S,
+        error=BrokerFaultError,
+    )

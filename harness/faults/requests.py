@@ -17,6 +17,7 @@ from typing import Any
 
 from kafka_replay.cluster.kafka_answers import AnswerError, error_code
 from kafka_replay.cluster.request_proxy import ACTIONS, RequestFault, RequestProxyError
+from kafka_replay.waiting import poll
 from kafka_replay.workload.producer import WORKLOAD_CLIENT_ID
 
 from .brokers import BrokerFaultError
@@ -76,21 +77,25 @@ class RequestFaults(NetworkFaults):
         before, started = self.leaders(), time.time()
         killed: list[Any] = []
         self.proxy.add_fault(fault)
+        count = options["count"]
+
+        def done() -> bool:
+            while holding and len(killed) < len(fault.answered):
+                killed.append(kill_sender(fault.answered[len(killed)]))  # type: ignore[misc]
+            resolved = len(killed) + len(fault.unanswered)  # the latter's sender gone already
+            return fault.acted >= count and (not holding or resolved >= count)
+
         try:
-            deadline = time.monotonic() + timeout
-            count = options["count"]
-            while not self.stop.wait(0.01 if holding else 0.05):
-                while holding and len(killed) < len(fault.answered):
-                    killed.append(kill_sender(fault.answered[len(killed)]))  # type: ignore[misc]
-                resolved = len(killed) + len(fault.unanswered)  # the latter's sender gone already
-                if fault.acted >= count and (not holding or resolved >= count):
-                    break
-                if time.monotonic() > deadline:
-                    killing = f", its answer came for {len(killed)}" if holding else ""
-                    raise BrokerFaultError(
-                        f"the {options['api']} fault acted {fault.acted} of {count} times"
-                        f"{killing} within {timeout:g}s ({fault.matched} matching requests)"
-                    )
+            every = 0.01 if holding else 0.05
+            if (
+                poll(done, timeout, every_s=every, stop=self.stop) is None
+                and not self.stop.is_set()
+            ):
+                killing = f", its answer came for {len(killed)}" if holding else ""
+                raise BrokerFaultError(
+                    f"the {options['api']} fault acted {fault.acted} of {count} times"
+                    f"{killing} within {timeout:g}s ({fault.matched} matching requests)"
+                )
         finally:
             self.proxy.remove_fault(fault)
         return {

@@ -14,12 +14,13 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from kafka_replay.waiting import wait_for
 
 log = logging.getLogger(__name__)
 #: librdkafka's own lines, with every other Kafka client of the harness
@@ -209,20 +210,21 @@ class OffsetsRecorder:
     def _locate_partition(self) -> int:
         """Make sure ``__consumer_offsets`` exists (asking for the group creates it), find ours."""
         probe = group_reader(self._bootstrap, self.group)
+
+        def partition() -> int | None:
+            metadata = probe.list_topics(OFFSETS_TOPIC, timeout=self._timeout)
+            topic = metadata.topics.get(OFFSETS_TOPIC)
+            if topic is not None and topic.error is None and topic.partitions:
+                return coordinator_partition(self.group, len(topic.partitions))
+            try:
+                probe.committed([TopicPartition(OFFSETS_TOPIC, 0)], timeout=2)
+            except KafkaException as exc:  # the coordinator may still be loading
+                log.debug("offsets topic not ready: %s", exc)
+            return None
+
         try:
-            deadline = time.monotonic() + self._timeout
-            while True:
-                metadata = probe.list_topics(OFFSETS_TOPIC, timeout=self._timeout)
-                topic = metadata.topics.get(OFFSETS_TOPIC)
-                if topic is not None and topic.error is None and topic.partitions:
-                    return coordinator_partition(self.group, len(topic.partitions))
-                try:
-                    probe.committed([TopicPartition(OFFSETS_TOPIC, 0)], timeout=2)
-                except KafkaException as exc:  # the coordinator may still be loading
-                    log.debug("offsets topic not ready: %s", exc)
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{OFFSETS_TOPIC} did not appear within {self._timeout}s")
-                time.sleep(0.2)
+            missing = f"{OFFSETS_TOPIC} did not appear within {self._timeout}s"
+            return wait_for(partition, self._timeout, missing, every_s=0.2)
         finally:
             probe.close()
 

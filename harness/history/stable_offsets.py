@@ -19,6 +19,8 @@ from typing import Any
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from kafka_replay.waiting import poll
+
 log = logging.getLogger(__name__)
 
 #: What a producer waits before its coordinator aborts an open transaction, unless it says
@@ -82,16 +84,19 @@ def settle(
     settled). A broker that cannot answer ListOffsets by isolation leaves nothing to wait for.
     """
     started = time.monotonic()
-    deadline = started + timeout_s
-    while True:
+    pinned: list[dict[str, Any]] = []
+
+    def settled() -> bool:
+        nonlocal pinned
         try:
             pinned = [row for topic in topics for row in held(stable_ends(admin, topic))]
         except Exception as exc:  # a broker without isolation-aware ListOffsets
             log.warning("last stable offsets could not be read: %s", exc)
             pinned = []
-        if not pinned or time.monotonic() >= deadline:
-            return round(time.monotonic() - started, 2), pinned
-        time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+        return not pinned
+
+    poll(settled, timeout_s, every_s=poll_s)
+    return round(time.monotonic() - started, 2), pinned
 
 
 class StableOffsetSampler:

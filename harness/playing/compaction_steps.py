@@ -17,6 +17,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from kafka_replay.definitions.model import Step
 from kafka_replay.definitions.vocabulary import Field, step_kind
+from kafka_replay.waiting import poll
 from kafka_replay.workload import EVENT_ID_HEADER
 from kafka_replay.workload.producer import CLIENT_LOG
 
@@ -54,15 +55,20 @@ def logged_ids(consumer: Consumer, topic: str) -> set[str] | None:
                 ends[partition] = high
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         found: set[str] = set()
-        deadline = time.monotonic() + _READ_TIMEOUT_S
-        while ends and time.monotonic() < deadline:
-            for message in consumer.consume(500, timeout=0.5):
+
+        def read_on() -> bool:
+            """A batch more read; whether every partition was read to its end."""
+            nonlocal ends
+            for message in consumer.consume(500, timeout=0.5) if ends else ():
                 headers = dict(message.headers() or []) if message.error() is None else {}
                 if EVENT_ID_HEADER in headers:
                     found.add(headers[EVENT_ID_HEADER].decode())
             # by position, not by the last record seen: the cleaner leaves gaps in the offsets
-            at = consumer.position([TopicPartition(topic, p) for p in ends])
+            at = consumer.position([TopicPartition(topic, p) for p in ends]) if ends else []
             ends = {tp.partition: ends[tp.partition] for tp in at if tp.offset < ends[tp.partition]}
+            return not ends
+
+        poll(read_on, _READ_TIMEOUT_S, every_s=0)
         return None if ends else found
     except KafkaException:
         return None

@@ -11,8 +11,6 @@ is given the benefit of the doubt: its own settings decide, and the run is judge
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka_replay.cluster import Cluster
 from kafka_replay.definitions.model import Incident, Profile
 
@@ -32,9 +30,9 @@ def moves_to_consumer_protocol(incident: Incident, profile: Profile) -> bool:
 
 def consumer_protocol_missing(cluster: Cluster) -> str | None:
     """Why the cluster has no consumer group protocol by default, or None when it has or may."""
-    if not getattr(cluster, "runs_kafka", False):
+    if not cluster.runs_kafka:
         return None
-    version: Any = getattr(cluster, "version", None)
+    version = cluster.version
     try:
         release = tuple(int(part) for part in str(version).split(".")[:2])
     except ValueError:

@@ -68,14 +68,14 @@ def start_mirror(
     the run's input topics created there, and MirrorMaker 2 started and mirroring; a failure
     stops what started.
     """
-    backend = getattr(primary, "backend", None)
-    if not getattr(type(primary), "runs_kafka", False) or backend is None:
+    backend = primary.backend
+    if not primary.runs_kafka or backend is None:
         raise NotApplicable(f"a mirror needs a second cluster the harness starts: {primary.label}")
     progress("starting the mirror cluster and MirrorMaker 2")
     where = history.root / "mirror"
     cluster = make_cluster(
         backend,
-        getattr(primary, "version", None),
+        primary.version,
         1,
         dict(broker_config),
         where,

@@ -37,7 +37,7 @@ SAMPLE_S = 1.0
 def check_share_groups(cluster: Cluster, client_library: str | None = None) -> None:
     """NotApplicable, with the reason, when the cluster has no share groups, or the Python
     apps' confluent-kafka release (``--client-library``) has no share consumer."""
-    release = cluster.version if getattr(cluster, "runs_kafka", False) else None
+    release = cluster.version if cluster.runs_kafka else None
     lacks = {**lacks_by_version(release), **cluster.lacks}
     needs = GROUP_TYPE_NEEDS["share"]
     if needs in lacks:

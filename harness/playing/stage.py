@@ -23,6 +23,7 @@ from kafka_replay.definitions.model import Profile, Step
 from kafka_replay.definitions.vocabulary import Field, step_kinds
 from kafka_replay.faults import BrokerFaultError, BrokerFaults, RequestFaults
 from kafka_replay.history import LagSampler, RunHistory
+from kafka_replay.waiting import poll
 from kafka_replay.workload import Workload
 
 from .services import Serving
@@ -151,20 +152,18 @@ class Stage:
 
     def wait(self, seconds: float) -> None:
         """Let scenario time pass (an idle period), still noticing failures."""
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            self.check()
-            self.stop.wait(min(left, POLL_S))
+        poll(self.check, seconds, every_s=POLL_S, stop=self.stop)
 
     def until(self, condition: Callable[[], bool], timeout: float) -> bool:
         """Wait for ``condition``; False if ``timeout`` passed first."""
-        deadline = time.monotonic() + timeout
-        while not condition():
+
+        def met() -> bool:
+            if condition():
+                return True
             self.check()
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(POLL_S)
-        return True
+            return False
+
+        return poll(met, timeout, every_s=POLL_S) is not None
 
     def on_produce_event(
         self, sink: Callable[[dict[str, Any]], None]

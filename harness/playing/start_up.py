@@ -115,9 +115,7 @@ def start_up(
     if profile.sink is not None:
         from .run_database import new_database, start_database
 
-        started.database = new_database(
-            options, getattr(cluster, "backend", None), history, progress
-        )
+        started.database = new_database(options, cluster.backend, history, progress)
         start_database(started.database, profile, history, progress)
     services = profile.services
     pipeline = bool(profile.apps)

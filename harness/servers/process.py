@@ -13,10 +13,11 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
+
+from kafka_replay.waiting import poll, wait_for
 
 from .reaper import LEASE_ENV, Lease
 
@@ -143,14 +144,15 @@ def wait_answering(
     """Wait until a server just started ``answers()``: None once it does, else why it never
     will (``exit_code()`` is not None: it exited; or ``timeout`` seconds passed), for the
     caller's error, which adds the end of the server's log."""
-    deadline = time.monotonic() + timeout
-    while not answers():
-        if (code := exit_code()) is not None:
-            return f"exited with {code} before it answered"
-        if time.monotonic() > deadline:
-            return f"did not answer within {timeout:.0f}s"
-        time.sleep(interval)
-    return None
+
+    def settled() -> str | None:
+        if answers():
+            return ""
+        code = exit_code()
+        return None if code is None else f"exited with {code} before it answered"
+
+    why = poll(settled, timeout, every_s=interval)
+    return f"did not answer within {timeout:.0f}s" if why is None else why or None
 
 
 def wait_frozen(pid: int, timeout: float = FREEZE_TIMEOUT_S) -> None:
@@ -160,8 +162,10 @@ def wait_frozen(pid: int, timeout: float = FREEZE_TIMEOUT_S) -> None:
     loaded machine a JVM went on running for tens of milliseconds, long enough to answer a
     request after the harness had said it was frozen.
     """
-    deadline = time.monotonic() + timeout
-    while (states := thread_states(pid)) and any(state not in "TtZX" for state in states):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"process {pid} did not stop within {timeout:.0f}s of SIGSTOP")
-        time.sleep(0.001)
+
+    def stopped() -> bool:
+        states = thread_states(pid)
+        return not states or all(state in "TtZX" for state in states)
+
+    running = f"process {pid} did not stop within {timeout:.0f}s of SIGSTOP"
+    wait_for(stopped, timeout, running, every_s=0.001, error=RuntimeError)

@@ -181,7 +181,8 @@ def _measure(
     cluster: EmbeddedCluster,
     server: PostgresServer,
 ) -> None:
-    from kafka_replay.checker.check import JdbcOutput, KafkaOutput, check_run
+    from kafka_replay.checker.check import check_run
+    from kafka_replay.checker.outputs import JdbcOutput, KafkaOutput
 
     expected = generate(spark, root, inputs)
     _one_produce_file(root)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,95 +11,18 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_replay.apps.correlation import OutputRecord
 from kafka_replay.history.store import read_stream
 
 from . import sources
 from .analysis import ANOMALIES, PLACES, Analysis
 from .anomaly_registry import Finding
-from .final_state import judge_state, superseded_in
+from .final_state import superseded_in
 from .matching import CheckInputs
+from .outputs import Expected, KafkaOutput, Output, Read, TopicEnd
 from .recorded_checks import recorder
 from .spark import SMALL_HISTORY_BYTES, fit_to_history
 from .topic_ends import asked_together, log_starts
 from .verdict import guarantee_result, verdict
-
-
-@dataclass(frozen=True)
-class KafkaOutput:
-    """The app's output topic (read both read_committed and read_uncommitted)."""
-
-    bootstrap_servers: str
-    topic: str
-    event_id: Callable[[OutputRecord], str | None] | None = None  # default: header or JSON
-    #: payload fields (JSON paths) that carry the event_id where the output drops headers
-    id_fields: tuple[str, ...] = ()
-    #: As a ``source``: the inputs' copy on a mirror cluster, which the app was moved to. An
-    #: acknowledged input absent there was ``not_mirrored`` (not a broker's ``lost_write``).
-    mirrored: bool = False
-    #: As a ``source``: a compacted topic. An acknowledged input absent from it that a later
-    #: one of its key superseded was removed by its cleaner (``removed_by_compaction``).
-    compacted: bool = False
-
-
-@dataclass(frozen=True)
-class FileOutput:
-    """Output the app wrote as files with an ``event_id`` column (JSON lines or Parquet)."""
-
-    path: str
-    file_format: str = "json"  # one of kafka_replay.checker.OUTPUT_FORMATS
-
-
-@dataclass(frozen=True)
-class JdbcOutput:
-    """Output the app wrote to a database table: a row per delivery, naming its input in
-    ``id_column``.
-
-    The JDBC driver must be on the session's classpath (``spark_session(extra_jars=...)``);
-    ``driver`` names its class (see :func:`kafka_replay.servers.maven.jdbc_driver_class`).
-    ``table`` may be a query as a derived table (``(SELECT ...) AS rows``). With
-    ``effect_column``, an input whose rows add up to more than ``effect_each`` (default: its
-    first row's value) had its effect applied again: ``effect_repeated``.
-    """
-
-    url: str
-    table: str
-    driver: str | None = None
-    id_column: str = "event_id"
-    effect_column: str | None = None
-    effect_each: float | None = None
-    time_column: str | None = None  # a timestamp column: each row's out_ts_ms (else null)
-    #: The column holding each row's Kafka key: the table is the service's state, one row per
-    #: key, judged by each key's last input (:mod:`~kafka_replay.checker.final_state`).
-    key_column: str | None = None
-
-
-@dataclass(frozen=True)
-class Expected:
-    """Which inputs belong in the output checked, where a service puts inputs in several places.
-
-    ``marks``: the inputs whose ack carries one of these marks (``output`` for an unmarked
-    input; see ``Payload(expect=...)``). An output record of an input marked for another
-    place (but ``filtered``: expected nowhere, so ``unexpected``) is ``misrouted``, and an
-    input of this output found only in ``elsewhere`` (the ``event_id`` of every other output
-    checked) is misrouted there, not lost here. With ``kinds``, the output is one kind of a
-    fan-out's topic: the records ``kind_of`` names ``kind``; a record of no kind listed is
-    unexpected in the first kind's check.
-    """
-
-    marks: tuple[str, ...] = ("output",)
-    elsewhere: DataFrame | None = None
-    kind_of: Callable[[OutputRecord], str | None] | None = None
-    kind: str | None = None
-    kinds: tuple[str, ...] = ()
-    #: One service of a pipeline checked on its own (a hop): the workload's topics it reads
-    #: (their acknowledged inputs), and the topics between services it reads (their records
-    #: are its inputs, each keeping the mark its acknowledgement has).
-    acked_topics: tuple[str, ...] | None = None
-    between: tuple[KafkaOutput, ...] = ()
-    #: A pipeline's end-to-end check: no one group's commits speak for the chain, so an input
-    #: not delivered is unseen here; each service's own check says where it was lost.
-    without_commits: bool = False
 
 
 @dataclass
@@ -172,9 +95,6 @@ class CheckResult:
 
 CONTEXT_WINDOW_S = 10.0
 CONTEXT_EVENTS = 5
-#: How an output topic is read: as its readers see it, and with what aborted and open
-#: transactions wrote.
-_ISOLATIONS = ("read_committed", "read_uncommitted")
 
 
 def _moment(example: dict[str, Any]) -> float | None:
@@ -230,7 +150,7 @@ def history_bytes(run_dir: Path) -> int:
 def check_run(
     spark: SparkSession,
     run_dir: Path,
-    output: KafkaOutput | FileOutput | JdbcOutput,
+    output: Output,
     guarantee: str,
     source: KafkaOutput | Sequence[KafkaOutput] | None = None,
     examples: int = 5,
@@ -257,57 +177,49 @@ def check_run(
     produced = history_bytes(run_dir)
     fit_to_history(spark, produced)
     read = [source] if isinstance(source, KafkaOutput) else list(source or [])
-    reads = [(each.bootstrap_servers, each.topic, "read_uncommitted") for each in read]
-    held_in = None
-    if isinstance(output, KafkaOutput):
-        reads += [(output.bootstrap_servers, output.topic, i) for i in _ISOLATIONS]
-        held_in = (output.bootstrap_servers, output.topic)  # asked before the output is read
-    ends, held_now = asked_together(reads, held_in)
-    uncommitted = None
-    if isinstance(output, KafkaOutput):
-        if output.event_id:
-            event_id = sources.user_event_id(output.event_id)
-        else:
-            event_id = sources.default_event_id(output.id_fields)
-        kind = sources.user_event_id(expected.kind_of) if expected and expected.kind_of else None
-        committed, uncommitted = (
-            _of_kind(
-                sources.kafka_topic(
-                    spark,
-                    output.bootstrap_servers,
-                    output.topic,
-                    isolation,
-                    event_id,
-                    kind,
-                    ends[output.bootstrap_servers, output.topic, isolation],
-                ),
-                expected,
-            )
-            for isolation in _ISOLATIONS
-        )
-    elif isinstance(output, JdbcOutput):
-        rows = sources.jdbc_table(
-            spark,
-            output.url,
-            output.table,
-            output.driver,
-            output.id_column,
-            output.effect_column,
-            output.time_column,
-            output.key_column,
-        )
-        if output.effect_column is not None or output.key_column is not None:
-            rows = rows.cache()  # read once for the effects or the state, and the outputs
-        committed = sources.positionless(rows)
-    else:
-        committed = sources.files(spark, output.path, output.file_format)
+    logs = [(each.bootstrap_servers, each.topic, "read_uncommitted") for each in read]
+    ends, held_now = asked_together(logs + output.asks(), output.held_in)
+    place = output.read(spark, ends, expected)
+    inputs = _inputs(spark, run_dir, place, read, ends, expected)
+    if held_now is not None:
+        inputs.held = held_now
+    place.settle(inputs)
+    kept = recorder(run_dir)  # None unless checks are recorded
+    if kept is not None:
+        inputs.log_starts = kept.remembering(inputs.log_starts)
+    small = produced <= SMALL_HISTORY_BYTES
+    analysis = Analysis(inputs, examples, ordered=output.ordered, small=small)
+    try:
+        place.verify(inputs)
+        findings = analysis.findings()
+        if kept is not None:
+            kept.write(analysis, produced, findings)
+        findings.update(place.findings(inputs, examples))
+        totals = analysis.totals()
+        timeline = _deliveries(analysis) if deliveries else []
+    finally:
+        analysis.close()
+        place.release()
+    attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
+    return _judged(guarantee, findings, totals, timeline)
+
+
+def _inputs(
+    spark: SparkSession,
+    run_dir: Path,
+    place: Read,
+    read: Sequence[KafkaOutput],
+    ends: dict[TopicEnd, str],
+    expected: Expected | None,
+) -> CheckInputs:
+    """What the analysis matches: the history, the place's records and the input topics'
+    logs, kept to the inputs that belong in this place."""
     log = None
     for each in read:
         where = (each.bootstrap_servers, each.topic, "read_uncommitted")
         logged = sources.kafka_log(spark, *where, ends[where])
         log = logged if log is None else log.unionByName(logged)
-    committed = committed.cache()
-    inputs = history_inputs(spark, run_dir, committed, uncommitted, log)
+    inputs = history_inputs(spark, run_dir, place.committed, place.uncommitted, log)
     inputs.source_mirrored = any(each.mirrored for each in read)
     compacted = [each.topic for each in read if each.compacted]
     if compacted:
@@ -324,39 +236,13 @@ def check_run(
         inputs.offsets = inputs.offsets.limit(0)
     if expected is not None:
         _expect(inputs, expected)
-    if held_now is not None:
-        inputs.held = held_now
-    if isinstance(output, JdbcOutput) and output.key_column is not None:
-        inputs.acks, kept_rows, inputs.state = judge_state(inputs.acks, rows)
-        inputs.committed = sources.positionless(kept_rows)
-    kept = recorder(run_dir)  # None unless checks are recorded
-    if kept is not None:
-        inputs.log_starts = kept.remembering(inputs.log_starts)
-    analysis = Analysis(
-        inputs,
-        examples,
-        ordered=not isinstance(output, JdbcOutput),
-        small=produced <= SMALL_HISTORY_BYTES,
-    )
-    try:
-        if isinstance(output, KafkaOutput) and output.event_id and uncommitted is not None:
-            for frame in (inputs.committed, uncommitted):  # aborted records are only in the latter
-                sources.raise_for_failed_ids(frame, output.topic, output.event_id)
-        if isinstance(output, KafkaOutput) and expected and expected.kind_of:
-            sources.raise_for_failed_ids(inputs.committed, output.topic, expected.kind_of, "kind")
-        findings = analysis.findings()
-        if kept is not None:
-            kept.write(analysis, produced, findings)
-        if isinstance(output, JdbcOutput) and output.effect_column is not None:
-            findings["effect_repeated"] = effects_repeated(rows, inputs.acks, output, examples)
-        totals = analysis.totals()
-        timeline = _deliveries(analysis) if deliveries else []
-    finally:
-        analysis.close()
-        committed.unpersist()
-        if isinstance(output, JdbcOutput):
-            rows.unpersist()
-    attach_context(findings, read_stream(Path(run_dir) / "events" / "lifecycle.jsonl"))
+    return inputs
+
+
+def _judged(
+    guarantee: str, findings: dict[str, Finding], totals: dict[str, int], timeline: list
+) -> CheckResult:
+    """The verdict the findings give, and whether it keeps ``guarantee``."""
     lost, dup, unseen, pending = (
         findings[n].count
         for n in ("lost", "duplicate", "unseen_at_deadline", "behind_open_transaction")
@@ -376,21 +262,6 @@ def check_run(
         findings,
         timeline,
     )
-
-
-def _of_kind(frame: DataFrame, expected: Expected | None) -> DataFrame:
-    """The records of the kind ``expected`` checks (see :class:`Expected`); all without one.
-    Records of an unlisted kind stay in the first kind's check, with no event_id."""
-    if expected is None or expected.kind_of is None:
-        return frame
-    kind = F.col("kind")
-    known = kind.isin(list(expected.kinds)) & ~kind.startswith(sources.FAILED)
-    if expected.kind == expected.kinds[0]:
-        frame = frame.filter((kind == expected.kind) | ~known | kind.isNull())
-        frame = frame.withColumn("event_id", F.when(kind == expected.kind, F.col("event_id")))
-    else:
-        frame = frame.filter(kind == expected.kind)
-    return frame
 
 
 def _hop_inputs(spark: SparkSession, acks: DataFrame, expected: Expected) -> DataFrame:
@@ -423,26 +294,6 @@ def _expect(inputs: CheckInputs, expected: Expected) -> None:
     if expected.elsewhere is not None:  # found only in another output: misrouted there
         only_there = expected.elsewhere.join(output.select("event_id"), "event_id", "left_anti")
         inputs.acks = inputs.acks.join(only_there, "event_id", "left_anti")
-
-
-def effects_repeated(
-    rows: DataFrame, acks: DataFrame, output: JdbcOutput, examples: int
-) -> Finding:
-    """Acknowledged inputs whose rows add up to more than one application of their effect."""
-    once = F.lit(output.effect_each) if output.effect_each is not None else F.first("effect")
-    per_input = rows.groupBy("event_id").agg(
-        F.sum("effect").alias("effect"), once.alias("effect_each"), F.count("*").alias("rows")
-    )
-    repeated = per_input.filter(F.col("effect") > F.col("effect_each")).join(
-        acks.select("event_id", "key", "seq"), "event_id"
-    )
-    found = repeated.orderBy("event_id").cache()
-    try:
-        count = found.count()
-        shown = [row.asDict() for row in found.limit(examples).collect()]
-    finally:
-        found.unpersist()
-    return Finding(count, shown, {"column": output.effect_column})
 
 
 def _deliveries(analysis: Analysis) -> list[dict[str, Any]]:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .check import FileOutput, check_run
+from .check import check_run
+from .outputs import FileOutput
 
 RECORDS = 40
 

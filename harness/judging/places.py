@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kafka_replay.apps import load_callable
 from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
-from kafka_replay.checker.check import Expected
+from kafka_replay.checker.outputs import Expected
 from kafka_replay.definitions.model import AppDefinition, Incident
 
 #: The roles of the topics a service's results are checked in: the pipeline's outputs, and the

@@ -1,17 +1,19 @@
 """Checking and judging a played run: every place its results land checked by the Spark
 checker (and a pipeline's hops), the symptoms measured from its evidence, the pass/fail rule.
 
-The runner (:mod:`kafka_replay.playing.runner`) hands over what it played (:class:`Played`) and
-the run's outcome, which these fill in: its verdict, anomalies, places, hops and reasons.
+The runner (:mod:`kafka_replay.playing.runner`) hands over what it played (its run record, as
+:class:`Played` reads it); each part returns a value (:class:`Checked`, :class:`Measured`,
+:class:`Judged`), and the first and last write themselves into the run's outcome, in one place
+each (``into``), for a run played and a stored one judged again alike.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_replay.apps import load_callable
 from kafka_replay.checker import CheckResult, JdbcOutput, KafkaOutput, check_run
@@ -45,32 +47,92 @@ if TYPE_CHECKING:
     from kafka_replay.sinks.database import Database
 
 
-@dataclass(frozen=True)
-class Played:
-    """What a played run gives its judges: where it ran, what it wrote, what it promised."""
+class Played(Protocol):
+    """What a played run gives its judges: where it ran, what it wrote, what it promised (the
+    run's record, :class:`kafka_replay.playing.run_record.RunRecord`)."""
 
-    cluster: Cluster
-    history: RunHistory
-    incident: Incident
-    profile: Profile
-    topics: Mapping[str, str]
-    guarantee: str
-    output_id: str | None = None  # ``--output-id``: module:function(OutputRecord) -> event_id
-    users_app: bool = False
-    database: Database | None = None
-    #: The cluster a ``fail_over`` moved the app to (``[mirror]``): its copy of the inputs is
-    #: what the app could read at the end.
-    mirror: Cluster | None = None
+    @property
+    def cluster(self) -> Cluster | None: ...
+    @property
+    def history(self) -> RunHistory: ...
+    @property
+    def incident(self) -> Incident: ...
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def topics(self) -> Mapping[str, str]: ...
+    @property
+    def guarantee(self) -> str: ...
+    @property
+    def output_id(self) -> str | None: ...  # ``--output-id``: module:function -> event_id
+    @property
+    def users_app(self) -> bool: ...
+    @property
+    def database(self) -> Database | None: ...
+    @property
+    def moved_to(self) -> Cluster | None:
+        """The cluster a ``fail_over`` moved the app to (``[mirror]``): its copy of the inputs
+        is what the app could read at the end."""
+        ...
 
 
 @dataclass(frozen=True)
 class Checked:
+    """Every place of a run checked: what the symptoms read, what the gate takes, and what the
+    outcome says of the places."""
+
     read: CheckResult  # what the symptoms read: the last service's consumption
     judged: CheckResult  # the place whose check the gate takes: the worst
     side_effects: CheckResult | None
+    #: Each place by name, when there are several (each judged, the worst the run's).
+    outputs: dict[str, CheckResult] = field(default_factory=dict)
+    hops: dict[str, dict[str, Any]] = field(default_factory=dict)
+    first_wrong_hop: str | None = None
+    dead_lettered: int | None = None
+    reasons: tuple[str, ...] = ()
+
+    def into(self, outcome: Outcome) -> None:
+        """What the checks say, written into the run's outcome."""
+        outcome.verdict = self.judged.verdict
+        outcome.check = self.judged.result
+        outcome.anomalies = self.judged.counts
+        outcome.dead_lettered = self.dead_lettered
+        if len(self.outputs) > 1:
+            outcome.outputs = {
+                name: {"verdict": c.verdict, "check": c.result, "anomalies": c.counts}
+                for name, c in self.outputs.items()
+            }
+        if self.hops:
+            outcome.hops = self.hops
+            outcome.first_wrong_hop = self.first_wrong_hop
+        outcome.reasons += self.reasons
 
 
-def check_played(spark: SparkSession, played: Played, outcome: Outcome) -> Checked:
+@dataclass(frozen=True)
+class Judged:
+    """The symptoms measured and the pass/fail rule's judgement over them and the checks."""
+
+    symptoms: dict[str, Any]
+    symptoms_outside: dict[str, Any] | None
+    passed: bool
+    reproduced: bool | None
+    result: str
+    not_judged: str | None
+    reasons: tuple[str, ...]
+    refused_versions: dict[str, int]
+
+    def into(self, outcome: Outcome) -> None:
+        """The judgement, written into the run's outcome (a stored run's judged again too)."""
+        outcome.symptoms = self.symptoms
+        outcome.symptoms_outside = self.symptoms_outside
+        outcome.passed, outcome.reproduced = self.passed, self.reproduced
+        outcome.result, outcome.not_judged = self.result, self.not_judged
+        outcome.reasons += self.reasons
+        if self.refused_versions:
+            outcome.refused_versions = self.refused_versions
+
+
+def check_played(spark: SparkSession, played: Played) -> Checked:
     """Every place the app's results land in checked (and each hop of a pipeline), the
     worst one's verdict the run's. The run's meta records where Spark ran the check."""
     from kafka_replay.checker.spark import checked_on
@@ -78,92 +140,115 @@ def check_played(spark: SparkSession, played: Played, outcome: Outcome) -> Check
     played.history.write_meta(checked_on=checked_on(spark))
     outputs, side_effects = _check(spark, played)
     read = next(iter(outputs.values()))  # the table's, when there is one
-    hops = _check_hops(spark, played, outcome) if played.profile.apps else {}
-    if hops:  # the symptoms follow the last service's consumption, in what it reads
-        read = next(iter(hops[list(hops)[-1]].values()))
+    found = _check_hops(spark, played) if played.profile.apps else {}
+    hops = {name: hop_summary(checks) for name, checks in found.items()}
+    reasons = []
+    first = first_wrong(hops)
+    if first is not None:
+        said = ", ".join(f"{n} {c}" for n, c in hops[first]["anomalies"].items() if c)
+        reasons.append(f"records first went wrong at service {first} of the pipeline ({said})")
+    if found:  # the symptoms follow the last service's consumption, in what it reads
+        read = next(iter(found[list(found)[-1]].values()))
         _write_deliveries(played.history.root, read)
-    judged = worst({**outputs, **{f"{n}: {p}": c for n, h in hops.items() for p, c in h.items()}})
-    outcome.verdict = judged.verdict
-    outcome.check = judged.result
-    outcome.anomalies = judged.counts
+    judged = worst({**outputs, **{f"{n}: {p}": c for n, h in found.items() for p, c in h.items()}})
     dead_letter = played.incident.expect.dead_letter
+    dead_lettered = None
     if dead_letter is not None:  # inputs in their place there: the app's dead letters
-        outcome.dead_lettered = outputs[f"topic {played.topics[dead_letter]}"].totals["delivered"]
+        dead_lettered = outputs[f"topic {played.topics[dead_letter]}"].totals["delivered"]
     if len(outputs) > 1:  # each judged and reported; the worst decides the gate
-        outcome.outputs = {
-            name: {"verdict": c.verdict, "check": c.result, "anomalies": c.counts}
-            for name, c in outputs.items()
-        }
         each = ", ".join(f"{name} {c.verdict} ({c.result})" for name, c in outputs.items())
-        outcome.reasons.append(f"each output judged, the worse for the run: {each}")
-    return Checked(read, judged, side_effects)
+        reasons.append(f"each output judged, the worse for the run: {each}")
+    return Checked(read, judged, side_effects, outputs, hops, first, dead_lettered, tuple(reasons))
 
 
-def measure_symptoms(played: Played, checked: Checked, outcome: Outcome) -> Evidence:
-    """The incident's symptoms, measured from the run's evidence (and again without the
-    app's own reports, where it sent some); the evidence they were measured from."""
+@dataclass(frozen=True)
+class Measured:
+    """The evidence of a run and the symptoms measured from it."""
+
+    evidence: Evidence
+    symptoms: dict[str, Any]
+    #: The same run's symptoms without the app's own reports, where it sent some.
+    outside: dict[str, Any] | None
+
+
+def measure_symptoms(played: Played, checked: Checked) -> Measured:
+    """The incident's symptoms, measured from the run's evidence."""
+    assert played.cluster is not None
     evidence = _evidence(
         played.history, played.cluster, checked.read, checked.side_effects, checked.judged
     )
-    measure_into(outcome, evidence, played.incident)
-    return evidence
+    return measured(evidence, played.incident)
 
 
-def measure_into(outcome: Outcome, evidence: Evidence, incident: Incident) -> None:
-    """The incident's symptoms measured from ``evidence`` into ``outcome`` (and again without
-    the app's own reports, where it sent some)."""
-    outcome.symptoms = measure(evidence, incident.symptoms)
-    if evidence.app:  # what the same run shows without the app's own reports
-        outcome.symptoms_outside = measure(evidence.without_reports(), incident.symptoms)
+def measured(evidence: Evidence, incident: Incident) -> Measured:
+    """The incident's symptoms measured from ``evidence`` (and again without the app's own
+    reports, where it sent some)."""
+    outside = measure(evidence.without_reports(), incident.symptoms) if evidence.app else None
+    return Measured(evidence, measure(evidence, incident.symptoms), outside)
 
 
-def apply_rule(played: Played, checked: Checked, evidence: Evidence, outcome: Outcome) -> None:
+def apply_rule(played: Played, checked: Checked, measured: Measured, profile_name: str) -> Judged:
     """The pass/fail rule (:func:`.judge.judge`) over the symptoms and the worst place's check."""
     broker = played.profile.broker
-    rule_into(outcome, played.incident, played.users_app, checked.judged, evidence, broker)
+    return rule(
+        measured,
+        played.incident,
+        profile_name,
+        played.guarantee,
+        played.users_app,
+        checked.judged,
+        broker,
+    )
 
 
-def rule_into(
-    outcome: Outcome,
+def rule(
+    measured: Measured,
     incident: Incident,
+    profile_name: str,
+    guarantee: str,
     users_app: bool,
     judged: CheckResult,
-    evidence: Evidence,
     broker: Mapping[str, Any],
-) -> None:
-    """The pass/fail rule over ``outcome``'s symptoms, its profile and guarantee, and the
-    check ``judged`` (the worst place's), its judgement written into ``outcome``; then, for a
-    share group's inputs the broker archived, the limit of ``broker`` (the run's broker
-    settings) that archived them, so a run judged again says it from this same code."""
+) -> Judged:
+    """The pass/fail rule over the symptoms ``measured``, the profile and guarantee, and the
+    check ``judged`` (the worst place's); then, for a share group's inputs the broker archived,
+    the limit of ``broker`` (the run's broker settings) that archived them, so a run judged
+    again says it from this same code."""
+    evidence, symptoms = measured.evidence, measured.symptoms
     judgement = judge(
-        profile=outcome.profile,
+        profile=profile_name,
         users_app=users_app,
         signature=incident.signature,
         conditions=incident.conditions,
-        symptoms=outcome.symptoms,
-        guarantee=outcome.guarantee,
+        symptoms=symptoms,
+        guarantee=guarantee,
         check=judged.result,
         verdict=judged.verdict,
         counts=judged.counts,
         held_back=held_back(evidence) if judged.counts.get("unseen_at_deadline") else (),
     )
-    outcome.passed = judgement.passed
-    outcome.reproduced = judgement.reproduced
-    outcome.result = judgement.result
-    outcome.reasons += judgement.reasons
-    outcome.not_judged = judgement.not_judged
-    if evidence.refused:  # whatever else the run shows: the brokers would not read the client
-        outcome.refused_versions = refused_counts(evidence.refused)
-        outcome.reasons.append(refused_reason(outcome.refused_versions))
-    if outcome.symptoms.get("archived_at_limit"):  # records a share group's broker gave up on
-        outcome.reasons.append(archived_reason(outcome.symptoms, broker))
+    reasons = list(judgement.reasons)
+    refused = refused_counts(evidence.refused) if evidence.refused else {}
+    if refused:  # whatever else the run shows: the brokers would not read the client
+        reasons.append(refused_reason(refused))
+    if symptoms.get("archived_at_limit"):  # records a share group's broker gave up on
+        reasons.append(archived_reason(symptoms, broker))
+    return Judged(
+        symptoms,
+        measured.outside,
+        judgement.passed,
+        judgement.reproduced,
+        judgement.result,
+        judgement.not_judged,
+        tuple(reasons),
+        refused,
+    )
 
 
-def _check_hops(
-    spark: SparkSession, played: Played, outcome: Outcome
-) -> dict[str, dict[str, CheckResult]]:
-    """Each service of a pipeline checked on its own (see :mod:`.pipeline`)."""
+def _check_hops(spark: SparkSession, played: Played) -> dict[str, dict[str, CheckResult]]:
+    """Each service of a pipeline checked on its own (see :mod:`.pipeline`), its checks kept."""
     cluster = played.cluster
+    assert cluster is not None
 
     def output(topic: str) -> KafkaOutput:
         return _topic_output(cluster, topic, played.output_id, played.profile)
@@ -178,20 +263,11 @@ def _check_hops(
         cluster.bootstrap_servers,
         played.guarantee,
     )
-    hops = {name: hop_summary(checks) for name, checks in found.items()}
     kept = {
-        name: {**hops[name], "places": {place: c.to_json() for place, c in checks.items()}}
+        name: {**hop_summary(checks), "places": {place: c.to_json() for place, c in checks.items()}}
         for name, checks in found.items()
     }
     (played.history.root / HOP_CHECKS).write_text(json.dumps(kept, indent=2, default=str))
-    outcome.hops = hops
-    first = first_wrong(hops)
-    if first is not None:
-        outcome.first_wrong_hop = first
-        said = ", ".join(f"{n} {c}" for n, c in hops[first]["anomalies"].items() if c)
-        outcome.reasons.append(
-            f"records first went wrong at service {first} of the pipeline ({said})"
-        )
     return found
 
 
@@ -207,13 +283,14 @@ def _check(
         played.incident,
         played.topics,
     )
+    assert cluster is not None
     compacted = played.profile.compacted
     source = [
         KafkaOutput(cluster.bootstrap_servers, topics[n], compacted=compacted(n))
         for n in incident.named("input")
     ]
-    if played.mirror is not None:  # the copy the app was moved to: what was not mirrored is apart
-        where = played.mirror.bootstrap_servers
+    if played.moved_to is not None:  # the copy the app was moved to: what was not mirrored is apart
+        where = played.moved_to.bootstrap_servers
         source = [replace(each, bootstrap_servers=where, mirrored=True) for each in source]
     table = None
     sink, database = played.profile.sink, played.database

@@ -28,7 +28,7 @@ from kafka_replay.report.outcome import Outcome
 
 from .evidence import Evidence
 from .places import worst
-from .played import measure_into, rule_into
+from .played import measured, rule
 
 #: What judging writes into an outcome, measured again from the stored run (the rest of the
 #: outcome, its timings included, is as the run wrote it).
@@ -94,9 +94,10 @@ def rejudge(root: Path, incident: Incident) -> Outcome:
         checks.judged,
     )
     outcome = dataclasses.replace(stored, **dict.fromkeys(JUDGED), reasons=[])
-    measure_into(outcome, evidence, incident)
     broker = meta.get("broker_config", {})  # the profile's, with --broker-config over it
-    rule_into(outcome, incident, users_app, checks.judged, evidence, broker)
+    symptoms = measured(evidence, incident)
+    guarantee, profile = stored.guarantee, stored.profile
+    rule(symptoms, incident, profile, guarantee, users_app, checks.judged, broker).into(outcome)
     judged = outcome.reasons
     before = stored.reasons[: max(len(stored.reasons) - len(judged), 0)]
     outcome.reasons = [*before, *judged]

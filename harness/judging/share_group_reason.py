@@ -1,6 +1,6 @@
 """The reason a share group's run gives for inputs the broker archived (KIP-932).
 
-Judging writes it (:func:`.played.rule_into`) after the pass/fail rule's own reasons, so a
+Judging writes it (:func:`.played.rule`) after the pass/fail rule's own reasons, so a
 played run and a stored one judged again (:mod:`.rejudge`) say it from the same code.
 """
 

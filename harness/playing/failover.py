@@ -24,7 +24,7 @@ def _fail_over(stage: Stage, step: Step) -> dict[str, Any]:
     started = time.time()
     nodes = stage.brokers().kill_all()
     mirror.stop_mirroring(grace=0)  # what it had copied is all the mirror will have
-    services = stage.services or {"": stage.apps}
+    services = stage.services
     running = {name: apps.running() for name, apps in services.items()}
     for name, instances in running.items():
         for index in instances:

@@ -396,7 +396,7 @@ def _kill_sender(stage: Stage) -> Callable[[int], dict[str, Any]]:
     looked into (a container) is found only when it is the one running."""
 
     def kill(port: int) -> dict[str, Any]:
-        services = stage.services or {"app": stage.apps}
+        services = stage.services
         holding = [
             (n, i) for n, apps in services.items() if (i := apps.instance_holding(port)) is not None
         ]

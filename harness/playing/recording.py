@@ -4,13 +4,11 @@ and the output's last stable offsets, sampled into the run history while the ste
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafka_replay.apps import AppStartError, Supervisor
-from kafka_replay.cluster import Cluster
-from kafka_replay.definitions.model import Incident, Profile
-from kafka_replay.history import LagSampler, OffsetsRecorder, RunHistory
+from kafka_replay.apps import AppStartError
+from kafka_replay.history import LagSampler, OffsetsRecorder
 from kafka_replay.history.lag import commits_from_samples
 from kafka_replay.history.stable_offsets import StableOffsetSampler
 
@@ -18,29 +16,17 @@ from .settling import written
 from .stage import Stage, StepFailed, run_steps, stop_background
 
 if TYPE_CHECKING:
-    from kafka_replay.faults.share_group_admin import ShareGroupWatch
-
-    from .mirror import RunMirror
-    from .services import Serving
+    from .run_record import RunRecord
 
 LAG_SAMPLE_S = 0.5
 
 
-def play_steps(
-    incident: Incident,
-    profile: Profile,
-    cluster: Cluster,
-    history: RunHistory,
-    topics: dict[str, str],
-    reads: Mapping[str, tuple[str, ...]],
-    apps: Mapping[str, Supervisor],
-    progress: Callable[[str], None],
-    share: ShareGroupWatch | None = None,
-    mirror: RunMirror | None = None,
-    serving: Serving | None = None,
-) -> None:
+def play_steps(run: RunRecord, progress: Callable[[str], None]) -> None:
     """Run the steps with the recorders on (each group's commits and lag on what it reads);
     :class:`StepFailed` with what stopped them, if anything did."""
+    cluster, history, reads, share = run.cluster, run.history, run.reads, run.share_watch
+    assert cluster is not None
+    apps = run.supervisors
     recorders = []
     if cluster.has_offsets_topic and share is None:  # else the lag samples give the commits
         recorders = [
@@ -58,17 +44,13 @@ def play_steps(
         else []
     )
     stable = StableOffsetSampler(
-        cluster.admin(), written(incident, topics), history.stream("stable"), LAG_SAMPLE_S
+        cluster.admin(), written(run.incident, run.topics), history.stream("stable"), LAG_SAMPLE_S
     ).start()
     for supervisor in apps.values():
         supervisor.start(0)  # the instances come from the steps
-    group = list(reads)[-1]
-    first = next(iter(apps.values()))
-    stage = Stage(cluster, history, profile, topics, group, first, random.Random(incident.seed))
-    stage.share_watch, stage.services, stage.reads = share, dict(apps), dict(reads)
-    stage.mirror, stage.serving, stage.lag_samplers = mirror, serving, lags
+    stage = Stage(run, random.Random(run.incident.seed), lag_samplers=lags)
     try:
-        run_steps(stage, incident.steps, progress)
+        run_steps(stage, run.incident.steps, progress)
         stage.check()
     except (StepFailed, AppStartError) as exc:
         raise StepFailed(str(exc)) from exc

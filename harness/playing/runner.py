@@ -23,13 +23,14 @@ from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.definitions.model import Incident
 from kafka_replay.history import RunHistory
 from kafka_replay.interrupts import interrupted
-from kafka_replay.judging.played import Checked, Played, apply_rule, check_played, measure_symptoms
+from kafka_replay.judging.played import Checked, apply_rule, check_played, measure_symptoms
 from kafka_replay.report.outcome import Outcome
 
 from .recording import play_steps
 from .run_options import RunOptions
+from .run_record import RunRecord
 from .settling import settle_outputs, written
-from .start_up import Started, start_up
+from .start_up import start_up
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -99,7 +100,10 @@ class PlayedRun:
         self.options, self.history = options, history
         incident_played = incident.for_your_app() if options.users_app else incident
         profile = options.apply(incident_played.profiles[profile_name])
-        self.started = Started(incident_played, profile)
+        guarantee = options.guarantee or incident.guarantee
+        self.run = RunRecord(
+            incident_played, profile, history, guarantee, options.output_id, options.users_app
+        )
         self.progress = progress
         self.started_s = self.stage_started = time.monotonic()
         self.stage = "start-up"
@@ -111,7 +115,7 @@ class PlayedRun:
             incident=incident.name,
             profile=profile_name,
             app=options.app_image or options.app or profile.app.command,
-            guarantee=options.guarantee or incident.guarantee,
+            guarantee=guarantee,
             verdict="unknown",
             passed=False,
             reproduced=None,
@@ -125,7 +129,7 @@ class PlayedRun:
     @property
     def cluster(self) -> Cluster | None:
         """The cluster the run plays on, once start-up has it."""
-        return self.started.cluster
+        return self.run.cluster
 
     @contextlib.contextmanager
     def stopping_on_failure(self) -> Iterator[None]:
@@ -170,35 +174,21 @@ class PlayedRun:
 
     def play(self, cluster_for: ClusterFor) -> None:
         """Start the run up, then play its steps with the recorders on."""
-        started = self.started
-        start_up(started, self.options, self.history, self.outcome, cluster_for, self.progress)
-        assert started.cluster is not None
+        start_up(self.run, self.options, cluster_for, self.progress)
         self._enter("steps")
-        play_steps(
-            started.incident,
-            started.profile,
-            started.cluster,
-            self.history,
-            started.topics,
-            started.reads,
-            started.supervisors,
-            self.progress,
-            share=started.share_watch,
-            mirror=started.mirror,
-            serving=started.serving,
-        )
+        play_steps(self.run, self.progress)
         self._enter("queued")  # until a lane's check of the run before is done
 
     def settle(self) -> None:
         """Wait until no open transaction holds an output partition, or record which still do
         (:mod:`.settling`)."""
-        started = self.started
-        assert started.cluster is not None
+        run = self.run
+        assert run.cluster is not None
         self._enter("settling")
-        profile = started.profile
+        profile = run.profile
         self.outcome.reasons += settle_outputs(
-            started.cluster,
-            written(started.incident, started.topics),
+            run.cluster,
+            written(run.incident, run.topics),
             self.history,
             self.options.settle_timeout_s,
             (profile.client, profile.broker),
@@ -209,41 +199,26 @@ class PlayedRun:
         assert self.cluster is not None
         self._enter("checker")
         self.progress("checking every record with Spark")
-        self.checked = check_played(spark(), self._played(), self.outcome)
+        self.checked = check_played(spark(), self.run)
+        self.checked.into(self.outcome)
 
     def measure_and_judge(self) -> None:
         """The symptoms measured from the run's evidence, then the pass/fail rule
         (:func:`kafka_replay.judging.judge.judge`) over them and the check."""
         assert self.checked is not None
-        played = self._played()
         self._enter("symptoms")
-        evidence = measure_symptoms(played, self.checked, self.outcome)
+        measured = measure_symptoms(self.run, self.checked)
         self._enter("judgement")
-        apply_rule(played, self.checked, evidence, self.outcome)
-
-    def _played(self) -> Played:
-        """What the judges of the run are given (:mod:`kafka_replay.judging.played`)."""
-        s = self.started
-        assert s.cluster is not None
-        return Played(
-            s.cluster,
-            self.history,
-            s.incident,
-            s.profile,
-            s.topics,
-            self.outcome.guarantee,
-            self.options.output_id,
-            self.options.users_app,
-            s.database,
-            s.mirror.cluster if s.mirror is not None else None,
-        )
+        apply_rule(self.run, self.checked, measured, self.outcome.profile).into(self.outcome)
 
     def finish(self) -> None:
         """Keep the broker logs and the outcome, drop the run's topics; never raises."""
         self._enter("clean-up")
         if self.outcome.failed_stage:
             self.outcome.result = f"{self.outcome.failed_stage} failed"
-        self.outcome.reasons += self.started.release(self.history)
+        self.outcome.app = self.run.app or self.outcome.app
+        self.outcome.settings_not_applied = self.run.settings_not_applied
+        self.outcome.reasons += self.run.release()
         self._enter("done")  # closes clean-up
         self.outcome.duration_s = round(time.monotonic() - self.started_s, 1)
         whole = self.history.root / "outcome.json.tmp"  # whole or absent: a lane's feeder

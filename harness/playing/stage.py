@@ -30,6 +30,7 @@ from .services import Serving
 
 if TYPE_CHECKING:
     from .mirror import RunMirror
+    from .run_record import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +46,10 @@ class StepFailed(RuntimeError):
 
 @dataclass
 class Stage:
-    """What a scenario's steps act on."""
+    """What a scenario's steps act on: the run's record, and what the steps themselves keep
+    while they play (their randomness, what runs in the background, the faults under way)."""
 
-    cluster: Cluster
-    history: RunHistory
-    profile: Profile
-    topics: dict[str, str]
-    group: str
-    apps: Supervisor
+    run: RunRecord
     rng: random.Random
     stop: threading.Event = field(default_factory=threading.Event)
     background: list[threading.Thread] = field(default_factory=list)
@@ -63,21 +60,56 @@ class Stage:
     broker_faults: BrokerFaults | None = None
     #: Created by the first network fault: the faults still active, healed at the end.
     network_faults: RequestFaults | None = None
-    #: A share group's watch (``[group] type = "share"``): the drain reads its start offsets.
-    share_watch: Any = None
-    #: The app's input topics (default: the ``input`` topic), as created.
-    input_topics: tuple[str, ...] = ()
-    #: Every app by its service's name (``app`` in the one-app form), upstream first.
-    services: dict[str, Supervisor] = field(default_factory=dict)
-    #: What each group reads (the topics as created), by group: the drain waits for each.
-    reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: The run's mirror (``[mirror]``), and the cluster the apps are served by: the run's until
-    #: a ``fail_over`` step moves them to the mirror.
-    mirror: RunMirror | None = None
-    serving: Serving | None = None
     #: The run's lag samplers: a failover moves them to the mirror with the group.
     lag_samplers: list[LagSampler] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def cluster(self) -> Cluster:
+        assert self.run.cluster is not None  # start-up made it before any step
+        return self.run.cluster
+
+    @property
+    def history(self) -> RunHistory:
+        return self.run.history
+
+    @property
+    def profile(self) -> Profile:
+        return self.run.profile
+
+    @property
+    def topics(self) -> dict[str, str]:
+        return self.run.topics
+
+    @property
+    def group(self) -> str:
+        """The output's group (a pipeline's last service's)."""
+        return self.run.group
+
+    @property
+    def services(self) -> dict[str, Supervisor]:
+        """Every service's supervisor by its name (``app`` in the one-app form), upstream first."""
+        return self.run.supervisors
+
+    @property
+    def reads(self) -> dict[str, tuple[str, ...]]:
+        """What each group reads (the topics as created), by group: the drain waits for each."""
+        return self.run.reads
+
+    @property
+    def share_watch(self) -> Any:
+        """A share group's watch (``[group] type = "share"``): the drain reads its start offsets."""
+        return self.run.share_watch
+
+    @property
+    def mirror(self) -> RunMirror | None:
+        return self.run.mirror
+
+    @property
+    def serving(self) -> Serving | None:
+        """The cluster the apps are served by: the run's until a ``fail_over`` step moves them
+        to the mirror."""
+        return self.run.serving
 
     @property
     def failed_over(self) -> bool:
@@ -96,13 +128,11 @@ class Stage:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return self.input_topics or (self.topics["input"],)
+        return (self.topics["input"],)
 
     def app(self, name: str | None) -> Supervisor:
         """The supervisor of service ``name``; None: the one app (a pipeline's first)."""
-        if name is None or not self.services:
-            return self.apps
-        return self.services[name]
+        return self.services[name] if name is not None else next(iter(self.services.values()))
 
     @property
     def groups(self) -> dict[str, tuple[str, ...]]:
@@ -148,7 +178,7 @@ class Stage:
         """Raise what a background step or the app supervisor ran into."""
         if self.errors:
             raise StepFailed(f"a background step failed: {self.errors[0]}") from self.errors[0]
-        self.apps.check()
+        self.app(None).check()
 
     def wait(self, seconds: float) -> None:
         """Let scenario time pass (an idle period), still noticing failures."""

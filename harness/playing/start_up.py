@@ -2,15 +2,15 @@
 registry (:mod:`.workloads`), database (:mod:`.run_database`), share group and apps
 (:mod:`.services`; supervisors not started yet), and the run's meta.
 
-Each resource is kept in :class:`Started` as soon as it exists, so that :meth:`Started.release`
-stops what was started whatever stage the run reached (a failure halfway, Ctrl-C).
+Each resource is kept in the run's record (:class:`~.run_record.RunRecord`) as soon as it
+exists, so that its release stops what was started whatever stage the run reached.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kafka_replay.apps import Supervisor
@@ -20,103 +20,55 @@ from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.definitions.model import AppDefinition, Incident, Profile
 from kafka_replay.definitions.shapes import with_expect_file
 from kafka_replay.definitions.vocabulary import step_kinds
-from kafka_replay.history import RunHistory
 from kafka_replay.judging.pipeline import services_meta
-from kafka_replay.report.outcome import Outcome
 
 from .group_protocol import consumer_protocol_missing, moves_to_consumer_protocol
-from .mirror import RunMirror, start_mirror
+from .mirror import start_mirror
 from .run_options import RunOptions
+from .run_record import RunRecord
 from .services import Serving, app_command, app_images, client_config, supervise
 from .share_group import check_share_groups, start_share_group
-from .topics import create_topics, delete_topics
+from .topics import create_topics
 from .workloads import needs_registry, registered, start_registry, with_expectations, with_payload
 
 if TYPE_CHECKING:
-    from kafka_replay.faults.share_group_admin import ShareGroupWatch
-    from kafka_replay.sinks.database import Database
-    from kafka_replay.workload.schema_registry import SchemaRegistry
-
-
-@dataclass
-class Started:
-    """What a run's start-up started, each kept as soon as it exists; released at the end."""
-
-    incident: Incident
-    profile: Profile
-    cluster: Cluster | None = None
-    topics: dict[str, str] = field(default_factory=dict)
-    registry: SchemaRegistry | None = None
-    database: Database | None = None
-    share_watch: ShareGroupWatch | None = None  # a share group's (see share_group)
-    #: Each service's supervisor (its instances come from the steps), upstream first.
-    supervisors: dict[str, Supervisor] = field(default_factory=dict)
-    #: What each group reads (the topics as created), by group; the output's group last.
-    reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: The run's mirror (``[mirror]``), and the cluster the apps are served by.
-    mirror: RunMirror | None = None
-    serving: Serving | None = None
-
-    def release(self, history: RunHistory) -> list[str]:
-        """Stop what was started, keep the broker logs and drop the run's topics; never raises:
-        returns what could not be cleaned up, as reasons for the outcome."""
-        failed = []
-        if self.share_watch is not None:
-            self.share_watch.stop()  # ends its JVM; never raises
-        if self.registry is not None:
-            self.registry.stop()  # SIGTERM, then SIGKILL: it never raises
-        if self.database is not None:
-            try:
-                self.database.stop()
-            except Exception as exc:  # a team's schema kept: said, never hidden
-                failed.append(f"cleaning up the run's database failed: {exc}")
-        try:
-            if self.cluster is not None:
-                history.keep_logs(self.cluster.log_files())
-                delete_topics(self.cluster, self.topics)
-        except Exception as exc:  # a dead broker must not hide the outcome
-            failed.append(f"cleaning up the run's topics failed: {exc}")
-        if self.mirror is not None:
-            failed += self.mirror.release()
-        return failed
+    pass
 
 
 def start_up(
-    started: Started,
+    run: RunRecord,
     options: RunOptions,
-    history: RunHistory,
-    outcome: Outcome,
     cluster_for: ClusterFor,
     progress: Callable[[str], None],
 ) -> None:
-    """Start everything the run's steps need into ``started``, and write the run's meta."""
+    """Start everything the run's steps need into ``run``, and write the run's meta."""
     if options.expect is not None:
-        started.incident = with_expect_file(started.incident, options.expect)
-    incident, profile = started.incident, started.profile
+        run.incident = with_expect_file(run.incident, options.expect)
+    incident, profile, history = run.incident, run.profile, run.history
     if options.users_app and incident.your_app and not incident.your_app.applies:
         raise NotApplicable(f"not applicable to an app: {incident.your_app.tests}")
     for image in app_images(profile, options):
         check_app_image(image)  # before any broker starts: Docker answers, the image is here
-    started.cluster = cluster = cluster_for(
+    run.cluster = cluster = cluster_for(
         profile.broker, incident.brokers, incident.network_faults, incident.features
     )
-    started.serving = serving = Serving(cluster)
-    outcome.settings_not_applied = applicability(incident, profile, cluster)
+    run.serving = serving = Serving(cluster)
+    run.settings_not_applied = applicability(incident, profile, cluster)
     if incident.group_type == "share":
         check_share_groups(cluster, options.client_library)
     if options.payload is not None:
         profile = with_payload(profile, options.payload)
-    started.topics = topics = create_topics(cluster, incident, profile)
+    run.topics = topics = create_topics(cluster, incident, profile)
     profile = with_expectations(profile, incident)
     if needs_registry(profile):
-        started.registry = start_registry(history, progress)
-        profile = registered(profile, topics, started.registry)
-    started.profile = profile
+        run.registry = start_registry(history, progress)
+        profile = registered(profile, topics, run.registry)
+    run.profile = profile
     if profile.sink is not None:
         from .run_database import new_database, start_database
 
-        started.database = new_database(options, cluster.backend, history, progress)
-        start_database(started.database, profile, history, progress)
+        run.database = new_database(options, cluster.backend, history, progress)
+        start_database(run.database, profile, history, progress)
     services = profile.services
     pipeline = bool(profile.apps)
     groups = {
@@ -124,7 +76,7 @@ def start_up(
         for name in services
     }
     specs = {name: app_command(incident, profile, options, topics, name) for name in services}
-    outcome.app = " -> ".join(spec.name for spec in specs.values())
+    run.app = " -> ".join(spec.name for spec in specs.values())
     configs = {
         name: client_config(
             replace(profile, client={**profile.client, **app.client}), options.group_protocol
@@ -135,10 +87,10 @@ def start_up(
     history.write_meta(
         incident=incident.name,
         profile=profile.name,
-        app=outcome.app,
+        app=run.app,
         app_command=list(specs[last].argv) or specs[last].target,
         **({"app_image": specs[last].image} if specs[last].image else {}),
-        guarantee=outcome.guarantee,
+        guarantee=run.guarantee,
         topics=topics,
         topic_roles={name: incident.role(name) for name in incident.topics},
         group=groups[last],
@@ -151,7 +103,7 @@ def start_up(
         **({"services": services_meta(services, specs, groups)} if pipeline else {}),
     )
     if incident.mirror is not None:  # fed before any app starts, as a standby cluster is
-        started.mirror = start_mirror(
+        run.mirror = start_mirror(
             incident.mirror,
             cluster,
             profile.broker,
@@ -162,7 +114,7 @@ def start_up(
             progress,
         )
     if incident.group_type == "share":  # its settings, then a watch on it (SPSO, members)
-        started.share_watch = start_share_group(cluster, groups[last], topics["input"], history)
+        run.share_watch = start_share_group(cluster, groups[last], topics["input"], history)
 
     def supervisor(name: str, app: AppDefinition) -> Supervisor:
         return supervise(
@@ -176,13 +128,13 @@ def start_up(
             history=history,
             topics=topics,
             options=options,
-            registry_url=started.registry.url if started.registry is not None else None,
-            database=started.database,
-            share_watch=started.share_watch,
+            registry_url=run.registry.url if run.registry is not None else None,
+            database=run.database,
+            share_watch=run.share_watch,
         )
 
-    started.supervisors = {name: supervisor(name, app) for name, app in services.items()}
-    started.reads = {
+    run.supervisors = {name: supervisor(name, app) for name, app in services.items()}
+    run.reads = {
         groups[name]: tuple(topics[t] for t in app.reads or incident.named("input"))
         for name, app in services.items()
     }

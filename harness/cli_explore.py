@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from kafka_replay.console import make_console
 from kafka_replay.exploring.schedule import RECORDS
-from kafka_replay.replay.settings import RUN, RunSettings, add_to_parser
+from kafka_replay.replay.settings import OPTIONS, RUN, RunSettings, add_to_parser
 
 #: The run options an exploration takes: the service, its guarantee and its messages, and the
 #: cluster and Spark it runs on.
@@ -41,6 +41,15 @@ EXPLORE_HELP = {
     "app_image": "your service as a container image (IMAGE): each instance a container on the "
     "host's network, the contract as its environment; needs Docker",
     "guarantee": "what your service promises (required): a schedule that breaks it is a finding",
+}
+#: The run's options explore takes for itself, never passing them on to the plays' lanes (the
+#: plays are its own lanes; the file's expectations are written into each drawn definition).
+OWN_HELP = {
+    "jobs": "play N schedules side by side, each lane with brokers and Spark of its own "
+    "(default 1)",
+    "expect": "what your app makes of each input where it is not once on the output: a TOML "
+    "file with [topics.NAME] and an [expect] table (a dead-letter topic, inputs it drops), "
+    "as for kafka-replay run (docs/explore.md)",
 }
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h)?$")
 
@@ -87,14 +96,6 @@ def add_explore_command(commands: Any) -> None:
         "--findings", type=int, default=1, metavar="N", help="stop after N findings (default 1)"
     )
     explore.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="play N schedules side by side, each lane with brokers and Spark of its own "
-        "(default 1)",
-    )
-    explore.add_argument(
         "--records",
         type=int,
         default=RECORDS,
@@ -106,15 +107,9 @@ def add_explore_command(commands: Any) -> None:
         action="store_true",
         help="your app promises each key's order: results out of order break it",
     )
-    explore.add_argument(
-        "--expect",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="what your app makes of each input where it is not once on the output: a TOML "
-        "file with [topics.NAME] and an [expect] table (a dead-letter topic, inputs it drops), "
-        "as for kafka-replay run (docs/explore.md)",
-    )
+    for name, said in OWN_HELP.items():  # declared as the run declares them, kept to explore
+        declared = OPTIONS[name]
+        explore.add_argument(declared.flag, **{**declared.argparse_kwargs(), "help": said})
     explore.add_argument(
         "--out",
         type=Path,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 
+from kafka_replay.playing.run_options import RunOptions
 from kafka_replay.pytest_plugin import keyword_options
 from kafka_replay.replay.settings import COMPARE, PYTEST, RUN, RunSettings, add_to_parser, options
 
@@ -51,6 +53,14 @@ def test_the_engines_options_come_from_the_settings() -> None:
     assert run.broker == {"group.initial.rebalance.delay.ms": 0}
     assert run.settle_timeout_s == 30.0
     assert run.settings["scale"] == 2
+
+
+def test_each_field_the_engine_reads_is_declared_by_one_option() -> None:
+    """An option is declared once, in ``OPTIONS``: its ``engine`` names the field of
+    ``RunOptions`` it fills, and no field is filled by hand or by two options."""
+    filled = [option.engine for option in options() if option.engine]
+    fields = {f.name for f in dataclasses.fields(RunOptions)} - {"settings"}
+    assert sorted(filled) == sorted(fields)
 
 
 @pytest.mark.parametrize(

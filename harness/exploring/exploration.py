@@ -11,7 +11,7 @@ from pathlib import Path
 from kafka_replay.definitions.app_option import check_one_service
 from kafka_replay.playing.parallel import WorkerFailed
 from kafka_replay.playing.session import CatalogSession
-from kafka_replay.replay.settings import RunSettings
+from kafka_replay.replay.settings import OPTIONS, RunSettings
 from kafka_replay.servers.reaper import leased_temp_dir
 
 from .explorer import KINDS, Exploration, ExploreError, Explorer
@@ -52,13 +52,12 @@ def explore(
     """
     if guarantee not in REFERENCE_APPS:
         raise ValueError(f"guarantee is one of {', '.join(REFERENCE_APPS)}, got {guarantee!r}")
-    for name, value, least in (
-        ("--findings", findings, 1),
-        ("--records", records, 100),
-        ("--jobs", jobs, 1),
-    ):
+    for name, value, least in (("--findings", findings, 1), ("--records", records, 100)):
         if value < least:
             raise ValueError(f"{name} must be {least} or more, got {value}")
+    check_jobs = OPTIONS["jobs"].check
+    assert check_jobs is not None
+    check_jobs(jobs)  # as kafka-replay run checks it
     if not (app or image):
         raise ValueError(
             "the service to explore is needed: a command or module:function, or an image"

@@ -62,6 +62,11 @@ class Option:
     #: An environment variable that gives a child the value instead of its command line, where
     #: any process could read it (a password); the option's default when it is set.
     env: str | None = None
+    #: The field of the engine's :class:`~kafka_replay.playing.run_options.RunOptions` it fills,
+    #: for an option a run reads (None: the face's own, as ``jobs`` or ``report``), and how its
+    #: value is given there (None: as it was chosen).
+    engine: str | None = None
+    to_engine: Callable[[Any], Any] | None = None
 
     @property
     def flag(self) -> str:
@@ -163,7 +168,11 @@ def _directory(flag: str) -> Callable[[Path], None]:
 def _broker_settings(items: Sequence[str]) -> None:
     from kafka_replay.cluster.broker_config import validate_overrides
 
-    validate_overrides(parse_settings(items, "--broker-config"))
+    validate_overrides(_broker_settings_given(items))
+
+
+def _broker_settings_given(items: Sequence[str]) -> dict[str, Any]:
+    return parse_settings(items, "--broker-config")
 
 
 OPTIONS: dict[str, Option] = {}
@@ -197,6 +206,7 @@ for _option in (
         "{bootstrap} allowed) or module:function, NAME=COMMAND in a pipeline's service NAME's "
         "place; the profile picks the conditions it runs under",
         check=_command,
+        engine="app",
     ),
     Option(
         "app_image",
@@ -206,6 +216,7 @@ for _option in (
         "needs Docker",
         metavar="IMAGE",
         check=_image,
+        engine="app_image",
     ),
     Option(
         "payload",
@@ -215,6 +226,7 @@ for _option in (
         type=Path,
         metavar="FILE",
         check=_payload,
+        engine="payload",
     ),
     Option(
         "expect",
@@ -225,6 +237,7 @@ for _option in (
         type=Path,
         metavar="FILE",
         check=_expect,
+        engine="expect",
     ),
     Option(
         "database_url",
@@ -236,22 +249,26 @@ for _option in (
         check=_database_url,
         shown=_redacted,
         env="KAFKA_REPLAY_DATABASE_URL",
+        engine="database_url",
     ),
     Option(
         "output_id",
         "how to find the input's event_id in your app's output records: "
         "module:function(record) -> event_id",
         metavar="MODULE:FUNCTION",
+        engine="output_id",
     ),
     Option(
         "guarantee",
         "the delivery guarantee your app declares (default: each incident's)",
         choices=GUARANTEES,
+        engine="guarantee",
     ),
     Option(
         "group_protocol",
         "consumer group protocol the apps are told to use (default: classic)",
         choices=GROUP_PROTOCOLS,
+        engine="group_protocol",
     ),
     Option(
         "restart",
@@ -259,6 +276,7 @@ for _option in (
         "each incident's, usually always)",
         metavar="POLICY",
         check=parse_restart,
+        engine="restart",
     ),
     Option(
         "scale",
@@ -275,6 +293,7 @@ for _option in (
         "kafka-clients==VERSION (the JVM reference apps)",
         metavar="confluent-kafka==VERSION",
         check=parse_client,
+        engine="client_library",
     ),
     Option(
         "client_config",
@@ -282,6 +301,8 @@ for _option in (
         metavar="KEY=VALUE",
         repeat=True,
         check=client_settings,
+        engine="client",
+        to_engine=client_settings,
     ),
     Option(
         "broker_config",
@@ -289,6 +310,8 @@ for _option in (
         metavar="KEY=VALUE",
         repeat=True,
         check=_broker_settings,
+        engine="broker",
+        to_engine=_broker_settings_given,
     ),
     Option(
         "settle_timeout",
@@ -298,6 +321,7 @@ for _option in (
         type=float,
         metavar="SECONDS",
         check=_at_least("--settle-timeout", 0, " seconds"),
+        engine="settle_timeout_s",
     ),
     Option(
         "kafka_version",
@@ -510,25 +534,20 @@ class RunSettings:
         return {name: _plain(value) for name, value in shown.items()}
 
     def run_options(self) -> RunOptions:
-        """What one run of the engine takes from these settings."""
+        """What one run of the engine takes from these settings: each option's value whose
+        declaration names its ``engine`` field, as it says to give it."""
         from kafka_replay.playing.run_options import RunOptions
 
-        return RunOptions(
-            app=self.app,
-            app_image=self.app_image,
-            output_id=self.output_id,
-            payload=self.payload,
-            expect=self.expect,
-            database_url=self.database_url,
-            guarantee=self.guarantee,
-            group_protocol=self.group_protocol,
-            restart=self.restart,
-            client_library=self.client_library,
-            client=client_settings(self.client_config),
-            broker=parse_settings(self.broker_config, "--broker-config"),
-            settle_timeout_s=self.settle_timeout,
-            settings=self.to_json(),
-        )
+        given = {
+            option.engine: (option.to_engine or _as_chosen)(getattr(self, option.name))
+            for option in options()
+            if option.engine
+        }
+        return RunOptions(**given, settings=self.to_json())
+
+
+def _as_chosen(value: Any) -> Any:
+    return value
 
 
 def _given(value: Any) -> bool:

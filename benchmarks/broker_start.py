@@ -68,7 +68,7 @@ def one_run(backend: str, version: str, options: dict | None = None, reformat: b
     options = dict(options or {})
     if reformat:  # as before the template: a config never formatted, so formatted at start
         unused = str(15_000 + uuid.uuid4().int % 10_000)
-        options["broker_config_overrides"] = {"log.cleaner.backoff.ms": unused}
+        options["broker_config"] = {"log.cleaner.backoff.ms": unused}
     started = time.perf_counter()
     if backend == "container":
         cluster = make_cluster(backend, version).start()

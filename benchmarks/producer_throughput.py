@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> None:
         "perf-test": functools.partial(run_perf_test, perf_test_classpath(PERF_TEST_VERSION)),
     }
     overrides = {"message.max.bytes": 2_000_000}
-    with EmbeddedCluster(version, broker_config_overrides=overrides) as cluster:
+    with EmbeddedCluster(version, broker_config=overrides) as cluster:
         print(
             f"\nProducer throughput, one embedded Kafka {version} broker, {args.runs} runs each"
             f" (perf test from kafka-tools {PERF_TEST_VERSION})"

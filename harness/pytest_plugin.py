@@ -151,7 +151,7 @@ def _share_spark(config: pytest.Config) -> None:
     lease.add_dir(scratch)
     server = SparkConnectServer(scratch / "spark-connect.log", lease)
     try:
-        os.environ[REMOTE_ENV] = server.start()
+        os.environ[REMOTE_ENV] = server.start().url
     except ServerError as exc:
         lease.release()
         raise pytest.UsageError(f"--replay-shared-spark: {exc}") from None

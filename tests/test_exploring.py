@@ -51,7 +51,7 @@ def test_partitions_grow_at_every_drawn_increase() -> None:
     for index in range(40):
         schedule = draw(9, index, choose_families("partitions"))
         counts = [s["count"] for f in schedule.faults for s in f.steps]
-        assert counts == sorted(set(counts)) and counts[0] > schedule.shape.partitions
+        assert counts == sorted(set(counts)) and counts[0] > schedule.layout.partitions
 
 
 def test_offsets_expire_only_in_schedules_of_the_retention_family(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_a_service_that_dead_letters_is_drawn_with_poison_pills_and_a_reference_
     assert incident.expect.filtered == "tests.apps.shop:is_payment"
     workload = incident.profiles["vulnerable"].workloads["events"]
     poisoned = workload.parameters["poison_at"]
-    assert len(poisoned) == 3 and poisoned == service.poison_at(3, schedule.shape.records)
+    assert len(poisoned) == 3 and poisoned == service.poison_at(3, schedule.layout.records)
     assert incident.profiles["remediated"].app.command.endswith(
         f"{reference} --on-bad dead-letter --dead-letter-topic {{topic.orders-dlq}}"
         " --filtered tests.apps.shop:is_payment"
@@ -397,7 +397,7 @@ def test_a_pipelines_service_is_drawn_in_its_place_and_the_reference_takes_it(
     vulnerable, remediated = incident.profiles["vulnerable"], incident.profiles["remediated"]
     assert list(vulnerable.apps) == ["enrich", "bill"] and incident.role("enriched") == "internal"
     assert vulnerable.apps[place].command == APP
-    assert vulnerable.apps[place].instances == schedule.shape.instances
+    assert vulnerable.apps[place].instances == schedule.layout.instances
     assert remediated.apps[place].command.endswith("batch_forwarder")
     other = next(name for name in vulnerable.apps if name != place)
     assert remediated.apps[other] == vulnerable.apps[other]

@@ -277,18 +277,18 @@ def test_an_expect_file_adds_its_topics_and_replaces_the_expectations(tmp_path: 
 
 
 def test_a_users_app_takes_a_named_place_or_the_last_one() -> None:
-    from kafka_replay.definitions.app_option import users_app
+    from kafka_replay.definitions.app_option import placed_app
     from kafka_replay.definitions.model import AppDefinition
 
     services = {"onboarding": AppDefinition("a"), "billing": AppDefinition("b")}
-    assert users_app("onboarding=./svc --x", services) == ("onboarding", "./svc --x")
-    assert users_app("billing=team/billing:1", services) == ("billing", "team/billing:1")
+    assert placed_app("onboarding=./svc --x", services) == ("onboarding", "./svc --x")
+    assert placed_app("billing=team/billing:1", services) == ("billing", "team/billing:1")
     for plain in ("./svc --x=1", "python -m svc --opt=1", "env A=B ./svc", "svc.main:run"):
-        assert users_app(plain, services) == ("billing", plain)
+        assert placed_app(plain, services) == ("billing", plain)
     with pytest.raises(ValueError, match="no service biling in x; its services: onboarding, bil"):
-        users_app("biling=./svc", services, "x")
+        placed_app("biling=./svc", services, "x")
     with pytest.raises(ValueError, match="no service refunds in x, which runs one app"):
-        users_app("refunds=./svc", {"app": AppDefinition("a")}, "x")
+        placed_app("refunds=./svc", {"app": AppDefinition("a")}, "x")
 
 
 def test_a_schema_workload_writes_poison_pills_where_it_is_told(tmp_path: Path) -> None:

@@ -18,10 +18,11 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 import pyspark
 
+from kafka_replay.servers.lifecycle import Server
 from kafka_replay.servers.ports import accepts_connections, free_ports
 from kafka_replay.servers.process import spawn, wait_answering
 from kafka_replay.servers.reaper import Lease
@@ -53,7 +54,7 @@ def importable_from_here() -> str:
     return os.pathsep.join(dict.fromkeys(p for p in places if p and os.path.isdir(p)))
 
 
-class SparkConnectServer:
+class SparkConnectServer(Server):
     """A Spark Connect server on 127.0.0.1, started by :meth:`start`, stopped on exit."""
 
     def __init__(self, log_path: Path, lease: Lease, master: str = DEFAULT_MASTER) -> None:
@@ -100,11 +101,11 @@ class SparkConnectServer:
             "spark-internal",
         ]
 
-    def start(self) -> str:
-        """Start it and wait until it accepts connections: its URL."""
-        url = self.launch()
+    def start(self) -> Self:
+        """Start it and wait until it accepts connections (its :attr:`url`)."""
+        self.launch()
         self.wait_ready()
-        return url
+        return self
 
     def launch(self) -> str:
         """Start it, not waiting for it: its URL, for clients started meanwhile (a client
@@ -150,15 +151,3 @@ class SparkConnectServer:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # what is left of its group: Python workers
         process.wait()
-
-    def __enter__(self) -> SparkConnectServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -123,18 +123,23 @@ class _TopicRead(Read):
             sources.raise_for_failed_ids(inputs.committed, topic, expected.kind_of, "kind")
 
 
+class _NoTopic:
+    """A place that is no topic: no topic end to ask for, no open transaction to look for."""
+
+    held_in: ClassVar[None] = None
+
+    def asks(self) -> list[TopicEnd]:
+        return []
+
+
 @dataclass(frozen=True)
-class FileOutput:
+class FileOutput(_NoTopic):
     """Output the app wrote as files with an ``event_id`` column (JSON lines or Parquet)."""
 
     path: str
     file_format: str = "json"  # one of kafka_replay.checker.OUTPUT_FORMATS
 
     ordered: ClassVar[bool] = True
-    held_in: ClassVar[None] = None
-
-    def asks(self) -> list[TopicEnd]:
-        return []
 
     def read(
         self, spark: SparkSession, ends: dict[TopicEnd, str], expected: Expected | None
@@ -143,7 +148,7 @@ class FileOutput:
 
 
 @dataclass(frozen=True)
-class JdbcOutput:
+class JdbcOutput(_NoTopic):
     """Output the app wrote to a database table: a row per delivery, naming its input in
     ``id_column``.
 
@@ -166,10 +171,6 @@ class JdbcOutput:
     key_column: str | None = None
 
     ordered: ClassVar[bool] = False  # rows keep no order of their writing
-    held_in: ClassVar[None] = None
-
-    def asks(self) -> list[TopicEnd]:
-        return []
 
     def read(
         self, spark: SparkSession, ends: dict[TopicEnd, str], expected: Expected | None

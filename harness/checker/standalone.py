@@ -12,10 +12,10 @@ import sys
 import tempfile
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 
 import pyspark
 
+from kafka_replay.servers.lifecycle import Server
 from kafka_replay.servers.ports import free_ports
 from kafka_replay.servers.process import spawn
 from kafka_replay.servers.reaper import Lease, reap_orphans
@@ -25,7 +25,7 @@ from kafka_replay.waiting import wait_for
 READY_TIMEOUT_S = 120.0
 
 
-class StandaloneSpark:
+class StandaloneSpark(Server):
     """``with StandaloneSpark() as spark: check(..., master=spark.master_url)``."""
 
     def __init__(self, worker_cores: int = 2, worker_memory: str = "2g") -> None:
@@ -128,14 +128,3 @@ class StandaloneSpark:
 
         missing = f"no Spark worker registered within {READY_TIMEOUT_S:.0f}s"
         wait_for(registered, READY_TIMEOUT_S, missing, every_s=0.5)
-
-    def __enter__(self) -> StandaloneSpark:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

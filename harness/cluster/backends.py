@@ -147,7 +147,7 @@ def make_cluster(
     backend: str,
     version: str | None = None,
     brokers: int = 1,
-    broker_config_overrides: Mapping[str, object] | None = None,
+    broker_config: Mapping[str, object] | None = None,
     work_dir: Path | None = None,
     image: str | None = None,
     network_faults: bool = False,
@@ -159,7 +159,7 @@ def make_cluster(
     return cls.create(
         backend_version(backend, version),
         brokers,
-        broker_config_overrides,
+        broker_config,
         work_dir,
         image=image or os.environ.get(IMAGE_ENV) or None,
         network_faults=network_faults,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_replay.servers.lifecycle import Server
 from kafka_replay.waiting import poll, wait_for
 
 from .client_log import client_log
@@ -24,7 +24,7 @@ TOPIC_READY_TIMEOUT_S = 30.0
 UNANSWERED = (KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT)
 
 
-class Cluster(ABC):
+class Cluster(Server):
     """A running Kafka cluster the harness may use; subclasses say how it is provided."""
 
     #: Kafka release the brokers run, when the harness knows it.
@@ -79,6 +79,10 @@ class Cluster(ABC):
         """Where the app and the workload producer connect (behind proxies, if there are any)."""
         return self.bootstrap_servers
 
+    def start(self) -> Self:
+        """Start the cluster where the harness runs one (a cluster it is given is there)."""
+        return self
+
     @abstractmethod
     def stop(self) -> None:
         """Release the cluster; safe to call twice."""
@@ -94,7 +98,7 @@ class Cluster(ABC):
         """Logs in which Kafka's group and transaction coordinators say what they did."""
         return self.log_files()
 
-    def check_alive(self) -> None:  # noqa: B027 - nothing to check for clusters we do not run
+    def check_alive(self) -> None:
         """Raise if a broker the harness started has died."""
 
     def client_config(self, **extra: Any) -> dict[str, Any]:
@@ -187,17 +191,6 @@ class Cluster(ABC):
 
         missing = f"topic {topic} has no leader for every partition on every broker in {timeout}s"
         wait_for(led, timeout, missing)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _has_leaders(admin: AdminClient, topic: str, partitions: int, timeout: float) -> bool:

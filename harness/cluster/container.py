@@ -26,7 +26,7 @@ from .backends import register_backend
 from .embedded import cluster_id, formatted_storage
 from .errors import NotApplicable
 from .images import local_image, resolve_image
-from .nodes import Node, NodeCluster
+from .nodes import AddressedNode, Node, NodeCluster
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
@@ -43,7 +43,7 @@ def environment_name(key: str) -> str:
     return "KAFKA_" + key.replace("-", "___").replace("_", "__").replace(".", "_").upper()
 
 
-class ContainerNode:
+class ContainerNode(AddressedNode):
     """One node in a container; its log is saved beside the run when it stops."""
 
     def __init__(
@@ -53,14 +53,6 @@ class ContainerNode:
         self.container = container
         self.log_path = log_path
         self._stopping = False
-
-    @property
-    def node_id(self) -> int:
-        return self.address.node_id
-
-    @property
-    def port(self) -> int:
-        return self.address.port
 
     @property
     def log_location(self) -> str:
@@ -163,16 +155,14 @@ class ContainerCluster(NodeCluster):
         self,
         version: str | None = None,
         brokers: int = 1,
-        broker_config_overrides: Mapping[str, object] | None = None,
+        broker_config: Mapping[str, object] | None = None,
         work_dir: Path | None = None,
         image: str | None = None,
         heap: str = "-Xms128m -Xmx768m",
         network_faults: bool = False,
         features: Mapping[str, int] | None = None,
     ) -> None:
-        super().__init__(
-            version, brokers, broker_config_overrides, work_dir, network_faults, features
-        )
+        super().__init__(version, brokers, broker_config, work_dir, network_faults, features)
         self.image = image
         self.heap = heap
 

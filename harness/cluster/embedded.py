@@ -28,7 +28,7 @@ from . import broker_config
 from .artifacts import kafka_classpath
 from .backends import register_backend
 from .class_archive import class_archive, exercise
-from .nodes import Node, NodeCluster
+from .nodes import AddressedNode, Node, NodeCluster
 from .storage_template import formatted_template, install
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def cluster_id() -> str:
             return text
 
 
-class BrokerNode:
+class BrokerNode(AddressedNode):
     """One broker process (a KRaft JVM, or another backend's); it keeps its paths and command."""
 
     def __init__(self, address: broker_config.NodeAddress, data_dir: Path, log_dir: Path) -> None:
@@ -70,14 +70,6 @@ class BrokerNode:
         self._launch: (
             tuple[list[str], bool, Lease, Mapping[str, str] | None, Path | None] | None
         ) = None
-
-    @property
-    def node_id(self) -> int:
-        return self.address.node_id
-
-    @property
-    def port(self) -> int:
-        return self.address.port
 
     def write_config(self, properties: Mapping[str, str]) -> None:
         self.config_path.write_text(broker_config.render_properties(properties))
@@ -195,7 +187,7 @@ class EmbeddedCluster(NodeCluster):
         self,
         version: str | None = None,
         brokers: int = 1,
-        broker_config_overrides: Mapping[str, object] | None = None,
+        broker_config: Mapping[str, object] | None = None,
         work_dir: Path | None = None,
         heap: str | None = None,
         die_with_owner: bool = True,
@@ -204,9 +196,7 @@ class EmbeddedCluster(NodeCluster):
         network_faults: bool = False,
         features: Mapping[str, int] | None = None,
     ) -> None:
-        super().__init__(
-            version, brokers, broker_config_overrides, work_dir, network_faults, features
-        )
+        super().__init__(version, brokers, broker_config, work_dir, network_faults, features)
         self.heap = heap or os.environ.get(HEAP_ENV, DEFAULT_HEAP)
         self.die_with_owner = die_with_owner
         self.class_sharing = class_sharing

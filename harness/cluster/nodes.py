@@ -27,6 +27,7 @@ from kafka_replay.waiting import wait_for
 
 from . import broker_config
 from .base import Cluster
+from .broker_config import validate_overrides
 from .errors import BrokerDiedError, BrokerStartError
 from .request_proxy import RequestProxy
 from .versions import choose_version, parse_version
@@ -75,6 +76,20 @@ class Node(Protocol):
     def resume(self) -> None: ...
     def restart(self) -> None: ...
     def release(self) -> None: ...
+
+
+class AddressedNode:
+    """What names a node, however it runs: its address (node id, ports)."""
+
+    address: broker_config.NodeAddress
+
+    @property
+    def node_id(self) -> int:
+        return self.address.node_id
+
+    @property
+    def port(self) -> int:
+        return self.address.port
 
 
 def refused_config(log: str) -> str:
@@ -136,7 +151,7 @@ class NodeCluster(Cluster):
         cls,
         version: str | None,
         brokers: int,
-        broker_config_overrides: Mapping[str, object] | None,
+        broker_config: Mapping[str, object] | None,
         work_dir: Path | None,
         network_faults: bool = False,
         features: Mapping[str, int] | None = None,
@@ -147,7 +162,7 @@ class NodeCluster(Cluster):
         return cls(
             version,
             brokers,
-            broker_config_overrides,
+            broker_config,
             work_dir,
             network_faults=network_faults,
             features=features,
@@ -158,7 +173,7 @@ class NodeCluster(Cluster):
         self,
         version: str | None = None,
         brokers: int = 1,
-        broker_config_overrides: Mapping[str, object] | None = None,
+        broker_config: Mapping[str, object] | None = None,
         work_dir: Path | None = None,
         network_faults: bool = False,
         features: Mapping[str, int] | None = None,
@@ -175,7 +190,7 @@ class NodeCluster(Cluster):
             raise ValueError(f"{self.backend}: feature levels cannot be chosen: {refused}")
         self.features = dict(features or {})
         self.brokers = brokers
-        self.overrides = broker_config.validate_overrides(broker_config_overrides or {})
+        self.overrides = validate_overrides(broker_config or {})
         self._work_dir = Path(work_dir) if work_dir else None
         #: Clients reach each node through its own proxy (see :mod:`.request_proxy`).
         self.network_faults = network_faults
@@ -255,6 +270,8 @@ class NodeCluster(Cluster):
 
     def start(self, timeout: float = START_TIMEOUT_S) -> Self:
         """Start every node and wait until all are serving; raise with their log tail if not."""
+        if self._lease is not None:  # started, and not stopped since
+            return self
         reap_orphans()
         self._prepare()
         self._lease = Lease.take()
@@ -436,11 +453,6 @@ class NodeCluster(Cluster):
 
     def log_files(self) -> list[str]:
         return [node.log_location for node in self.nodes]
-
-    def __enter__(self) -> Self:
-        if not self.nodes:
-            self.start()
-        return self
 
     def __repr__(self) -> str:
         where = self.bootstrap_servers if self.nodes else "not started"

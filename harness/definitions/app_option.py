@@ -34,7 +34,7 @@ def named_app(given: str) -> tuple[str | None, str]:
     return (match.group(1), match.group(2)) if match else (None, given)
 
 
-def users_app(
+def placed_app(
     given: str, services: Collection[str], incident: str = "this incident"
 ) -> tuple[str, str]:
     """``(service, command)`` of ``--app`` (or ``(service, image)`` of ``--app-image``): the
@@ -53,7 +53,7 @@ def users_app(
     raise ValueError(f"no service {name} in {incident}; its services: {', '.join(services)}")
 
 
-def check_users_app(app: str | None, image: str | None, incidents: Iterable[Incident]) -> None:
+def check_placed_app(app: str | None, image: str | None, incidents: Iterable[Incident]) -> None:
     """Refuse at once what the runs of ``incidents`` could not start, rather than after a
     broker started: a ``NAME`` that is no service of an incident, a command not found, a
     module that does not import, an image no Docker daemon has. Names are checked first, so a
@@ -109,11 +109,11 @@ def check_one_service(app: str | None, image: str | None) -> None:
 def _placed(
     flag: str, given: str | None, services: Mapping[str, AppDefinition], incident: str
 ) -> tuple[str, str] | None:
-    """:func:`users_app` of an option given, its refusal naming the option as written."""
+    """:func:`placed_app` of an option given, its refusal naming the option as written."""
     if not given:
         return None
     try:
-        return users_app(given, services, incident)
+        return placed_app(given, services, incident)
     except ValueError as exc:
         raise ValueError(f"{flag} {given!r}: {exc}") from None
 

@@ -323,7 +323,7 @@ class Explorer:
                 longest_s = max(longest_s, time.monotonic() - began)
 
         def simpler(fault: Fault) -> Iterator[Fault]:
-            return simpler_faults(fault, schedule.shape.records)
+            return simpler_faults(fault, schedule.layout.records)
 
         def out_of_time() -> bool:  # before a candidate: one that would end past it is not begun
             if self.out_of_time() or self.would_overrun(longest_s):

@@ -23,7 +23,7 @@ REQUESTS_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True)
-class Shape:
+class Layout:
     """What a drawn run looks like, which the faults are drawn against."""
 
     partitions: int
@@ -41,7 +41,7 @@ class Family:
     #: Drawn unless ``--families`` says otherwise.
     default: bool
     #: One fault: its steps, played in order once the workload has that many acks.
-    draw: Callable[[random.Random, Shape], tuple[Step, ...]]
+    draw: Callable[[random.Random, Layout], tuple[Step, ...]]
     #: Broker settings a schedule with this family's faults runs under: setting -> (value,
     #: why, as ``[broker_needs]`` says it).
     broker: Mapping[str, tuple[Any, str]] = field(default_factory=dict)
@@ -53,8 +53,8 @@ def _seconds(rng: random.Random, low: float, high: float) -> float:
     return round(rng.uniform(low, high), 1)
 
 
-def _app(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
-    instance = rng.randrange(shape.instances)
+def _app(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
+    instance = rng.randrange(layout.instances)
     if rng.random() < 0.6:
         low = _seconds(rng, 0.5, 2.0)
         gap = [low, round(low + rng.uniform(0.5, 2.0), 1)]
@@ -71,8 +71,8 @@ def _app(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     return ({"do": "restart_instance", "instance": instance},)
 
 
-def _groups(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
-    extra = shape.instances  # one more member than the schedule starts with
+def _groups(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
+    extra = layout.instances  # one more member than the schedule starts with
     return (
         {"do": "start_instance", "instance": extra},
         {"do": "idle", "seconds": _seconds(rng, 1.0, 6.0)},
@@ -80,13 +80,13 @@ def _groups(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     )
 
 
-def _brokers(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+def _brokers(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
     if rng.random() < 0.7:
         return ({"do": "pause_broker", "role": "any", "seconds": _seconds(rng, 1.0, 8.0)},)
     return ({"do": "rolling_restart"},)
 
 
-def _network(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+def _network(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
     seconds = _seconds(rng, 1.0, 6.0)
     fault = rng.choice(("latency", "blackhole", "reset", "cut_off"))
     step: dict[str, Any] = {
@@ -100,8 +100,8 @@ def _network(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     return (step,)
 
 
-def _requests(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
-    commit = "TxnOffsetCommit" if shape.transactional else "OffsetCommit"
+def _requests(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
+    commit = "TxnOffsetCommit" if layout.transactional else "OffsetCommit"
     api, action = rng.choice(
         (
             ("Produce", "lose_answer"),
@@ -133,7 +133,7 @@ def _requests(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
 OFFSETS_EXPIRE_S = 75
 
 
-def _retention(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+def _retention(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
     return (
         {"do": "stop_apps"},
         {"do": "idle", "seconds": OFFSETS_EXPIRE_S, "label": "offsets expire"},
@@ -141,9 +141,9 @@ def _retention(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
     )
 
 
-def _partitions(rng: random.Random, shape: Shape) -> tuple[Step, ...]:
+def _partitions(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
     return (
-        {"do": "add_partitions", "topic": "input", "count": shape.partitions + rng.randint(1, 4)},
+        {"do": "add_partitions", "topic": "input", "count": layout.partitions + rng.randint(1, 4)},
     )
 
 

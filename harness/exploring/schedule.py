@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .families import FAMILIES, Family, Shape, Step
+from .families import FAMILIES, Family, Layout, Step
 from .toml_text import toml_value
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class Fault:
 class Schedule:
     seed: int
     index: int
-    shape: Shape
+    layout: Layout
     faults: tuple[Fault, ...]
 
     @property
@@ -91,20 +91,20 @@ def draw(
     (``transactional``: the service commits its offsets in transactions)."""
     rng = random.Random(f"{seed}:{index}")
     partitions, instances = rng.choice((2, 3, 4)), rng.choice((1, 2))
-    shape = Shape(partitions, instances, records, transactional)
+    layout = Layout(partitions, instances, records, transactional)
     faults = []
     for _ in range(rng.randint(1, MAX_FAULTS)):
         family = rng.choice(list(families))
         after = rng.randint(int(records * EARLIEST), latest_ack(records))
-        faults.append(Fault(family.name, after, family.draw(rng, shape)))
-    return composed(seed, index, shape, faults)
+        faults.append(Fault(family.name, after, family.draw(rng, layout)))
+    return composed(seed, index, layout, faults)
 
 
-def composed(seed: int, index: int, shape: Shape, faults: Sequence[Fault]) -> Schedule:
+def composed(seed: int, index: int, layout: Layout, faults: Sequence[Fault]) -> Schedule:
     """A schedule of faults drawn one by one: in the order they are played, each partition
     increase counted over the one before it."""
     in_order = sorted(faults, key=lambda f: f.after_acks)
-    return Schedule(seed, index, shape, tuple(_growing(in_order, shape.partitions)))
+    return Schedule(seed, index, layout, tuple(_growing(in_order, layout.partitions)))
 
 
 def _growing(faults: list[Fault], first: int) -> Iterator[Fault]:
@@ -195,17 +195,17 @@ def definition_text(
     its ``[expect]``, poison pills in the workload when it dead-letters, and a reference that
     does the same), and the pipeline it plays in, if any (its services, ``app`` and the
     reference in the place explored)."""
-    shape = schedule.shape
+    layout = schedule.layout
     reference = REFERENCE_APPS[guarantee]
     poison_at: list[int] = []
     place = service.place if service is not None else None
     if service is not None:
         reference = service.reference(reference)
-        poison_at = service.poison_at(schedule.seed, shape.records)
+        poison_at = service.poison_at(schedule.seed, layout.records)
     apps = (
-        service.app_lines(app, shape.instances)
+        service.app_lines(app, layout.instances)
         if service is not None and service.apps
-        else ["[app]", f"command = {toml_value(app)}", f"instances = {shape.instances}", ""]
+        else ["[app]", f"command = {toml_value(app)}", f"instances = {layout.instances}", ""]
     )
     own = f"apps.{place}" if place else "app"  # the explored service's table
     post = f"kafka-replay explore --seed {schedule.seed} (schedule {schedule.index})"
@@ -217,8 +217,8 @@ def definition_text(
         f"seed = {schedule.seed}",
         "time_scale = "
         + toml_value(
-            f"Drawn, not from a post: {shape.records} onboarding events at {RATE:g} a second over "
-            f"{shape.partitions} partitions, {shape.instances} instance(s) of the app, and "
+            f"Drawn, not from a post: {layout.records} onboarding events at {RATE:g} a second over "
+            f"{layout.partitions} partitions, {layout.instances} instance(s) of the app, and "
             f"{len(schedule.faults)} fault(s) that each heal before the drain. "
             "Each fault stands for the same event in production (a crash, a broker's pause, "
             "a network fault): only its order among the records matters, not the hours around it. "
@@ -228,8 +228,8 @@ def definition_text(
         ),
         "",
         "[topics]",
-        f"input = {shape.partitions}",
-        f"output = {shape.partitions}",
+        f"input = {layout.partitions}",
+        f"output = {layout.partitions}",
         "",
         *(service.toml_lines() if service is not None else []),
         *_broker_tables(schedule),
@@ -244,7 +244,7 @@ def definition_text(
         *apps,
         "[workloads.events]",
         'generator = "student_onboarding"',
-        f"count = {shape.records}",
+        f"count = {layout.records}",
         f"students = {KEYS}",
         f"rate = {RATE}",
         f"seed = {schedule.seed}",

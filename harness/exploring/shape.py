@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kafka_replay.definitions.app_option import named_app, users_app
+from kafka_replay.definitions.app_option import named_app, placed_app
 from kafka_replay.definitions.shapes import read_expect_file
 
 from .toml_text import toml_value
@@ -108,7 +108,7 @@ class ServiceShape:
                 )
             return self, app, image
         try:
-            place, rest = users_app(given, self.apps, f"--expect {self.path}")
+            place, rest = placed_app(given, self.apps, f"--expect {self.path}")
         except ValueError as exc:
             raise ValueError(f"{flag} {given}: {exc}") from None
         if image:

@@ -14,7 +14,7 @@ from kafka_replay.apps.client_config import distinct_members
 from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
 from kafka_replay.apps.flink_runtime import FLINK_JOB, reference_job_jar
 from kafka_replay.apps.jvm_apps import JvmAppError, java_command
-from kafka_replay.definitions.app_option import users_app
+from kafka_replay.definitions.app_option import placed_app
 from kafka_replay.definitions.command_text import fill_here
 from kafka_replay.definitions.model import AppDefinition, Incident, Profile
 from kafka_replay.history import RunHistory
@@ -75,8 +75,8 @@ def app_command(
     """
     services = profile.services
     here = incident.source.parent
-    users = users_app(options.app, services) if options.app else None
-    image = users_app(options.app_image, services) if options.app_image else None
+    users = placed_app(options.app, services) if options.app else None
+    image = placed_app(options.app_image, services) if options.app_image else None
     if image is not None and image[0] == service:
         arguments = users[1] if users is not None and users[0] == service else ""
         return AppSpec.parse(fill_here(arguments, here), image=image[1].strip())
@@ -105,9 +105,9 @@ def app_images(profile: Profile, options: RunOptions) -> set[str]:
     services = profile.services
     images = {}
     if options.app_image:
-        name, image = users_app(options.app_image, services)
+        name, image = placed_app(options.app_image, services)
         images[name] = image.strip()
-    users = users_app(options.app, services)[0] if options.app else None
+    users = placed_app(options.app, services)[0] if options.app else None
     for name, app in services.items():
         if app.image is not None and name not in images and name != users:
             images[name] = app.image

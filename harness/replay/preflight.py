@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kafka_replay.cluster.backends import backend_class, backend_version
 from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
-from kafka_replay.definitions.app_option import check_users_app
+from kafka_replay.definitions.app_option import check_placed_app
 from kafka_replay.definitions.model import Incident
 from kafka_replay.servers.server_errors import ArtifactResolutionError
 
@@ -39,7 +39,7 @@ def check_before_starting(
     started. ``options``: the runs' (the settings' own, or with a test's keywords over them);
     ``kafka``: also fetch the release the harness will start (compare's sides fetch their own).
     """
-    check_users_app(options.app, options.app_image, incidents)
+    check_placed_app(options.app, options.app_image, incidents)
     if options.client_library:
         _fetch_client_library(options.client_library, options.app, waiting)
     if kafka and settings.kafka_bootstrap is None:

@@ -3,16 +3,16 @@ DDL and queries the harness runs in it, and errors that never show a password.""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors, sql
 
+from kafka_replay.servers.lifecycle import Server
 from kafka_replay.servers.maven import maven_jars
 
 JDBC_DRIVER = "org.postgresql:postgresql:42.7.14"
@@ -64,7 +64,7 @@ def postgres_jdbc_jar() -> Path:
     return next(jar for jar in jars if jar.name.startswith(f"{artifact}-"))
 
 
-class Database(ABC):
+class Database(Server):
     """A database a run's apps write rows to: a URL for libpq and one for JDBC, both landing
     unqualified tables in :attr:`schema`, and the DDL and queries the harness itself runs."""
 
@@ -91,17 +91,6 @@ class Database(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Remove what :meth:`start` made; safe to call twice."""
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def execute(self, statements: str) -> None:
         """Run ``statements`` (DDL an incident declares, say) in :attr:`schema`."""

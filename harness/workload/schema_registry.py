@@ -30,10 +30,10 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from kafka_replay.file_lock import file_lock
+from kafka_replay.servers.lifecycle import Server
 from kafka_replay.servers.maven import Artifact, _run_maven
 from kafka_replay.servers.paths import cache_root
 from kafka_replay.servers.ports import free_ports
@@ -157,7 +157,7 @@ def frame(schema_id: int, payload: bytes) -> bytes:
     return b"\x00" + struct.pack(">I", schema_id) + payload
 
 
-class SchemaRegistry:
+class SchemaRegistry(Server):
     """One Apicurio Registry JVM on loopback; a context manager, or :meth:`start` and
     :meth:`stop`. Its process is leased, so a crashed run's registry is reaped like a broker."""
 
@@ -185,17 +185,6 @@ class SchemaRegistry:
     def url(self) -> str:
         """What ``SchemaRegistryClient({"url": ...})`` takes."""
         return f"http://127.0.0.1:{self.port}/apis/ccompat/v7"
-
-    def __enter__(self) -> SchemaRegistry:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> SchemaRegistry:
         """Launch the JVM and wait until the API answers; fresh ports if ours were taken."""

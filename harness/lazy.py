@@ -8,8 +8,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` serving ``name`` from the submodule ``exports[name]``."""
+def lazy_exports(package: str, by_module: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` serving each name ``by_module`` lists (a submodule, then the
+    names it exports, separated by blanks) from that submodule."""
+    exports = {name: module for module, names in by_module.items() for name in names.split()}
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
@@ -17,3 +19,8 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
         return getattr(importlib.import_module(exports[name], package), name)
 
     return __getattr__
+
+
+def exported(by_module: Mapping[str, str]) -> list[str]:
+    """The names ``by_module`` lists (see :func:`lazy_exports`), sorted: a package's ``__all__``."""
+    return sorted(name for names in by_module.values() for name in names.split())

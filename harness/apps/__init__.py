@@ -9,21 +9,14 @@ Names are imported on first use, so the contract's constants never pay for Kafka
 
 from __future__ import annotations
 
-from kafka_replay.lazy import lazy_exports
+from kafka_replay.lazy import exported, lazy_exports
 
 _EXPORTS = {
-    "AppContext": ".contract",
-    "AppSpec": ".contract",
-    "AppStartError": ".supervisor",
-    "OutputRecord": ".correlation",
-    "Reporter": ".instrument",
-    "RestartPolicy": ".supervisor",
-    "Supervisor": ".supervisor",
-    "default_event_id": ".correlation",
-    "load_callable": ".contract",
-    "load_extractor": ".correlation",
-    "parse_restart": ".supervisor",
+    ".contract": "AppContext AppSpec load_callable",
+    ".correlation": "OutputRecord default_event_id load_extractor",
+    ".instrument": "Reporter",
+    ".supervisor": "AppStartError RestartPolicy Supervisor parse_restart",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = exported(_EXPORTS)
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

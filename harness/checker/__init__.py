@@ -12,7 +12,7 @@ line needs: ``GUARANTEES``, ``OUTPUT_FORMATS``) never pays for the heavy ones (S
 
 from __future__ import annotations
 
-from kafka_replay.lazy import lazy_exports
+from kafka_replay.lazy import exported, lazy_exports
 
 # Light, and named like their module: imported now, so the submodule cannot shadow them.
 from .verdict import GUARANTEES as GUARANTEES
@@ -23,17 +23,15 @@ from .verdict import verdict as verdict
 OUTPUT_FORMATS = ("json", "parquet")
 
 _EXPORTS = {
-    "ANOMALIES": ".analysis",
-    "CheckInputs": ".matching",
-    "CheckResult": ".check",
-    "FileOutput": ".outputs",
-    "Finding": ".anomaly_registry",
-    "JdbcOutput": ".outputs",
-    "KafkaOutput": ".outputs",
-    "analyse": ".analysis",
-    "check_run": ".check",
-    "spark_session": ".spark",
+    ".analysis": "ANOMALIES analyse",
+    ".anomaly_registry": "Finding",
+    ".check": "CheckResult check_run",
+    ".matching": "CheckInputs",
+    ".outputs": "FileOutput JdbcOutput KafkaOutput",
+    ".spark": "spark_session",
 }
-__all__ = sorted([*_EXPORTS, "GUARANTEES", "OUTPUT_FORMATS", "guarantee_result", "verdict"])
+__all__ = sorted(
+    [*exported(_EXPORTS), "GUARANTEES", "OUTPUT_FORMATS", "guarantee_result", "verdict"]
+)
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -12,27 +12,17 @@ pays for the heavy ones (Spark, testcontainers).
 
 from __future__ import annotations
 
-from kafka_replay.lazy import lazy_exports
+from kafka_replay.lazy import exported, lazy_exports
 
 _EXPORTS = {
-    "ArtifactResolutionError": ".errors",
-    "BrokerDiedError": ".errors",
-    "BrokerNode": ".embedded",
-    "BrokerStartError": ".errors",
-    "Cluster": ".base",
-    "ClusterFor": ".base",
-    "ClusterError": ".errors",
-    "DEFAULT_KAFKA_VERSION": ".versions",
-    "EmbeddedCluster": ".embedded",
-    "ExternalCluster": ".external",
-    "NodeCluster": ".nodes",
-    "TESTED_KAFKA_VERSIONS": ".versions",
-    "backends": ".backends",
-    "choose_backend": ".backends",
-    "choose_version": ".versions",
-    "make_cluster": ".backends",
-    "register_backend": ".backends",
+    ".backends": "backends choose_backend make_cluster register_backend",
+    ".base": "Cluster ClusterFor",
+    ".embedded": "BrokerNode EmbeddedCluster",
+    ".errors": "ArtifactResolutionError BrokerDiedError BrokerStartError ClusterError",
+    ".external": "ExternalCluster",
+    ".nodes": "NodeCluster",
+    ".versions": "DEFAULT_KAFKA_VERSION TESTED_KAFKA_VERSIONS choose_version",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = exported(_EXPORTS)
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -152,17 +151,10 @@ class ContainerCluster(NodeCluster):
     options = ("image",)
 
     def __init__(
-        self,
-        version: str | None = None,
-        brokers: int = 1,
-        broker_config: Mapping[str, object] | None = None,
-        work_dir: Path | None = None,
-        image: str | None = None,
-        heap: str = "-Xms128m -Xmx768m",
-        network_faults: bool = False,
-        features: Mapping[str, int] | None = None,
+        self, *args: Any, image: str | None = None, heap: str = "-Xms128m -Xmx768m", **common: Any
     ) -> None:
-        super().__init__(version, brokers, broker_config, work_dir, network_faults, features)
+        """``args`` and ``common`` as :class:`NodeCluster` takes them; the rest its own."""
+        super().__init__(*args, **common)
         self.image = image
         self.heap = heap
 

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from kafka_replay.jvm_archive import class_list
 from kafka_replay.servers.jvm import find_java
@@ -185,18 +186,15 @@ class EmbeddedCluster(NodeCluster):
 
     def __init__(
         self,
-        version: str | None = None,
-        brokers: int = 1,
-        broker_config: Mapping[str, object] | None = None,
-        work_dir: Path | None = None,
+        *args: Any,
         heap: str | None = None,
         die_with_owner: bool = True,
         class_sharing: bool = True,
         jvm_options: Sequence[str] = (),
-        network_faults: bool = False,
-        features: Mapping[str, int] | None = None,
+        **common: Any,
     ) -> None:
-        super().__init__(version, brokers, broker_config, work_dir, network_faults, features)
+        """``args`` and ``common`` as :class:`NodeCluster` takes them; the rest its own."""
+        super().__init__(*args, **common)
         self.heap = heap or os.environ.get(HEAP_ENV, DEFAULT_HEAP)
         self.die_with_owner = die_with_owner
         self.class_sharing = class_sharing

@@ -12,27 +12,19 @@ ones (the Docker SDK, testcontainers).
 
 from __future__ import annotations
 
-from kafka_replay.lazy import lazy_exports
+from kafka_replay.lazy import exported, lazy_exports
 
 _EXPORTS = {
-    "Artifact": ".maven",
-    "ArtifactResolutionError": ".server_errors",
-    "DockerUnavailable": ".server_errors",
-    "Lease": ".reaper",
-    "ServerError": ".server_errors",
-    "ServerLog": ".server_log",
-    "cache_root": ".paths",
-    "docker_client": ".docker",
-    "find_java": ".jvm",
-    "free_ports": ".ports",
-    "leased_temp_dir": ".reaper",
-    "reap_containers": ".docker",
-    "reap_orphans": ".reaper",
-    "resolve_classpath": ".maven",
-    "spawn": ".process",
-    "spawn_in_group": ".process",
-    "wait_answering": ".process",
+    ".docker": "docker_client reap_containers",
+    ".jvm": "find_java",
+    ".maven": "Artifact resolve_classpath",
+    ".paths": "cache_root",
+    ".ports": "free_ports",
+    ".process": "spawn spawn_in_group wait_answering",
+    ".reaper": "Lease leased_temp_dir reap_orphans",
+    ".server_errors": "ArtifactResolutionError DockerUnavailable ServerError",
+    ".server_log": "ServerLog",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = exported(_EXPORTS)
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -1,15 +1,35 @@
-"""Small client helpers the broker tests share: produce with acks, consume until a condition,
-commit once the coordinator takes it."""
+"""Small helpers the tests share: wait until something happens, produce with acks, consume
+until a condition, commit once the coordinator takes it."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kafka_replay.cluster import Cluster
+from kafka_replay.waiting import poll, wait_for
+
+T = TypeVar("T")
+
+
+def eventually(
+    condition: Callable[[], T | None], timeout: float, what: str, every_s: float = 0.1
+) -> T:
+    """``condition()``'s first answer, asked every ``every_s`` seconds; the test fails with
+    "``what`` did not happen within ``timeout``s" when it has none by then.
+
+    As in :mod:`kafka_replay.waiting`, only ``None`` and ``False`` are "not yet": a condition
+    that answers with a count or a collection says ``bool(...)`` to be waited on while empty.
+    """
+    return wait_for(
+        condition,
+        timeout,
+        f"{what} did not happen within {timeout}s",
+        every_s=every_s,
+        error=AssertionError,
+    )
 
 
 def produce_acked(
@@ -41,15 +61,23 @@ def consume_until(
 ) -> list[Message]:
     """Poll ``consumer`` until ``done(messages)`` holds; fail with a count if it never does."""
     messages: list[Message] = []
-    deadline = time.monotonic() + timeout
-    while not done(messages):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met in {timeout}s; got {len(messages)} messages")
-        for message in consumer.consume(100, timeout=0.2):
+
+    def consumed() -> bool:
+        for message in consumer.consume(100, timeout=0.2):  # waits up to 0.2s itself
             if message.error() is None:
                 messages.append(message)
             elif message.error().code() != KafkaError._PARTITION_EOF:
                 raise AssertionError(f"consumer error: {message.error()}")
+        return bool(done(messages))
+
+    if not done(messages):
+        wait_for(
+            consumed,
+            timeout,
+            lambda: f"condition not met in {timeout}s; got {len(messages)} messages",
+            every_s=0,
+            error=AssertionError,
+        )
     return messages
 
 
@@ -64,15 +92,20 @@ COORDINATOR_LOADING = {
 def commit_taken(consumer: Consumer, offsets: list[TopicPartition], timeout: float = 60.0) -> None:
     """Commit ``offsets`` synchronously, sent again while the coordinator is still loading (a
     new broker's first commit meets that); any other refusal is raised."""
-    deadline = time.monotonic() + timeout
-    while True:
+    refusals: list[KafkaException] = []
+
+    def taken() -> bool:
         try:
             consumer.commit(offsets=offsets, asynchronous=False)
-            return
         except KafkaException as exc:
-            if exc.args[0].code() not in COORDINATOR_LOADING or time.monotonic() > deadline:
+            if exc.args[0].code() not in COORDINATOR_LOADING:
                 raise
-        time.sleep(0.2)  # the next try; the loop ends when one is taken
+            refusals.append(exc)
+            return False
+        return True
+
+    if not poll(taken, timeout, every_s=0.2):
+        raise refusals[-1]  # still loading at the deadline: its last answer
 
 
 def new_consumer(cluster: Cluster, group: str | None = None, **config: Any) -> Consumer:

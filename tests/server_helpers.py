@@ -10,13 +10,14 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from kafka_replay.waiting import wait_for
 
 
 @contextlib.contextmanager
@@ -54,14 +55,16 @@ def killed_owner(setup: str, state_dir: Path, what: str, timeout: float = 60) ->
         """
     )
     owner = subprocess.Popen([sys.executable, "-c", script])
+
+    def owner_ready() -> bool:
+        if ready.exists():
+            return True
+        assert owner.poll() is None, f"the owner exited with {owner.returncode}"
+        return False
+
+    unready = f"the owner's {what} was not ready in {timeout:.0f}s"
     try:
-        deadline = time.monotonic() + timeout
-        while not ready.exists():
-            assert owner.poll() is None, f"the owner exited with {owner.returncode}"
-            assert time.monotonic() < deadline, (
-                f"the owner's {what} was not ready in {timeout:.0f}s"
-            )
-            time.sleep(0.1)
+        wait_for(owner_ready, timeout, unready, error=AssertionError)
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait(timeout=30)

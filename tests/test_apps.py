@@ -6,8 +6,7 @@ import json
 import shlex
 import signal
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.history import RunHistory
 from kafka_replay.history.group import group_members
 from kafka_replay.workload import WorkloadProducer, student_onboarding
-from tests.kafka_helpers import consume_until, new_consumer
+from tests.kafka_helpers import consume_until, eventually, new_consumer
 
 PY = shlex.quote(sys.executable)
 ECHO_COMMAND = (
@@ -40,13 +39,6 @@ def history(tmp_path: Path) -> Iterator[RunHistory]:
     run = RunHistory(tmp_path / "run")
     yield run
     run.close()
-
-
-def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout}s"
-        time.sleep(0.1)
 
 
 def ids(messages: list) -> set[str | None]:
@@ -122,7 +114,7 @@ def test_sigkilled_instance_is_restarted_and_both_are_recorded(
     with supervise("tests.apps.echo:run", kafka_cluster, history, (source, sink), policy) as apps:
         apps.start(1)
         apps.signal(0, signal.SIGKILL)
-        wait_for(
+        eventually(
             lambda: any(e["kind"] == "start" and e["restart"] for e in history.read("lifecycle")),
             timeout=30,
             what="a restart after SIGKILL",
@@ -182,7 +174,7 @@ def test_a_crash_loop_is_recorded_and_restarted_with_back_off(
     policy = RestartPolicy(delay_s=0.2, max_delay_s=1.6, startup_s=3.0, crash_loop=3)
     with supervise(flaky, kafka_cluster, history, policy=policy) as apps:
         apps.start(1)
-        wait_for(
+        eventually(
             lambda: sum(e["kind"] == "start" for e in history.read("lifecycle")) >= 6,
             timeout=60,
             what="restarts through the crash loop",
@@ -209,7 +201,7 @@ def test_an_app_that_finishes_is_completed_and_its_policy_decides(
     scheduled = RestartPolicy(restart="every:0.5")
     with supervise(batch, kafka_cluster, history, policy=scheduled) as apps:
         apps.start(1)
-        wait_for(
+        eventually(
             lambda: sum(e["kind"] == "start" for e in history.read("lifecycle")) >= 4,
             timeout=30,
             what="the scheduled job to run again",
@@ -271,14 +263,14 @@ def test_two_instances_share_the_partitions_and_a_scale_down_rebalances(
 
     with supervise("tests.apps.echo:run", kafka_cluster, history, (source, sink)) as apps:
         apps.start(2)
-        wait_for(
-            lambda: owned(0) and owned(1) and owned(0) | owned(1) == {0, 1, 2, 3},
+        eventually(
+            lambda: bool(owned(0) and owned(1)) and owned(0) | owned(1) == {0, 1, 2, 3},
             timeout=60,
             what="both instances holding partitions",
         )
         assert not owned(0) & owned(1)
         apps.stop_instance(1)
-        wait_for(lambda: owned(0) == {0, 1, 2, 3}, timeout=60, what="a rebalance to instance 0")
+        eventually(lambda: owned(0) == {0, 1, 2, 3}, timeout=60, what="a rebalance to instance 0")
         assert apps.running() == [0]
 
 
@@ -290,9 +282,9 @@ def test_an_instance_can_be_frozen_and_thawed(kafka_cluster: Cluster, history: R
         apps.start(1)
         (pid,) = [e["pid"] for e in history.read("lifecycle") if e["kind"] == "start"]
         apps.signal(0, signal.SIGSTOP)
-        wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, 10, "a freeze")
+        eventually(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, 10, "a freeze")
         apps.signal(0, signal.SIGCONT)
-        wait_for(lambda: psutil.Process(pid).status() != psutil.STATUS_STOPPED, 10, "a thaw")
+        eventually(lambda: psutil.Process(pid).status() != psutil.STATUS_STOPPED, 10, "a thaw")
     signals = [e["signal"] for e in history.read("lifecycle") if e["kind"] == "signal"]
     assert signals == ["SIGSTOP", "SIGCONT"]
 

@@ -8,7 +8,6 @@ import json
 import shlex
 import signal
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from kafka_replay.apps.jvm_apps import java_command
 from kafka_replay.cluster import Cluster
 from kafka_replay.sinks.external_database import ExternalDatabase
 from kafka_replay.sinks.postgres import PostgresServer, postgres_unavailable
+from kafka_replay.waiting import wait_for
 from kafka_replay.workload import WorkloadProducer, student_onboarding
 
 pytestmark = pytest.mark.skipif(
@@ -115,13 +115,25 @@ def supervise(
 
 def wait_charged(database: ExternalDatabase, apps: Supervisor, count: int, timeout: float) -> None:
     """Until ``count`` distinct events have a charge; on a timeout, the app's output says why."""
-    deadline = time.monotonic() + timeout
     query = "SELECT count(DISTINCT event_id) FROM charges"
-    while (charged := database.query(query)[0][0]) < count:
+    charged = 0
+
+    def all_charged() -> bool:
+        nonlocal charged
+        charged = database.query(query)[0][0]
+        if charged >= count:
+            return True
         apps.check()
-        if time.monotonic() > deadline:
-            pytest.fail(f"{charged} of {count} events charged after {timeout}s:\n{apps.output(0)}")
-        time.sleep(0.2)
+        return False
+
+    wait_for(
+        all_charged,
+        timeout,
+        lambda: f"{charged} of {count} events charged after {timeout}s",
+        every_s=0.2,
+        tail=lambda: apps.output(0),
+        error=pytest.fail.Exception,
+    )
 
 
 def charges(database: ExternalDatabase) -> list[tuple[str, str, int]]:

@@ -12,6 +12,7 @@ from confluent_kafka import Producer, TopicPartition
 
 from kafka_replay.cluster import BrokerDiedError, BrokerStartError, Cluster
 from kafka_replay.cluster.backends import kafka_backends
+from kafka_replay.waiting import wait_for
 from tests.kafka_helpers import commit_taken, consume_until, new_consumer, produce_acked
 
 pytestmark = pytest.mark.parametrize("kafka_backend", kafka_backends())
@@ -31,19 +32,29 @@ def test_group_of_two_rebalances_and_both_get_partitions(
 
         return on_assign
 
+    def alone_owns_all() -> bool:  # alone, it owns everything
+        first.poll(0.2)  # waits up to 0.2s itself
+        return len(assignments["first"]) == 4
+
+    def both_share_all() -> bool:
+        first.poll(0.2)
+        second.poll(0.2)
+        both = bool(assignments["first"] and assignments["second"])
+        return both and assignments["first"] | assignments["second"] == {0, 1, 2, 3}
+
     first.subscribe([topic], on_assign=tracker("first"))
     try:
-        deadline = time.monotonic() + 30
-        while len(assignments["first"]) != 4:  # alone, it owns everything
-            first.poll(0.2)
-            assert time.monotonic() < deadline, "the first member never got all 4 partitions"
+        started = time.monotonic()
+        alone = "the first member never got all 4 partitions"
+        wait_for(alone_owns_all, 30, alone, every_s=0, error=AssertionError)
         second.subscribe([topic], on_assign=tracker("second"))
-        while not (assignments["first"] and assignments["second"]) or (
-            assignments["first"] | assignments["second"] != {0, 1, 2, 3}
-        ):
-            first.poll(0.2)
-            second.poll(0.2)
-            assert time.monotonic() < deadline + 30, f"no rebalance to two members: {assignments}"
+        wait_for(  # the two waits have 60s between them, the first at most 30s
+            both_share_all,
+            60 - (time.monotonic() - started),
+            lambda: f"no rebalance to two members: {assignments}",
+            every_s=0,
+            error=AssertionError,
+        )
     finally:
         first.close()
         second.close()
@@ -133,10 +144,7 @@ def _crash(node) -> None:
         node.process.kill()
     else:
         node.container.get_wrapped_container().kill()
-    deadline = time.monotonic() + 30
-    while node.alive():
-        assert time.monotonic() < deadline, "the node did not die"
-        time.sleep(0.1)
+    wait_for(lambda: not node.alive(), 30, "the node did not die", error=AssertionError)
 
 
 def test_a_dead_broker_is_reported_with_its_log(kafka_cluster_factory) -> None:

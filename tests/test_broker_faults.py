@@ -13,7 +13,6 @@ import json
 import random
 import re
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -41,7 +40,7 @@ from kafka_replay.faults.brokers import (
 from kafka_replay.history import coordinator_partition, read_stream
 from kafka_replay.servers.process import thread_states
 from tests.fault_incidents import replay_on_pool, write_incident
-from tests.kafka_helpers import new_consumer, produce_acked
+from tests.kafka_helpers import eventually, new_consumer, produce_acked
 
 BROKER_CONFIG = {"min.insync.replicas": 2}
 TIMEOUT_S = 120.0
@@ -95,13 +94,6 @@ def topic(cluster: Cluster) -> Iterator[str]:
 
 def leader_of(cluster: Cluster, topic: str, partition: int = 0) -> int:
     return partition_leaders(cluster, {"t": topic})[f"t/{partition}"]  # type: ignore[arg-type]
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout}s"
-        time.sleep(0.2)
 
 
 def answers(cluster: Cluster, node_id: int, timeout: float) -> bool:
@@ -164,7 +156,12 @@ def test_a_paused_broker_does_not_answer_until_it_is_resumed(cluster: Cluster) -
         assert node.node_id not in cluster.running_ids()  # type: ignore[attr-defined]
     finally:
         cluster.resume_node(node.node_id)  # type: ignore[attr-defined]
-    wait_for(lambda: answers(cluster, node.node_id, timeout=3.0), "the resumed broker answering")
+    eventually(
+        lambda: answers(cluster, node.node_id, timeout=3.0),
+        TIMEOUT_S,
+        "the resumed broker answering",
+        every_s=0.2,
+    )
     cluster.wait_serving(node.node_id, TIMEOUT_S)  # type: ignore[attr-defined]
 
 
@@ -200,7 +197,9 @@ def test_the_leaders_log_end_counts_what_its_frozen_followers_have_not_copied(
     finally:
         for follower in followers:
             cluster.resume_node(follower)  # type: ignore[attr-defined]
-    wait_for(lambda: watermark() == 40, "the followers copying the 40 records")
+    eventually(
+        lambda: watermark() == 40, TIMEOUT_S, "the followers copying the 40 records", every_s=0.2
+    )
     assert log_end_offsets("127.0.0.1", port, topic, [0]) == {0: 40}
     for follower in followers:
         cluster.wait_serving(follower, TIMEOUT_S)  # type: ignore[attr-defined]
@@ -254,7 +253,12 @@ def test_the_brokers_holding_a_groups_offsets_are_those_kafka_uses(
         for consumer in consumers:
             consumer.subscribe([topic])
         for consumer in consumers:
-            wait_for(lambda c=consumer: c.poll(0.2) is None and bool(c.assignment()), "joining")
+            eventually(
+                lambda c=consumer: c.poll(0.2) is None and bool(c.assignment()),
+                TIMEOUT_S,
+                "joining",
+                every_s=0.2,
+            )
         holders = {group: group_offsets_holders(cluster, group) for group in groups}  # type: ignore[arg-type]
         coordinators = {group: group_coordinator(cluster, group) for group in groups}  # type: ignore[arg-type]
     finally:

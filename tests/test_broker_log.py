@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 from kafka_replay.cluster import Cluster
 from kafka_replay.history.broker_log import group_events, refused_versions, replica_events
 from kafka_replay.judging.refused_versions import refused_counts, refused_reason
-from tests.test_apps import wait_for
+from tests.kafka_helpers import eventually
 
 GROUP = "static-member-bounce-808e4720"
 COORDINATOR = "[GroupCoordinator id=1 topic=__consumer_offsets partition=5]"
@@ -203,5 +203,5 @@ def test_a_client_older_than_the_broker_supports_is_refused_in_its_log(
         events = refused_versions(kafka_cluster.log_files())
         return [e for e in events if e["ts"] >= started and e["api"] == "Produce"]
 
-    wait_for(lambda: bool(refused()), 30, "the broker's log to name the refusal")
+    eventually(lambda: bool(refused()), 30, "the broker's log to name the refusal")
     assert {e["version"] for e in refused()} == {1}

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -14,6 +13,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from kafka_replay.checker.spark import spark_named
+from kafka_replay.waiting import wait_for
 from tests.test_bad_input import ctrl_c_when
 
 REPORT_FIELDS = {
@@ -156,14 +156,16 @@ def test_ctrl_c_in_a_run_leaves_nothing_behind(tmp_path: Path, names: list[str])
 
 def _wait_for_the_app(child: subprocess.Popen[str]) -> list[psutil.Process]:
     """The run's process tree once the reference app runs in it."""
-    deadline = time.monotonic() + 180
-    while True:
+
+    def app_started() -> list[psutil.Process] | None:
         descendants = _descendants(child.pid)
         if any("kafka_replay_incidents.apps" in _command(p) for p in descendants):
             return descendants
         assert child.poll() is None, child.stdout.read() if child.stdout else ""
-        assert time.monotonic() < deadline, "the reference app never started"
-        time.sleep(0.2)
+        return None
+
+    message = "the reference app never started"
+    return wait_for(app_started, 180, message, every_s=0.2, error=AssertionError)
 
 
 def _command(process: psutil.Process) -> str:

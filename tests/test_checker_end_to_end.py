@@ -6,7 +6,6 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.history import OffsetsRecorder, RunHistory
 from kafka_replay.history.consumer_offsets import group_reader
 from kafka_replay.history.lag import sample_lag
+from kafka_replay.waiting import wait_for
 from kafka_replay.workload import WorkloadProducer, student_onboarding
 
 #: The app behind each mode: two that break a guarantee on purpose, and the reference
@@ -48,13 +48,19 @@ def run_app(cluster: Cluster, kafka_topic, tmp_path, mode: str) -> tuple[RunHist
     ).start(1)
     reader = group_reader(cluster.bootstrap_servers, group)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            rows = sample_lag(reader, group, source)
-            if all(row["committed"] is not None and row["lag"] == 0 for row in rows):
-                break
-            assert time.monotonic() < deadline, f"the app never caught up: {rows}"
-            time.sleep(0.2)
+        rows: list[dict] = []
+
+        def caught_up() -> bool:
+            rows[:] = sample_lag(reader, group, source)
+            return all(row["committed"] is not None and row["lag"] == 0 for row in rows)
+
+        wait_for(
+            caught_up,
+            90,
+            lambda: f"the app never caught up: {rows}",
+            every_s=0.2,
+            error=AssertionError,
+        )
     finally:
         reader.close()
         apps.stop()

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psutil
@@ -25,6 +24,7 @@ from kafka_replay.servers.docker import (
 )
 from kafka_replay.servers.paths import REGISTRY_ENV
 from kafka_replay.servers.reaper import LEASE_ENV, reap_orphans
+from kafka_replay.waiting import wait_for
 from tests.kafka_helpers import consume_until, new_consumer, produce_acked
 
 #: Every backend; Tansu's (built from source, minutes) in the matrix tier.
@@ -35,12 +35,14 @@ BACKENDS = [
 
 
 def _wait_for_file(path: Path, process: subprocess.Popen[str], timeout: float = 180) -> dict:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
+    def appeared() -> bool:
+        if path.exists():
+            return True
         if process.poll() is not None:
             raise AssertionError(f"child exited with {process.returncode}: {process.stdout.read()}")
-        assert time.monotonic() < deadline, f"{path} did not appear within {timeout}s"
-        time.sleep(0.1)
+        return False
+
+    wait_for(appeared, timeout, f"{path} did not appear within {timeout}s", error=AssertionError)
     return json.loads(path.read_text())
 
 
@@ -60,10 +62,13 @@ def _broker_alive(pid: int) -> bool:
 def _wait_execed(pid: int, program: str, timeout: float = 30) -> None:
     """Wait until ``pid`` runs ``program``: ``setpriv`` sets the death signal before its exec,
     and an owner killed before then leaves the server to the reaper (seen once under load)."""
-    deadline = time.monotonic() + timeout
-    while psutil.Process(pid).cmdline()[:1] != [program]:
-        assert time.monotonic() < deadline, f"{pid} never ran {program}"
-        time.sleep(0.01)
+    wait_for(
+        lambda: psutil.Process(pid).cmdline()[:1] == [program],
+        timeout,
+        f"{pid} never ran {program}",
+        every_s=0.01,
+        error=AssertionError,
+    )
 
 
 def _kill_and_collect(child: subprocess.Popen[str]) -> None:
@@ -135,10 +140,12 @@ def test_sigkilled_pytest_run_leaves_no_broker_once_the_next_run_starts(
     if kafka_backend == "container":
         reap_containers()
 
-    deadline = time.monotonic() + 30
-    while _leftovers(state["token"]):
-        assert time.monotonic() < deadline, f"left behind: {_leftovers(state['token'])}"
-        time.sleep(0.1)
+    wait_for(
+        lambda: not _leftovers(state["token"]),
+        30,
+        lambda: f"left behind: {_leftovers(state['token'])}",
+        error=AssertionError,
+    )
     assert not Path(state["data_dir"]).exists()
 
 
@@ -262,10 +269,13 @@ def test_a_started_server_dies_with_its_owner_and_no_fork_handler_runs(tmp_path:
     finally:
         _kill_and_collect(owner)
     assert started["forks"] == 0
-    deadline = time.monotonic() + 30
-    while _broker_alive(started["pid"]):
-        assert time.monotonic() < deadline, "the server outlived its owner"
-        time.sleep(0.05)
+    wait_for(
+        lambda: not _broker_alive(started["pid"]),
+        30,
+        "the server outlived its owner",
+        every_s=0.05,
+        error=AssertionError,
+    )
     os.environ[REGISTRY_ENV] = str(registry)
     try:
         assert reap_orphans() == []  # nothing was left for the reaper: only the lease file

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import confluent_kafka
@@ -27,6 +26,7 @@ from kafka_replay.apps.client_config import (
 from kafka_replay.apps.contract import AppContext, AppSpec
 from kafka_replay.cluster import Cluster
 from kafka_replay.definitions.catalog import catalog_dir, load_incidents
+from kafka_replay.waiting import poll
 
 DOCS = Path(__file__).parent.parent / "docs" / "incidents.md"
 
@@ -270,16 +270,19 @@ def test_two_instances_join_as_two_static_members(kafka_cluster: Cluster) -> Non
         consumers.append(consumer)
     try:
         admin = kafka_cluster.admin()
-        deadline = time.monotonic() + 60
         members: list[str | None] = []
-        while time.monotonic() < deadline and len(members) < 2:
+
+        def both_joined() -> bool:
             for consumer in consumers:
-                consumer.poll(0.2)
+                consumer.poll(0.2)  # waits up to 0.2s itself
             try:
                 described = admin.describe_consumer_groups([group])[group].result()
             except confluent_kafka.KafkaException:  # e.g. its coordinator still loading
-                continue
-            members = sorted(m.group_instance_id for m in described.members)
+                return False
+            members[:] = sorted(m.group_instance_id for m in described.members)
+            return len(members) >= 2
+
+        poll(both_joined, 60, every_s=0)  # on a time-out, the assert says who had joined
         assert members == ["billing-0", "billing-1"]
     finally:
         for consumer in consumers:

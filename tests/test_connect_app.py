@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from kafka_replay.cluster import Cluster
 from kafka_replay.history.group import group_members
 from kafka_replay.servers.ports import listening_addresses
 from kafka_replay.workload.connect_json import connect_schema, encode_connect_json
-from tests.kafka_helpers import produce_acked
+from tests.kafka_helpers import eventually, produce_acked
 
 
 def context(tmp_path: Path, **overrides: object) -> AppContext:
@@ -123,13 +122,6 @@ def test_a_restarted_instance_keeps_its_rest_port_while_it_is_free(tmp_path: Pat
         assert rest_port(tmp_path, 2) != first
 
 
-def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout}s"
-        time.sleep(0.2)
-
-
 def test_a_worker_delivers_its_connectors_records_listens_on_loopback_and_dies_with_its_instance(
     kafka_cluster: Cluster, kafka_topic: Callable[..., str], tmp_path: Path
 ) -> None:
@@ -148,7 +140,9 @@ def test_a_worker_delivers_its_connectors_records_listens_on_loopback_and_dies_w
     )  # fmt: skip
     try:
         lines = lambda: written.read_text().splitlines() if written.exists() else []  # noqa: E731
-        wait_for(lambda: len(lines()) == 20 or instance.poll() is not None, 180, "20 lines")
+        eventually(
+            lambda: len(lines()) == 20 or instance.poll() is not None, 180, "20 lines", every_s=0.2
+        )
         assert lines() == [f"record-{n}" for n in range(20)], (tmp_path / "worker.log").read_text()
         assert group_members(kafka_cluster.admin(), app.group_id) == 1  # the run's group
         (worker,) = psutil.Process(instance.pid).children()
@@ -158,7 +152,12 @@ def test_a_worker_delivers_its_connectors_records_listens_on_loopback_and_dies_w
         assert {ip for ip, _ in listening} == {"127.0.0.1"}, listening
         os.killpg(instance.pid, signal.SIGKILL)  # the supervisor's kill -9 of an instance
         instance.wait(30)
-        wait_for(lambda: not worker.is_running() or worker.status() == "zombie", 30, "no worker")
+        eventually(
+            lambda: not worker.is_running() or worker.status() == "zombie",
+            30,
+            "no worker",
+            every_s=0.2,
+        )
     finally:
         if instance.poll() is None:
             os.killpg(instance.pid, signal.SIGKILL)

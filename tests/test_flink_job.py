@@ -29,8 +29,7 @@ from kafka_replay.definitions.catalog import catalog_dir
 from kafka_replay.faults import kill_at_random
 from kafka_replay.history import RunHistory
 from kafka_replay.servers.ports import listening_addresses
-from tests.kafka_helpers import consume_until, new_consumer, produce_acked
-from tests.test_connect_app import wait_for
+from tests.kafka_helpers import consume_until, eventually, new_consumer, produce_acked
 
 
 def test_the_cluster_listens_on_loopback_keeps_its_checkpoints_and_takes_the_teams_settings(
@@ -183,7 +182,9 @@ def test_the_job_runs_on_loopback_and_a_killed_job_resumes_from_its_checkpoint(
             produce_acked(kafka_cluster, source, [(f"k{n}", f"first-{n}") for n in range(50)])
             assert len(_copied(kafka_cluster, sink, 50)) == 50
             apps.signal(0, signal.SIGKILL)  # its JVM too: one process group
-            wait_for(lambda: "restoring from" in apps.output(0), 60, "a restart from a checkpoint")
+            eventually(
+                lambda: "restoring from" in apps.output(0), 60, "a restart from a checkpoint"
+            )
             produce_acked(kafka_cluster, source, [(f"k{n}", f"second-{n}") for n in range(50)])
             _copied_once(kafka_cluster, sink, 100)
     finally:
@@ -219,14 +220,17 @@ def test_a_session_cluster_runs_on_loopback_and_each_of_its_processes_can_be_kil
             killed = parts["taskmanager-0"]
             assert kill_at_random(apps, random.Random(1), 1, (0.0, 0.1), threading.Event(),
                                   part="taskmanager-0") == 1  # fmt: skip
-            wait_for(lambda: apps.parts(0).get("taskmanager-0") not in (None, killed), 30,
-                     "the TaskManager started again")  # fmt: skip
+            eventually(
+                lambda: apps.parts(0).get("taskmanager-0") not in (None, killed),
+                30,
+                "the TaskManager started again",
+            )
             produce_acked(kafka_cluster, source, [(f"k{n}", f"second-{n}") for n in range(50)])
             assert len(_copied(kafka_cluster, sink, 100)) == 100
             assert apps.running() == [0]  # the instance itself never stopped
 
             apps.signal_part(0, "jobmanager", signal.SIGKILL)
-            wait_for(lambda: "restoring from" in apps.output(0), 60, "a resubmission")
+            eventually(lambda: "restoring from" in apps.output(0), 60, "a resubmission")
             assert "error: the JobManager was ended by SIGKILL" in apps.output(0)
             produce_acked(kafka_cluster, source, [(f"k{n}", f"third-{n}") for n in range(50)])
             _copied_once(kafka_cluster, sink, 150)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -18,6 +17,7 @@ from kafka_replay.history.consumer_offsets import (
 )
 from kafka_replay.history.derived import consumed_spans
 from kafka_replay.history.recorded import RecordedRun
+from kafka_replay.waiting import wait_for
 from tests.kafka_helpers import commit_taken, produce_acked
 
 EXPIRING = {"offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}
@@ -97,10 +97,13 @@ def test_backward_commit_and_expiry_tombstone_appear_in_order(
     finally:
         consumer.close()  # the group is now empty, so its offsets can expire
 
-    deadline = time.monotonic() + 180
-    while not any(r.is_tombstone for r in recorder.records):
-        assert time.monotonic() < deadline, "no expiry tombstone within 180s"
-        time.sleep(0.5)
+    wait_for(
+        lambda: any(r.is_tombstone for r in recorder.records),
+        180,
+        "no expiry tombstone within 180s",
+        every_s=0.5,
+        error=AssertionError,
+    )
     records = recorder.stop()
 
     ours = [r for r in records if r.topic == topic and r.partition == 0]

@@ -24,6 +24,7 @@ import pytest
 
 from kafka_replay.replay.compare import Setup
 from kafka_replay.report.outcome import Outcome
+from kafka_replay.waiting import wait_for
 
 SERVICE = Path(__file__).parent / "apps" / "image_service.py"
 CLIENT_VERSION = "2.16.1"  # pinned: the image's client, whatever the harness's is
@@ -275,12 +276,16 @@ def _run_until_its_app_starts(report: Path, image: str, stop: signal.Signals) ->
          "--report", str(report)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
+
+    def started() -> bool:
+        if started_containers(report):
+            return True
+        assert child.poll() is None, "the run ended before its app started"
+        return False
+
+    message = "no app container started within 240 s"
     try:
-        deadline = time.monotonic() + 240
-        while not started_containers(report):
-            assert child.poll() is None, "the run ended before its app started"
-            assert time.monotonic() < deadline, "no app container started within 240 s"
-            time.sleep(0.2)
+        wait_for(started, 240, message, every_s=0.2, error=AssertionError)
     finally:
         os.kill(child.pid, stop)
         child.wait(timeout=120)
@@ -330,21 +335,20 @@ def test_the_supervisors_verbs_act_on_the_container(tmp_path: Path, service_imag
                 return container["State"]
         raise AssertionError(f"no container runs pid {pid}")
 
+    def services_reading() -> int:
+        return (tmp_path / "app-0.log").read_text().count("image_service: reading")
+
     with supervisor.start(1):
-        deadline = time.monotonic() + 60  # its SIGTERM handler is set (PID 1 ignores it before)
-        while "image_service: reading" not in (tmp_path / "app-0.log").read_text():
-            assert time.monotonic() < deadline, events
-            time.sleep(0.1)
+        # its SIGTERM handler is set (PID 1 ignores it before)
+        wait_for(lambda: services_reading() >= 1, 60, lambda: str(events), error=AssertionError)
         supervisor.signal(0, signal.SIGSTOP)
         assert state()["Paused"] is True
         supervisor.signal(0, signal.SIGCONT)
         assert state()["Paused"] is False
         first = next(e for e in events if e["kind"] == "start")["pid"]
         supervisor.signal(0, signal.SIGKILL)
-        deadline = time.monotonic() + 60  # until the new container runs its service
-        while (tmp_path / "app-0.log").read_text().count("image_service: reading") < 2:
-            assert time.monotonic() < deadline, events
-            time.sleep(0.1)
+        # until the new container runs its service
+        wait_for(lambda: services_reading() >= 2, 60, lambda: str(events), error=AssertionError)
     exits = [e for e in events if e["kind"] == "exit"]
     assert [(e["signal"], e["expected"]) for e in exits] == [("SIGKILL", False), (None, True)]
     starts = [e for e in events if e["kind"] == "start"]

@@ -42,6 +42,7 @@ from kafka_replay.sinks.postgres import (
     postgres_unavailable,
 )
 from kafka_replay.sinks.postgres_image import build_postgres_image
+from kafka_replay.waiting import wait_for
 from tests.server_helpers import killed_owner, port_taken_first
 
 needs_postgres = pytest.mark.skipif(
@@ -329,10 +330,13 @@ def test_a_crashed_owners_server_is_reaped(tmp_path: Path) -> None:
     assert state["pid"] in reap_orphans()  # what the next start does first
     assert all(_gone(pid) for pid in [state["pid"], *state["children"]])
     assert not Path(state["data_dir"]).exists()
-    deadline = time.monotonic() + 10  # the segment goes when its last child has exited
-    while state["shmid"] in _shared_memory_ids():
-        assert time.monotonic() < deadline, "the server's shared memory outlived it"
-        time.sleep(0.05)
+    wait_for(  # the segment goes when its last child has exited
+        lambda: state["shmid"] not in _shared_memory_ids(),
+        10,
+        "the server's shared memory outlived it",
+        every_s=0.05,
+        error=AssertionError,
+    )
 
 
 @needs_postgres

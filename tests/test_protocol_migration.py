@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from kafka_replay.definitions.definition import load_incident
 from kafka_replay.definitions.model import DefinitionError
 from kafka_replay.replay.compare import Setup
 from kafka_replay.report.outcome import Outcome
+from tests.kafka_helpers import eventually
 
 CLIENT = "kafka-clients==4.4.0"
 Replay = Callable[..., Outcome]
@@ -87,9 +87,11 @@ def test_a_restarted_instance_gets_its_new_settings_in_both_dialects(tmp_path: P
     with apps.start(1):
         apps.restart_instance(0, {"group.protocol": "consumer"})
         log = tmp_path / "logs" / "app-0.log"
-        deadline = time.monotonic() + 20
-        while log.read_text().count("session.timeout.ms") < 4 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        eventually(
+            lambda: log.read_text().count("session.timeout.ms") >= 4,
+            20,
+            "the restarted instance printing its new settings in app-0.log",
+        )
     first, second = [line for line in log.read_text().splitlines() if "{" in line]
     assert first == """{"session.timeout.ms": 6000} ['session.timeout.ms=6000']"""
     assert second == (

@@ -19,7 +19,6 @@ import json
 import re
 import struct
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -52,6 +51,7 @@ from kafka_replay.cluster.pool import ClusterPool
 from kafka_replay.cluster.request_proxy import RequestFault, RequestProxy, RequestProxyError
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.history import read_stream
+from kafka_replay.waiting import wait_for
 from tests.fault_incidents import replay_on_pool, write_incident
 
 
@@ -281,10 +281,13 @@ def test_a_refused_first_batch_is_lost_but_reported_delivered_unless_one_request
 
     producer.produce(topic, b"order-0", partition=0, on_delivery=delivered)
     producer.poll(0)
-    deadline = time.monotonic() + 30
-    while not proxy.actions:  # the first batch is on the wire, refused
-        assert time.monotonic() < deadline, "the producer sent nothing"
-        time.sleep(0.01)
+    wait_for(  # the first batch is on the wire, refused
+        lambda: bool(proxy.actions),
+        30,
+        "the producer sent nothing",
+        every_s=0.01,
+        error=AssertionError,
+    )
     later = [f"order-{n}".encode() for n in range(1, 5)]
     for value in later:
         producer.produce(topic, value, partition=0, on_delivery=delivered)

@@ -9,7 +9,6 @@ The Python app's runs are the definition's own pytest items
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,8 +31,9 @@ from kafka_replay.judging.share_group_reason import archived_reason
 from kafka_replay.playing.share_group import lag_rows
 from kafka_replay.replay.compare import Setup
 from kafka_replay.report.outcome import Outcome
+from kafka_replay.waiting import poll
 
-from .kafka_helpers import produce_acked
+from .kafka_helpers import eventually, produce_acked
 
 JVM_CLIENT = "kafka-clients==4.4.0"
 DEFINITION = Path("incidents/share-group-lock-expiry.toml")
@@ -118,13 +118,6 @@ def test_archived_inputs_are_those_the_group_moved_past_with_no_result() -> None
 # --- the admin tool, on a real broker --------------------------------------------------------
 
 
-def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen in {timeout}s"
-        time.sleep(0.2)
-
-
 def test_the_admin_tool_configures_a_share_group_and_sees_its_member_and_progress(
     kafka_cluster: Cluster,
 ) -> None:
@@ -148,16 +141,25 @@ def test_the_admin_tool_configures_a_share_group_and_sees_its_member_and_progres
     try:
         consumer.subscribe([topic])
         accepted = 0
-        deadline = time.monotonic() + 60
-        while not share_group_done(watch.latest, {}) and time.monotonic() < deadline:
-            for message in consumer.poll(0.5):
+
+        def drained() -> bool:
+            nonlocal accepted
+            for message in consumer.poll(0.5):  # waits up to 0.5s itself
                 if message.error() is None:
                     consumer.acknowledge(message, AcknowledgeType.ACCEPT)
                     accepted += 1
             consumer.commit_sync(10)
+            return share_group_done(watch.latest, {})
+
+        poll(drained, 60, every_s=0)  # on a time-out, the asserts below say what is undone
         assert accepted >= 40  # a share group from the earliest record: the config took
         assert share_group_done(watch.latest, {}), watch.latest
-        _wait(lambda: len((watch.latest or {}).get("members", [])) == 1, 20, "the member shown")
+        eventually(
+            lambda: len((watch.latest or {}).get("members", [])) == 1,
+            20,
+            "the member shown",
+            every_s=0.2,
+        )
     finally:
         consumer.close()
         watch.stop()

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from kafka_replay.servers.paths import REGISTRY_ENV
 from kafka_replay.servers.ports import free_ports
 from kafka_replay.sinks.database import PostgresError
 from kafka_replay.sinks.postgres import PostgresServer, postgres_unavailable
+from kafka_replay.waiting import wait_for
 from tests.test_bad_input import ROOT, ROW_ENV, ctrl_c_when, kafka_replay, leftovers
 
 pytestmark = pytest.mark.skipif(
@@ -144,17 +144,19 @@ def _runs_schemas(database: PostgresServer) -> list[str]:
 
 def _wait_for_charges(database: PostgresServer, child: subprocess.Popen[str]) -> str:
     """The run's schema once the app has charged an event in it: the steps are under way."""
-    deadline = time.monotonic() + 180
-    while True:
+
+    def charged() -> str | None:
         assert child.poll() is None, child.stdout.read() if child.stdout else ""
-        assert time.monotonic() < deadline, "the app never charged an event"
         for schema in _runs_schemas(database):
             try:
                 if database.query(f"SELECT count(*) FROM {schema}.charges") != [(0,)]:
                     return schema
             except PostgresError:  # made, its tables not yet
                 pass
-        time.sleep(0.2)
+        return None
+
+    message = "the app never charged an event"
+    return wait_for(charged, 180, message, every_s=0.2, error=AssertionError)
 
 
 def test_ctrl_c_on_a_team_database_leaves_every_other_schema_as_it_was(

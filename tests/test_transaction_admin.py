@@ -24,6 +24,7 @@ from kafka_replay.faults.transactions import (
     abort_transactions,
     describe_transactions,
 )
+from kafka_replay.waiting import wait_for
 
 OPEN_RECORDS = 5
 
@@ -123,10 +124,17 @@ def test_an_abandoned_transaction_is_described_then_aborted(
     aborted = abort_transactions(bootstrap, topic, 0)
     assert [a["producerId"] for a in aborted] == [producer["producerId"]]
 
-    deadline = time.monotonic() + 30
-    while (offsets := _offsets(kafka_admin, topic))[0] < offsets[1]:
-        assert time.monotonic() < deadline, f"last stable offset still behind: {offsets}"
-        time.sleep(0.2)
+    def stable_at_the_end() -> tuple[int, int] | None:
+        offsets = _offsets(kafka_admin, topic)
+        return offsets if offsets[0] >= offsets[1] else None
+
+    offsets = wait_for(
+        stable_at_the_end,
+        30,
+        lambda: f"last stable offset still behind: {_offsets(kafka_admin, topic)}",
+        every_s=0.2,
+        error=AssertionError,
+    )
     assert offsets[1] == OPEN_RECORDS + 1  # the records and the abort marker
 
     after = describe_transactions(bootstrap, topic)

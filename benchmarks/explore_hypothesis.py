@@ -3,7 +3,7 @@ explorer's own: how many plays it takes to fail, how far it shrinks, and whether
 that depends on timing ends in ``Flaky`` instead of a finding.
 
 The same service, families, workload and player as ``./dev bench explore``; Hypothesis draws
-each schedule (its shape, then one to three faults, each a family's own draw from a Random
+each schedule (its layout, then one to three faults, each a family's own draw from a Random
 Hypothesis controls, so shrinking reaches inside a fault) and one real play of it is one
 example. Past the budget nothing more is played: an example played before gives its result
 again (so Hypothesis's last replay of the smallest failure is the play it remembers), any
@@ -26,7 +26,7 @@ from hypothesis.errors import Flaky, Unsatisfiable
 from benchmarks.explore import SERVICES
 from kafka_replay.exploring.exploration import player_for
 from kafka_replay.exploring.explorer import Explorer
-from kafka_replay.exploring.families import Family, Shape, choose_families
+from kafka_replay.exploring.families import Family, Layout, choose_families
 from kafka_replay.exploring.schedule import (
     EARLIEST,
     MAX_FAULTS,
@@ -39,9 +39,9 @@ from kafka_replay.exploring.schedule import (
 from kafka_replay.servers.reaper import leased_temp_dir
 
 
-def _faults(families: tuple[Family, ...], shape: Shape) -> st.SearchStrategy[Fault]:
+def _faults(families: tuple[Family, ...], layout: Layout) -> st.SearchStrategy[Fault]:
     def one(family: Family, after: int, rng: object) -> Fault:
-        return Fault(family.name, after, family.draw(rng, shape))  # type: ignore[arg-type]
+        return Fault(family.name, after, family.draw(rng, layout))  # type: ignore[arg-type]
 
     acks = st.integers(int(RECORDS * EARLIEST), latest_ack(RECORDS))
     return st.builds(one, st.sampled_from(families), acks, st.randoms(use_true_random=False))
@@ -49,10 +49,10 @@ def _faults(families: tuple[Family, ...], shape: Shape) -> st.SearchStrategy[Fau
 
 @st.composite
 def _schedules(draw: st.DrawFn, families: tuple[Family, ...], transactional: bool) -> Schedule:
-    shape = Shape(draw(st.sampled_from((2, 3, 4))), draw(st.sampled_from((1, 2))), RECORDS,
+    layout = Layout(draw(st.sampled_from((2, 3, 4))), draw(st.sampled_from((1, 2))), RECORDS,
                   transactional)  # fmt: skip
-    faults = draw(st.lists(_faults(families, shape), min_size=1, max_size=MAX_FAULTS))
-    return composed(0, 0, shape, faults)
+    faults = draw(st.lists(_faults(families, layout), min_size=1, max_size=MAX_FAULTS))
+    return composed(0, 0, layout, faults)
 
 
 def run(args: argparse.Namespace) -> None:

@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from rich.markup import escape
 from rich.status import Status
@@ -450,22 +450,6 @@ def _show_outcome(outcome: Outcome) -> None:
         console.print(outcome.explain(), markup=False, highlight=False)
 
 
-def _session(settings: RunSettings, work_dir: Path, runs_dir: Path | None, **kw: int) -> Any:
-    """Brokers and Spark for runs one after the other, as the settings ask."""
-    from kafka_replay.playing.session import CatalogSession
-
-    return CatalogSession(
-        work_dir,
-        settings.kafka_version,
-        settings.kafka_backend,
-        image=settings.kafka_image,
-        bootstrap_servers=settings.kafka_bootstrap,
-        spark_master=settings.spark_master,
-        runs_dir=runs_dir,
-        **kw,
-    )
-
-
 def _run_in_turn(
     settings: RunSettings,
     runs: Sequence[tuple[Incident, str]],
@@ -475,7 +459,7 @@ def _run_in_turn(
     """One run after the other in this process, sharing brokers and Spark."""
     outcomes = []
     options = settings.run_options()
-    with _session(settings, work_dir, runs_dir) as session:
+    with settings.session(work_dir, runs_dir) as session:
         for incident, profile in runs:
             title = f"{incident.name} [{profile}]"
             with console.status(escape(title)) as status:
@@ -496,7 +480,7 @@ def _run_lane(
     between runs."""
     from kafka_replay.playing.lane import run_lane
 
-    with _session(settings, work_dir, runs_dir, max_live_clusters=LANE_CLUSTERS) as session:
+    with settings.session(work_dir, runs_dir, max_live_clusters=LANE_CLUSTERS) as session:
         run_lane(session, incidents, settings.run_options(), sys.stdin, _show_outcome)
 
 

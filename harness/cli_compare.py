@@ -23,7 +23,7 @@ from rich.table import Table
 
 from kafka_replay.console import make_console
 from kafka_replay.history.store import read_stream
-from kafka_replay.replay.settings import COMPARE, RunSettings, add_to_parser
+from kafka_replay.replay.settings import COMPARE, RunSettings, add_path_option, add_to_parser
 
 POLL_S = 0.5
 KIND_STYLES = {
@@ -53,28 +53,26 @@ def add_compare_command(commands: Any) -> None:
             help=f"KEY=VALUE items separated by spaces or commas, e.g. '{example}'; keys: "
             "kafka, protocol, backend, bootstrap, client.SETTING, broker.SETTING",
         )
-    compare.add_argument(
+    add_path_option(
+        compare,
         "--matrix",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="a TOML file: baseline, [axes] whose every combination is a candidate, and "
+        "FILE",
+        "a TOML file: baseline, [axes] whose every combination is a candidate, and "
         "optionally incidents and profile (instead of --baseline and --candidate)",
     )
     add_to_parser(compare, COMPARE)
-    compare.add_argument(
+    add_path_option(
+        compare,
         "--report",
-        type=Path,
+        "DIR",
+        "where both sides' reports and the comparison go (default: ./compare-report)",
         default=Path("compare-report"),
-        metavar="DIR",
-        help="where both sides' reports and the comparison go (default: ./compare-report)",
     )
-    compare.add_argument(
+    add_path_option(
+        compare,
         "--junit",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="write a JUnit XML file: one test case per incident, profile and candidate (a "
+        "FILE",
+        "write a JUnit XML file: one test case per incident, profile and candidate (a "
         "regression is a failure)",
     )
     compare.set_defaults(run=cmd_compare)

@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from kafka_replay.console import make_console
 from kafka_replay.exploring.schedule import RECORDS
-from kafka_replay.replay.settings import OPTIONS, RUN, RunSettings, add_to_parser
+from kafka_replay.replay.settings import OPTIONS, RUN, RunSettings, add_path_option, add_to_parser
 
 #: The run options an exploration takes: the service, its guarantee and its messages, and the
 #: cluster and Spark it runs on.
@@ -110,12 +110,12 @@ def add_explore_command(commands: Any) -> None:
     for name, said in OWN_HELP.items():  # declared as the run declares them, kept to explore
         declared = OPTIONS[name]
         explore.add_argument(declared.flag, **{**declared.argparse_kwargs(), "help": said})
-    explore.add_argument(
+    add_path_option(
+        explore,
         "--out",
-        type=Path,
+        "DIR",
+        "where findings (DIR/NAME.toml) and the report go (default: ./explored)",
         default=Path("explored"),
-        metavar="DIR",
-        help="where findings (DIR/NAME.toml) and the report go (default: ./explored)",
     )
     explore.set_defaults(run=cmd_explore)
 

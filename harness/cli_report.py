@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_replay.console import make_console
+from kafka_replay.replay.settings import add_path_option
 
 console = make_console(stderr=True)
 
@@ -19,28 +20,25 @@ def add_report_command(commands: Any) -> None:
         "the reports of run --shard K/N into it",
     )
     report.add_argument("directory", type=Path, metavar="DIR")
-    report.add_argument(
+    add_path_option(
+        report,
         "--png",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="also render the page to a PNG with headless Chromium",
+        "FILE",
+        "also render the page to a PNG with headless Chromium",
     )
     report.add_argument(
         "--merge",
         nargs="+",
         type=Path,
-        default=None,
         metavar="SHARD_DIR",
         help="write DIR's report.json, report.md, report.html and junit.xml from the report "
         "directories of `kafka-replay run --shard K/N` (every shard once); exits as run would",
     )
-    report.add_argument(
+    add_path_option(
+        report,
         "--durations",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="write the runs' seconds into FILE ('incident profile': seconds, as "
+        "FILE",
+        "write the runs' seconds into FILE ('incident profile': seconds, as "
         "incidents/durations.json holds them; its other runs kept), not report.html",
     )
     report.set_defaults(run=cmd_report)

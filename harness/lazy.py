@@ -8,9 +8,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_exports(package: str, by_module: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` serving each name ``by_module`` lists (a submodule, then the
-    names it exports, separated by blanks) from that submodule."""
+def lazy_package(
+    package: str, by_module: Mapping[str, str]
+) -> tuple[list[str], Callable[[str], Any]]:
+    """A package's ``__all__`` and its module ``__getattr__``, serving each name ``by_module``
+    lists (a submodule, then the names it exports, separated by blanks) from that submodule:
+    ``__all__, __getattr__ = lazy_package(__name__, {".contract": "AppSpec ..."})``."""
     exports = {name: module for module, names in by_module.items() for name in names.split()}
 
     def __getattr__(name: str) -> Any:
@@ -18,9 +21,4 @@ def lazy_exports(package: str, by_module: Mapping[str, str]) -> Callable[[str], 
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         return getattr(importlib.import_module(exports[name], package), name)
 
-    return __getattr__
-
-
-def exported(by_module: Mapping[str, str]) -> list[str]:
-    """The names ``by_module`` lists (see :func:`lazy_exports`), sorted: a package's ``__all__``."""
-    return sorted(name for names in by_module.values() for name in names.split())
+    return sorted(exports), __getattr__

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from kafka_replay.checker.connect_server import SparkConnectServer
-    from kafka_replay.cluster import Cluster
+    from kafka_replay.cluster import Cluster, ClusterNeeds
     from kafka_replay.cluster.nodes import NodeCluster
     from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
     from kafka_replay.definitions.model import Incident
@@ -502,14 +502,9 @@ def replay_incident(
         skip_unavailable(request, backend, settings.kafka_version)
         pooled = kafka_cluster_pool.cluster_for(settings.kafka_version, backend)
 
-        def cluster_for(
-            broker_config: Mapping[str, object],
-            brokers: int,
-            network_faults: bool,
-            features: Mapping[str, int],
-        ) -> Cluster:
+        def cluster_for(needs: ClusterNeeds) -> Cluster:
             try:
-                cluster = pooled(broker_config, brokers, network_faults, features)
+                cluster = pooled(needs)
             except NotApplicable as exc:
                 pytest.skip(str(exc))
             request.node.stash.setdefault(CLUSTERS_KEY, []).append(cluster)

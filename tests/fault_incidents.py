@@ -5,11 +5,10 @@ choosing act on the cluster, written as a team would write it and replayed throu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kafka_replay.cluster import Cluster
+from kafka_replay.cluster import Cluster, ClusterNeeds
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.playing.run_options import RunOptions
@@ -91,10 +90,8 @@ def replay_on_pool(
     engine asked for."""
     asked: list[ClusterSpec] = []
 
-    def cluster_for(
-        broker_config: Any, brokers: int, network_faults: bool, features: Any
-    ) -> Cluster:
-        asked.append(ClusterSpec.of(None, brokers, broker_config, None, network_faults, features))
+    def cluster_for(needs: ClusterNeeds) -> Cluster:
+        asked.append(ClusterSpec.needed(None, None, needs))
         return pool.get(asked[-1])
 
     outcome = run_incident(

@@ -63,6 +63,7 @@ KAFKA_FACING: dict[str, frozenset[str]] = {
             "Cluster",
             "ClusterError",
             "ClusterFor",
+            "ClusterNeeds",
             "DEFAULT_KAFKA_VERSION",
             "EmbeddedCluster",
             "ExternalCluster",
@@ -293,7 +294,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "cli_compare": {"checker", "console", "definitions", "history", "playing", "replay",
                         "report", "servers"},
         "cli_explore": {"console", "exploring", "interrupts", "replay"},
-        "cli_report": {"console", "playing", "report"},
+        "cli_report": {"console", "playing", "replay", "report"},
         "pytest_plugin": {"checker", "cluster", "definitions", "playing", "replay", "report",
                           "servers"},
         # measured by a person, never by the suite

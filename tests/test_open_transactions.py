@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from kafka_replay.cluster import Cluster
+from kafka_replay.cluster import Cluster, ClusterNeeds
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.history import read_stream
@@ -124,10 +124,8 @@ def _replay(
     definition = tmp_path / "killed-mid-transaction.toml"
     definition.write_text(KILLED_MID_TRANSACTION.format(seed=seed, timeout_ms=timeout_ms, eos=EOS))
 
-    def cluster_for(
-        broker_config: object, brokers: int, network_faults: bool, features: object
-    ) -> Cluster:
-        return pool.get(ClusterSpec.of(None, brokers, broker_config, None, network_faults))
+    def cluster_for(needs: ClusterNeeds) -> Cluster:
+        return pool.get(ClusterSpec.needed(None, None, needs))
 
     return run_incident(
         load_incident(definition),

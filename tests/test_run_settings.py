@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from kafka_replay.definitions.app_option import GivenApp
 from kafka_replay.playing.run_options import RunOptions
 from kafka_replay.pytest_plugin import keyword_options
 from kafka_replay.replay.settings import COMPARE, PYTEST, RUN, RunSettings, add_to_parser, options
@@ -46,9 +47,12 @@ def test_a_setup_adds_to_repeatable_settings_and_replaces_the_others() -> None:
 
 def test_the_engines_options_come_from_the_settings() -> None:
     run = parsed(GIVEN).run_options()
-    assert (run.app, run.guarantee, run.group_protocol, run.restart) == (
-        "python -m myapp", "exactly-once", "consumer", "every:5"
-    )  # fmt: skip
+    assert run.app == GivenApp("--app", "python -m myapp", None, "python -m myapp")
+    assert (run.guarantee, run.group_protocol, run.restart) == (
+        "exactly-once",
+        "consumer",
+        "every:5",
+    )
     assert run.client == {"max.poll.records": 10, "enable.auto.commit": False}
     assert run.broker == {"group.initial.rebalance.delay.ms": 0}
     assert run.settle_timeout_s == 30.0
@@ -122,7 +126,7 @@ def test_the_replay_keywords_go_over_the_settings() -> None:
         parsed(GIVEN),
         {"guarantee": "at-least-once", "client": {"max.poll.records": 7}, "settle_timeout_s": 5.0},
     )
-    assert (run.app, run.guarantee, run.settings["guarantee"]) == (
+    assert (str(run.app), run.guarantee, run.settings["guarantee"]) == (
         "python -m myapp", "at-least-once", "at-least-once"
     )  # fmt: skip
     assert run.client == {"max.poll.records": 7}  # as given: a RunOptions field, not an option

@@ -11,7 +11,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from kafka_replay.checker.sources import kafka_log, kafka_topic
 from kafka_replay.checker.topic_ends import ending_offsets, listed_and_fetched_ends
-from kafka_replay.cluster import Cluster, ClusterFor
+from kafka_replay.cluster import Cluster, ClusterFor, ClusterNeeds
 from kafka_replay.cluster.backends import backend_name, choose_backend, make_cluster
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.cluster.pool import ClusterPool, ClusterSpec
@@ -137,11 +137,8 @@ def tansu_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterPool
 def on_tansu(pool: ClusterPool) -> ClusterFor:
     """The engine's ``cluster_for`` on the pool's Tansu, settings left out where it must."""
 
-    def cluster_for(
-        broker_config: Mapping[str, object], brokers: int, faults: bool, features: Mapping[str, int]
-    ) -> Cluster:
-        spec = ClusterSpec.of(None, brokers, broker_config, "tansu", faults, features)
-        return pool.get(spec, optional=True)
+    def cluster_for(needs: ClusterNeeds) -> Cluster:
+        return pool.get(ClusterSpec.needed(None, "tansu", needs), optional=True)
 
     return cluster_for
 

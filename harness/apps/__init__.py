@@ -9,14 +9,14 @@ Names are imported on first use, so the contract's constants never pay for Kafka
 
 from __future__ import annotations
 
-from kafka_replay.lazy import exported, lazy_exports
+from kafka_replay.lazy import lazy_package
 
-_EXPORTS = {
-    ".contract": "AppContext AppSpec load_callable",
-    ".correlation": "OutputRecord default_event_id load_extractor",
-    ".instrument": "Reporter",
-    ".supervisor": "AppStartError RestartPolicy Supervisor parse_restart",
-}
-__all__ = exported(_EXPORTS)
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__ = lazy_package(
+    __name__,
+    {
+        ".contract": "AppContext AppSpec load_callable",
+        ".correlation": "OutputRecord default_event_id load_extractor",
+        ".instrument": "Reporter",
+        ".supervisor": "AppStartError RestartPolicy Supervisor parse_restart",
+    },
+)

@@ -12,7 +12,7 @@ line needs: ``GUARANTEES``, ``OUTPUT_FORMATS``) never pays for the heavy ones (S
 
 from __future__ import annotations
 
-from kafka_replay.lazy import exported, lazy_exports
+from kafka_replay.lazy import lazy_package
 
 # Light, and named like their module: imported now, so the submodule cannot shadow them.
 from .verdict import GUARANTEES as GUARANTEES
@@ -22,16 +22,15 @@ from .verdict import verdict as verdict
 #: The file formats an app's output may be checked in (``FileOutput``).
 OUTPUT_FORMATS = ("json", "parquet")
 
-_EXPORTS = {
-    ".analysis": "ANOMALIES analyse",
-    ".anomaly_registry": "Finding",
-    ".check": "CheckResult check_run",
-    ".matching": "CheckInputs",
-    ".outputs": "FileOutput JdbcOutput KafkaOutput",
-    ".spark": "spark_session",
-}
-__all__ = sorted(
-    [*exported(_EXPORTS), "GUARANTEES", "OUTPUT_FORMATS", "guarantee_result", "verdict"]
+_lazy, __getattr__ = lazy_package(
+    __name__,
+    {
+        ".analysis": "ANOMALIES analyse",
+        ".anomaly_registry": "Finding",
+        ".check": "CheckResult check_run",
+        ".matching": "CheckInputs",
+        ".outputs": "FileOutput JdbcOutput KafkaOutput",
+        ".spark": "spark_session",
+    },
 )
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted([*_lazy, "GUARANTEES", "OUTPUT_FORMATS", "guarantee_result", "verdict"])

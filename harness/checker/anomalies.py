@@ -315,15 +315,8 @@ def _non_owner_commits(reports: DataFrame) -> DataFrame:
     commits = reports.filter(F.col("kind") == "commit").select(
         "ts", "instance", "member", "assignment", F.explode("offsets").alias("committed")
     )
-    commits = commits.select(
-        "ts",
-        "instance",
-        "member",
-        "assignment",
-        F.col("committed.topic").alias("topic"),
-        F.col("committed.partition").alias("partition"),
-        F.col("committed.offset").alias("offset"),
-    )
+    committed = ("committed.topic", "committed.partition", "committed.offset")  # named by leaf
+    commits = commits.select("ts", "instance", "member", "assignment", *committed)
     assigned = (
         reports.filter(F.col("kind") == "assigned")
         .select(

@@ -12,17 +12,17 @@ pays for the heavy ones (Spark, testcontainers).
 
 from __future__ import annotations
 
-from kafka_replay.lazy import exported, lazy_exports
+from kafka_replay.lazy import lazy_package
 
-_EXPORTS = {
-    ".backends": "backends choose_backend make_cluster register_backend",
-    ".base": "Cluster ClusterFor",
-    ".embedded": "BrokerNode EmbeddedCluster",
-    ".errors": "ArtifactResolutionError BrokerDiedError BrokerStartError ClusterError",
-    ".external": "ExternalCluster",
-    ".nodes": "NodeCluster",
-    ".versions": "DEFAULT_KAFKA_VERSION TESTED_KAFKA_VERSIONS choose_version",
-}
-__all__ = exported(_EXPORTS)
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__ = lazy_package(
+    __name__,
+    {
+        ".backends": "backends choose_backend make_cluster register_backend",
+        ".base": "Cluster ClusterFor ClusterNeeds",
+        ".embedded": "BrokerNode EmbeddedCluster",
+        ".errors": "ArtifactResolutionError BrokerDiedError BrokerStartError ClusterError",
+        ".external": "ExternalCluster",
+        ".nodes": "NodeCluster",
+        ".versions": "DEFAULT_KAFKA_VERSION TESTED_KAFKA_VERSIONS choose_version",
+    },
+)

@@ -7,6 +7,7 @@ import secrets
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from confluent_kafka import KafkaError, KafkaException
@@ -207,6 +208,17 @@ def _has_leaders(admin: AdminClient, topic: str, partitions: int, timeout: float
     )
 
 
-#: ``cluster_for(broker_config, brokers, network_faults, features)``: the cluster a run plays
-#: on, with its broker settings, nodes, proxies and feature levels (``[features]``).
-ClusterFor = Callable[[Mapping[str, Any], int, bool, Mapping[str, int]], Cluster]
+@dataclass(frozen=True)
+class ClusterNeeds:
+    """What a run needs of the cluster it plays on, from its definition: its broker settings,
+    nodes, a proxy in front of each broker (for network faults) and feature levels
+    (``[features]``)."""
+
+    broker_config: Mapping[str, Any] = field(default_factory=dict)
+    brokers: int = 1
+    network_faults: bool = False
+    features: Mapping[str, int] = field(default_factory=dict)
+
+
+#: ``cluster_for(needs)``: the cluster a run plays on.
+ClusterFor = Callable[[ClusterNeeds], Cluster]

@@ -12,7 +12,7 @@ from pathlib import Path
 from kafka_replay.servers.ports import accepts_connections
 
 from .backends import backend_class, backend_name, backend_version, choose_backend, make_cluster
-from .base import Cluster, ClusterFor
+from .base import Cluster, ClusterFor, ClusterNeeds
 from .broker_config import validate_overrides
 from .errors import NotApplicable
 from .external import ExternalCluster
@@ -52,6 +52,18 @@ class ClusterSpec:
         version = backend_version(backend, version)
         levels = tuple(sorted((features or {}).items()))
         return cls(version, brokers, overrides, backend, network_faults, levels)
+
+    @classmethod
+    def needed(cls, version: str | None, backend: str | None, needs: ClusterNeeds) -> ClusterSpec:
+        """The spec of a run's cluster: this release and backend, with what the run needs."""
+        return cls.of(
+            version,
+            needs.brokers,
+            needs.broker_config,
+            backend,
+            needs.network_faults,
+            needs.features,
+        )
 
     def describe(self) -> str:
         config = ", ".join(f"{k}={v}" for k, v in self.broker_config)
@@ -175,22 +187,13 @@ class ClusterPool:
     def cluster_for(
         self, version: str | None, backend: str | None, lend: bool = False
     ) -> ClusterFor:
-        """``cluster_for(broker_config, brokers, network_faults, features)``: a run's cluster, of
-        this release and backend; broker settings and feature levels the backend or release
-        cannot take are left out (optional). ``lend``: each one borrowed (:meth:`borrow`), for
-        its run to give back."""
+        """``cluster_for(needs)``: a run's cluster, of this release and backend; broker
+        settings and feature levels the backend or release cannot take are left out (optional).
+        ``lend``: each one borrowed (:meth:`borrow`), for its run to give back."""
         default = ClusterSpec.of(version, backend=backend)
 
-        def get(
-            broker_config: Mapping[str, object],
-            brokers: int,
-            network_faults: bool,
-            features: Mapping[str, int],
-        ) -> Cluster:
-            spec = ClusterSpec.of(
-                version, brokers, broker_config, backend, network_faults, features
-            )
-            return self._take(spec, default, True, lend)
+        def get(needs: ClusterNeeds) -> Cluster:
+            return self._take(ClusterSpec.needed(version, backend, needs), default, True, lend)
 
         return get
 

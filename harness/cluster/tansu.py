@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import ClassVar
 
 from kafka_replay.servers.built_tools import built_once
 from kafka_replay.servers.paths import cache_root
+from kafka_replay.servers.process import run_tool
 
 from . import broker_config
 from .backends import register_backend
@@ -91,15 +91,8 @@ def _build(version: str, binary: Path) -> None:
             scratch,
         ]
         env = {**os.environ, "CARGO_TARGET_DIR": str(Path(scratch) / "target")}
-        try:
-            built = subprocess.run(
-                command, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise TansuError(f"building Tansu {version} took over {BUILD_TIMEOUT_S:.0f}s") from exc
-        if built.returncode != 0:
-            tail = "\n".join((built.stdout + built.stderr).splitlines()[-20:])
-            raise TansuError(f"`{' '.join(command[:7])}` failed:\n{tail}")
+        what = f"building Tansu {version} (`{' '.join(command[:7])}`)"
+        run_tool(command, what, TansuError, BUILD_TIMEOUT_S, env=env)
         shutil.move(str(Path(scratch) / "bin" / "tansu"), binary)
 
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from kafka_replay.apps import AppSpec
 from kafka_replay.apps.contract import starting_directory_first
 
 from .command_text import command_problem
-from .model import AppDefinition, Incident
+from .model import Incident
 
 #: ``NAME=COMMAND``: a team's service for one place of a pipeline.
 _NAMED_APP = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)=(\S.*)$", re.DOTALL)
@@ -53,40 +54,71 @@ def placed_app(
     raise ValueError(f"no service {name} in {incident}; its services: {', '.join(services)}")
 
 
-def check_placed_app(app: str | None, image: str | None, incidents: Iterable[Incident]) -> None:
+@dataclass(frozen=True)
+class GivenApp:
+    """``--app`` or ``--app-image`` (``flag``) as the person wrote it (``given``), read once:
+    the service it names (``name``; None: a plain one, for the last service's place) and the
+    command or image it gives (``text``, without ``NAME=``)."""
+
+    flag: str
+    given: str
+    name: str | None
+    text: str
+
+    @classmethod
+    def read(cls, flag: str, given: str | None) -> GivenApp | None:
+        if not given:
+            return None
+        name, text = named_app(given)
+        return cls(flag, given, name, text.strip() if flag == "--app-image" else text)
+
+    def place(self, services: Collection[str], incident: str = "this incident") -> str:
+        """The service whose place the app takes; ValueError, naming the option as written
+        and the incident's services, for a ``NAME`` it has none of."""
+        try:
+            return placed_app(self.given, services, incident)[0]
+        except ValueError as exc:
+            raise ValueError(f"{self.flag} {self.given!r}: {exc}") from None
+
+    def __str__(self) -> str:
+        return self.given
+
+
+def check_placed_app(
+    app: GivenApp | None, image: GivenApp | None, incidents: Iterable[Incident]
+) -> None:
     """Refuse at once what the runs of ``incidents`` could not start, rather than after a
     broker started: a ``NAME`` that is no service of an incident, a command not found, a
     module that does not import, an image no Docker daemon has. Names are checked first, so a
     wrong one is said before Docker is asked."""
-    # the same in every run: the option's, or what follows NAME=
-    command: str | None = None
+    command: str | None = None  # the same in every run: what follows NAME=, if any
     container: str | None = None
     for incident in incidents:
         _check_files(app, incident)
         for profile in incident.profiles.values():
             services = profile.services
-            aimed = _placed("--app-image", image, services, incident.name)
-            placed = _placed("--app", app, services, incident.name)
-            if aimed is not None:
-                container = aimed[1].strip()
-            if placed is not None and (aimed is None or aimed[0] != placed[0]):
-                command = placed[1]  # else it is the container's arguments
-    if command is not None:
-        check_command(command, named_app(app or "")[0])
+            aimed = image.place(services, incident.name) if image is not None else None
+            placed = app.place(services, incident.name) if app is not None else None
+            if image is not None:
+                container = image.text
+            if app is not None and aimed != placed:
+                command = app.text  # else it is the container's arguments
+    if command is not None and app is not None:
+        check_command(command, app.name)
     if container is not None:
         from kafka_replay.apps.image_app import check_app_image
 
         check_app_image(container)
 
 
-def _check_files(app: str | None, incident: Incident) -> None:
+def _check_files(app: GivenApp | None, incident: Incident) -> None:
     """Refuse an app whose command names, through ``{here}`` (the definition's directory), a
     file that is not there, or a placeholder no run fills in."""
-    if not app:
+    if app is None:
         return
-    problem = command_problem(named_app(app)[1], incident.source.parent)
+    problem = command_problem(app.text, incident.source.parent)
     if problem is not None:
-        raise ValueError(f"--app {app!r}, run under {incident.name}: {problem}")
+        raise ValueError(f"--app {app.given!r}, run under {incident.name}: {problem}")
 
 
 def check_one_service(app: str | None, image: str | None) -> None:
@@ -104,18 +136,6 @@ def check_one_service(app: str | None, image: str | None) -> None:
         check_app_image(image.strip())
     elif app:
         check_command(app)
-
-
-def _placed(
-    flag: str, given: str | None, services: Mapping[str, AppDefinition], incident: str
-) -> tuple[str, str] | None:
-    """:func:`placed_app` of an option given, its refusal naming the option as written."""
-    if not given:
-        return None
-    try:
-        return placed_app(given, services, incident)
-    except ValueError as exc:
-        raise ValueError(f"{flag} {given!r}: {exc}") from None
 
 
 def check_command(command: str, service: str | None = None) -> None:

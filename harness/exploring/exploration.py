@@ -10,7 +10,6 @@ from pathlib import Path
 
 from kafka_replay.definitions.app_option import check_one_service
 from kafka_replay.playing.parallel import WorkerFailed
-from kafka_replay.playing.session import CatalogSession
 from kafka_replay.replay.settings import OPTIONS, RunSettings
 from kafka_replay.servers.reaper import leased_temp_dir
 
@@ -125,14 +124,6 @@ def player_for(jobs: int, settings: RunSettings | None, definitions: Path, scrat
     ``settings`` None: the defaults of ``kafka-replay run``."""
     settings = settings or RunSettings()
     if jobs == 1:
-        session = CatalogSession(
-            scratch,
-            settings.kafka_version,
-            settings.kafka_backend,
-            image=settings.kafka_image,
-            bootstrap_servers=settings.kafka_bootstrap,
-            spark_master=settings.spark_master,
-        )
-        return InTurn(session, settings.run_options())
+        return InTurn(settings.session(scratch), settings.run_options())
     env = {**os.environ, **settings.child_environment()}  # this process's is left as it was
     return InLanes(jobs, settings.argv(), definitions, scratch, env)

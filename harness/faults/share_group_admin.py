@@ -21,9 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kafka_replay.servers.jvm import find_java
-
-from .transactions import JVM_MARGIN_S, TIMEOUT_S, _classpath, _tail
+from .admin_tools import TIMEOUT_S, admin_tool_command, run_admin_tool
 
 MAIN_CLASS = "ShareAdmin"
 #: Kafka's default is latest: a share group would skip the records produced before it exists.
@@ -45,39 +43,11 @@ class ShareAdminError(RuntimeError):
 
 
 def _command(*args: str, timeout: float = TIMEOUT_S) -> list[str]:
-    from kafka_replay.apps.jvm_apps import JAVA_OPTIONS
-    from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
-
-    return [
-        find_java(),
-        *JAVA_OPTIONS,
-        f"-Dshare.admin.timeout.ms={int(timeout * 1000)}",
-        "-cp",
-        _classpath(DEFAULT_KAFKA_VERSION),
-        MAIN_CLASS,
-        *args,
-    ]
+    return admin_tool_command(MAIN_CLASS, "share.admin", args, timeout)
 
 
 def _run(*args: str, timeout: float = TIMEOUT_S) -> dict[str, Any]:
-    what = f"{MAIN_CLASS} {' '.join(args)}"
-    try:
-        result = subprocess.run(
-            _command(*args, timeout=timeout),
-            capture_output=True,
-            text=True,
-            timeout=timeout + JVM_MARGIN_S,
-        )
-    except subprocess.TimeoutExpired as expired:
-        raise ShareAdminError(f"{what} did not finish{_tail(expired.stderr)}") from None
-    if result.returncode != 0:
-        raise ShareAdminError(f"{what} failed ({result.returncode}){_tail(result.stderr)}")
-    try:
-        return json.loads(result.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError) as error:
-        raise ShareAdminError(
-            f"{what} printed no JSON line ({error}){_tail(result.stderr)}"
-        ) from None
+    return run_admin_tool(MAIN_CLASS, "share.admin", args, timeout, ShareAdminError)
 
 
 def configure_share_group(bootstrap: str, group: str, settings: Mapping[str, Any]) -> dict:

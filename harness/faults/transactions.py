@@ -13,31 +13,20 @@ when its ``currentTransactionStartOffset`` is ``>= 0``.
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
 
-from kafka_replay.apps.jvm_apps import JAVA_OPTIONS, compiled_apps, kafka_clients_classpath
 from kafka_replay.cluster import Cluster
-from kafka_replay.cluster.versions import DEFAULT_KAFKA_VERSION
 from kafka_replay.history.stable_offsets import held, stable_ends
-from kafka_replay.servers.jvm import find_java
+
+from .admin_tools import TIMEOUT_S, run_admin_tool
 
 log = logging.getLogger(__name__)
 
-SOURCES = Path(__file__).parent / "jvm"
 MAIN_CLASS = "TransactionAdmin"
-#: How long all admin calls of one use of the tool may take together.
-TIMEOUT_S = 20.0
-#: What the JVM needs on top of that to start and stop (the machine may be busy).
-JVM_MARGIN_S = 30.0
-STDERR_TAIL_LINES = 15
 
 __all__ = [
     "TransactionAdminError",
@@ -156,46 +145,5 @@ def holders(bootstrap: str, held: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-@functools.cache
-def _classpath(version: str) -> str:
-    jars = kafka_clients_classpath(version)
-    classes = compiled_apps(SOURCES, jars, f"kafka-clients-{version}")
-    return ":".join([str(classes), *(str(jar) for jar in jars)])
-
-
 def _run(*args: str, timeout: float) -> dict[str, Any]:
-    command = [
-        find_java(),
-        *JAVA_OPTIONS,
-        f"-Dtransaction.admin.timeout.ms={int(timeout * 1000)}",
-        "-cp",
-        _classpath(DEFAULT_KAFKA_VERSION),
-        MAIN_CLASS,
-        *args,
-    ]
-    what = f"{MAIN_CLASS} {' '.join(args)}"
-    try:
-        result = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout + JVM_MARGIN_S
-        )
-    except subprocess.TimeoutExpired as expired:
-        raise TransactionAdminError(
-            f"{what} did not finish in {timeout + JVM_MARGIN_S:.0f}s{_tail(expired.stderr)}"
-        ) from None
-    if result.returncode != 0:
-        raise TransactionAdminError(
-            f"{what} failed with exit code {result.returncode}{_tail(result.stderr)}"
-        )
-    try:
-        return json.loads(result.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError) as error:
-        raise TransactionAdminError(
-            f"{what} printed no JSON line ({error}): {result.stdout[-500:]!r}{_tail(result.stderr)}"
-        ) from None
-
-
-def _tail(stderr: str | bytes | None) -> str:
-    if isinstance(stderr, bytes):
-        stderr = stderr.decode(errors="replace")
-    lines = [line for line in (stderr or "").splitlines() if not line.startswith("SLF4J:")]
-    return ":\n" + "\n".join(lines[-STDERR_TAIL_LINES:]) if lines else ""
+    return run_admin_tool(MAIN_CLASS, "transaction.admin", args, timeout, TransactionAdminError)

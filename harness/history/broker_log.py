@@ -229,16 +229,9 @@ def replica_events(
                     events.append(event)
             elif (m := _ISR_SHRINK.search(line)) is not None and m.group(1) in names:
                 isr = [[int(n) for n in m.group(g).split(",") if n] for g in (4, 5)]
+                at = {"topic": m.group(1), "partition": int(m.group(2)), "broker": int(m.group(3))}
                 events.append(
-                    {
-                        "ts": ts,
-                        "kind": "isr_shrink",
-                        "topic": m.group(1),
-                        "partition": int(m.group(2)),
-                        "broker": int(m.group(3)),
-                        "isr_from": isr[0],
-                        "isr_to": isr[1],
-                    }
+                    {"ts": ts, "kind": "isr_shrink", **at, "isr_from": isr[0], "isr_to": isr[1]}
                 )
             elif (m := _NOT_ENOUGH_REPLICAS.search(line)) is not None and m.group(3) in names:
                 partition, min_isr = int(m.group(4)), int(m.group(2))
@@ -295,13 +288,14 @@ def refused_versions(log_files: Iterable[str | Path]) -> list[dict[str, Any]]:
             if (stamped := _LINE.match(line)) is not None:
                 ts, closing = _timestamp(stamped.group(1)), bool(_CLOSING.search(line))
             elif closing and (m := _UNSUPPORTED_VERSION.search(line)) is not None:
+                api, key, version = m.group(2), int(m.group(1)), int(m.group(3))
                 events.append(
                     {
                         "ts": ts,
                         "kind": "refused_version",
-                        "api": m.group(2),
-                        "api_key": int(m.group(1)),
-                        "version": int(m.group(3)),
+                        "api": api,
+                        "api_key": key,
+                        "version": version,
                     }
                 )
                 closing = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 from kafka_replay.definitions.vocabulary import symptom
 from kafka_replay.report.outcome import Value
 
-from .evidence import Evidence
+from .evidence import Evidence, count
 
 # --- what the steps did to the brokers and the network ----------------------------------------
 
@@ -45,31 +45,23 @@ def network_faults(evidence: Evidence) -> Value:
     )
 
 
-def _replica_event_count(evidence: Evidence, kind: str) -> Value:
-    """How many events of ``kind`` the brokers' logs hold (of the output topics, but for
-    unclean elections, which are of every topic of the run)."""
-    if evidence.replicas is None:
-        return None
-    return sum(1 for e in evidence.replicas if e["kind"] == kind)
-
-
 @symptom
 def isr_shrinks(evidence: Evidence) -> Value:
     """Times a leader of an output partition dropped followers from its in-sync replicas."""
-    return _replica_event_count(evidence, "isr_shrink")
+    return count(evidence.replica_events("isr_shrink"))
 
 
 @symptom
 def min_isr_refusals(evidence: Evidence) -> Value:
     """acks=all writes to output partitions refused for too few in-sync replicas."""
-    return _replica_event_count(evidence, "not_enough_replicas")
+    return count(evidence.replica_events("not_enough_replicas"))
 
 
 @symptom
 def unclean_elections(evidence: Evidence) -> Value:
     """Partitions of the run's topics the controller gave a leader from outside their in-sync
     replicas (its own log's account of an unclean election)."""
-    return _replica_event_count(evidence, "unclean_election")
+    return count(evidence.replica_events("unclean_election"))
 
 
 # --- what the brokers kept of the input ------------------------------------------------------

@@ -108,6 +108,14 @@ class Evidence:
     def app_events(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.app if e["kind"] == kind]
 
+    def group_events(self, kind: str) -> list[dict[str, Any]] | None:
+        """The coordinators' events of ``kind`` for the run's group; None: no broker logs."""
+        return None if self.group is None else [e for e in self.group if e["kind"] == kind]
+
+    def replica_events(self, kind: str) -> list[dict[str, Any]] | None:
+        """The partition leaders' events of ``kind``; None: no broker logs."""
+        return None if self.replicas is None else [e for e in self.replicas if e["kind"] == kind]
+
     def step_windows(self, do: str, label: str | None = None) -> list[tuple[float, float]]:
         return [
             (e["started"], e["ended"])
@@ -132,3 +140,8 @@ def has_reports(evidence: Evidence) -> bool:
 def instance_of(event: dict[str, Any]) -> tuple[str | None, int]:
     """Which instance a lifecycle event is of: its number, and its service in a pipeline."""
     return event.get("app"), event["instance"]
+
+
+def count(events: list[dict[str, Any]] | None) -> int | None:
+    """How many ``events`` there are; None where they could not be read."""
+    return None if events is None else len(events)

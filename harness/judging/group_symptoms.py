@@ -14,7 +14,7 @@ from kafka_replay.definitions.vocabulary import symptom
 from kafka_replay.history.broker_log import POLL_TIMEOUT
 from kafka_replay.report.outcome import Value
 
-from .evidence import Evidence, has_reports, instance_of
+from .evidence import Evidence, count, has_reports, instance_of
 
 # --- members and rebalances -----------------------------------------------------------------
 
@@ -50,17 +50,13 @@ def max_poll_exceeded(evidence: Evidence) -> Value:
 @symptom
 def members_removed(evidence: Evidence) -> Value:
     """Members the coordinator removed or fenced (session or rebalance timeout), from its log."""
-    if evidence.group is None:
-        return None
-    return sum(1 for e in evidence.group if e["kind"] == "removed")
+    return count(evidence.group_events("removed"))
 
 
 @symptom
 def rebalances(evidence: Evidence) -> Value:
     """Rebalances the group went through, from the coordinator's log."""
-    if evidence.group is None:
-        return None
-    return sum(1 for e in evidence.group if e["kind"] == "rebalance")
+    return count(evidence.group_events("rebalance"))
 
 
 # --- commits -------------------------------------------------------------------------------
@@ -117,15 +113,9 @@ def offset_tombstones(evidence: Evidence) -> Value:
 # --- static membership ----------------------------------------------------------------------
 
 
-def _group_events_of(evidence: Evidence, kind: str) -> list[dict[str, Any]] | None:
-    if evidence.group is None:
-        return None
-    return [e for e in evidence.group if e["kind"] == kind]
-
-
 def _members(evidence: Evidence, kind: str) -> Value:
     """Distinct members with a ``kind`` event: a fenced member is told so at each request."""
-    events = _group_events_of(evidence, kind)
+    events = evidence.group_events(kind)
     return None if events is None else len({e["member"] for e in events})
 
 
@@ -180,14 +170,14 @@ FENCED_COMMIT_CODES = frozenset({"STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"})
 @symptom
 def group_conversions(evidence: Evidence) -> Value:
     """Times the coordinator converted the group between the classic and consumer types."""
-    converted = _group_events_of(evidence, "converted")
+    converted = evidence.group_events("converted")
     return None if converted is None else len(converted)
 
 
 @symptom
 def consumer_protocol_joins(evidence: Evidence) -> Value:
     """Members that joined the group speaking KIP-848's consumer protocol, from its log."""
-    joined = _group_events_of(evidence, "joined")
+    joined = evidence.group_events("joined")
     if joined is None:
         return None
     return len({e["member"] for e in joined if e["protocol"] == "consumer"})

@@ -12,7 +12,7 @@ from kafka_replay.definitions.vocabulary import symptom
 from kafka_replay.history.stable_offsets import lso_stalls
 from kafka_replay.report.outcome import Value
 
-from .evidence import Evidence, has_reports
+from .evidence import Evidence, count, has_reports
 
 PRODUCER_ID_ERRORS = frozenset(
     {"INVALID_PRODUCER_ID_MAPPING", "UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_EPOCH"}
@@ -44,9 +44,7 @@ def producer_ids_expired(evidence: Evidence) -> Value:
 @symptom
 def transaction_timeouts(evidence: Evidence) -> Value:
     """Transactions of the app the coordinator rolled back because they outlived their timeout."""
-    if evidence.group is None:
-        return None
-    return sum(1 for e in evidence.group if e["kind"] == "transaction_timeout")
+    return count(evidence.group_events("transaction_timeout"))
 
 
 @symptom

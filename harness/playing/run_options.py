@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kafka_replay.definitions.app_option import GivenApp
 from kafka_replay.definitions.model import Profile
 
 
@@ -18,9 +19,10 @@ from kafka_replay.definitions.model import Profile
 class RunOptions:
     """What the person running the catalog chose, over the definition's defaults."""
 
-    app: str | None = None  # the user's app: a command line or module:function
+    #: the user's app: a command line or module:function (``[NAME=]COMMAND``), read once
+    app: GivenApp | None = None
     #: the user's app as a container image (``[NAME=]IMAGE``); ``app``: its arguments
-    app_image: str | None = None
+    app_image: GivenApp | None = None
     output_id: str | None = None  # module:function(OutputRecord) -> event_id
     #: a ``--payload`` file: a team's messages in every workload's records
     payload: Path | None = None
@@ -43,6 +45,13 @@ class RunOptions:
     settle_timeout_s: float | None = None
     #: Every run setting as chosen (see :mod:`.settings`), recorded in ``run.json``.
     settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # as the settings and a test give them: the option's text, read here once
+        for name, flag in (("app", "--app"), ("app_image", "--app-image")):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, GivenApp.read(flag, value))
 
     @property
     def users_app(self) -> bool:

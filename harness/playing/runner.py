@@ -48,7 +48,7 @@ def run_incident(
 ) -> Outcome:
     """Replay ``incident`` under ``profile_name`` and judge it.
 
-    ``cluster_for(broker_config, brokers, network_faults, features)`` gives the cluster;
+    ``cluster_for(needs)`` gives the cluster (:class:`~kafka_replay.cluster.ClusterNeeds`);
     ``spark`` gives the checker's session when it is needed (not for a run that failed).
     """
     played = play_incident(
@@ -114,7 +114,7 @@ class PlayedRun:
         self.outcome = Outcome(
             incident=incident.name,
             profile=profile_name,
-            app=options.app_image or options.app or profile.app.command,
+            app=str(options.app_image or options.app or profile.app.command),
             guarantee=guarantee,
             verdict="unknown",
             passed=False,

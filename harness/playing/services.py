@@ -14,7 +14,6 @@ from kafka_replay.apps.client_config import distinct_members
 from kafka_replay.apps.client_libraries import JVM_CLIENT, app_python_path, parse_client
 from kafka_replay.apps.flink_runtime import FLINK_JOB, reference_job_jar
 from kafka_replay.apps.jvm_apps import JvmAppError, java_command
-from kafka_replay.definitions.app_option import placed_app
 from kafka_replay.definitions.command_text import fill_here
 from kafka_replay.definitions.model import AppDefinition, Incident, Profile
 from kafka_replay.history import RunHistory
@@ -75,13 +74,13 @@ def app_command(
     """
     services = profile.services
     here = incident.source.parent
-    users = placed_app(options.app, services) if options.app else None
-    image = placed_app(options.app_image, services) if options.app_image else None
-    if image is not None and image[0] == service:
-        arguments = users[1] if users is not None and users[0] == service else ""
-        return AppSpec.parse(fill_here(arguments, here), image=image[1].strip())
-    if users is not None and users[0] == service:
-        return AppSpec.parse(fill_here(users[1], here))
+    users, image = options.app, options.app_image
+    users_here = users is not None and users.place(services) == service
+    if image is not None and image.place(services) == service:
+        arguments = users.text if users is not None and users_here else ""
+        return AppSpec.parse(fill_here(arguments, here), image=image.text)
+    if users is not None and users_here:
+        return AppSpec.parse(fill_here(users.text, here))
     app = services[service]
     if app.image is not None:
         return AppSpec.parse(fill_here(app.command, here), image=app.image)
@@ -104,10 +103,9 @@ def app_images(profile: Profile, options: RunOptions) -> set[str]:
     where the user's app does not take a service's place)."""
     services = profile.services
     images = {}
-    if options.app_image:
-        name, image = placed_app(options.app_image, services)
-        images[name] = image.strip()
-    users = placed_app(options.app, services)[0] if options.app else None
+    if options.app_image is not None:
+        images[options.app_image.place(services)] = options.app_image.text
+    users = options.app.place(services) if options.app is not None else None
     for name, app in services.items():
         if app.image is not None and name not in images and name != users:
             images[name] = app.image

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from kafka_replay.apps import Supervisor
 from kafka_replay.cluster import Cluster
@@ -44,6 +44,30 @@ class StepFailed(RuntimeError):
     """A step could not do what the scenario needs (the app never came up, a wait timed out)."""
 
 
+T = TypeVar("T")
+F = TypeVar("F", BrokerFaults, RequestFaults)
+
+
+class _OfRun(Generic[T]):
+    """A field of the run's record (:class:`RunRecord`), read through the stage that steps get."""
+
+    def __init__(self, field_name: str = "") -> None:
+        self._field = field_name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._field = self._field or name
+
+    @overload
+    def __get__(self, stage: None, owner: type) -> _OfRun[T]: ...
+    @overload
+    def __get__(self, stage: Stage, owner: type | None = None) -> T: ...
+    def __get__(self, stage: Stage | None, owner: type | None = None) -> T | _OfRun[T]:
+        return self if stage is None else getattr(stage.run, self._field)
+
+    def __set__(self, stage: Stage, value: object) -> None:
+        raise AttributeError(f"{self._field} is the run record's: set it on stage.run")
+
+
 @dataclass
 class Stage:
     """What a scenario's steps act on: the run's record, and what the steps themselves keep
@@ -69,47 +93,24 @@ class Stage:
         assert self.run.cluster is not None  # start-up made it before any step
         return self.run.cluster
 
-    @property
-    def history(self) -> RunHistory:
-        return self.run.history
-
-    @property
-    def profile(self) -> Profile:
-        return self.run.profile
-
-    @property
-    def topics(self) -> dict[str, str]:
-        return self.run.topics
-
-    @property
-    def group(self) -> str:
-        """The output's group (a pipeline's last service's)."""
-        return self.run.group
-
-    @property
-    def services(self) -> dict[str, Supervisor]:
-        """Every service's supervisor by its name (``app`` in the one-app form), upstream first."""
-        return self.run.supervisors
-
-    @property
-    def reads(self) -> dict[str, tuple[str, ...]]:
-        """What each group reads (the topics as created), by group: the drain waits for each."""
-        return self.run.reads
-
-    @property
-    def share_watch(self) -> Any:
-        """A share group's watch (``[group] type = "share"``): the drain reads its start offsets."""
-        return self.run.share_watch
+    history = _OfRun[RunHistory]()
+    profile = _OfRun[Profile]()
+    topics = _OfRun[dict[str, str]]()
+    #: The output's group (a pipeline's last service's).
+    group = _OfRun[str]()
+    #: Every service's supervisor by its name (``app`` in the one-app form), upstream first.
+    services = _OfRun[dict[str, Supervisor]]("supervisors")
+    #: What each group reads (the topics as created), by group: the drain waits for each.
+    reads = _OfRun[dict[str, tuple[str, ...]]]()
+    #: A share group's watch (``[group] type = "share"``): the drain reads its start offsets.
+    share_watch = _OfRun[Any]()
+    #: The cluster the apps are served by: the run's until a ``fail_over`` step moves them to
+    #: the mirror.
+    serving = _OfRun[Serving | None]()
 
     @property
     def mirror(self) -> RunMirror | None:
         return self.run.mirror
-
-    @property
-    def serving(self) -> Serving | None:
-        """The cluster the apps are served by: the run's until a ``fail_over`` step moves them
-        to the mirror."""
-        return self.run.serving
 
     @property
     def failed_over(self) -> bool:
@@ -146,21 +147,22 @@ class Stage:
     def brokers(self) -> BrokerFaults:
         """The run's broker faults (refused, saying why, on a cluster the harness does not run)."""
         if self.broker_faults is None:
-            try:
-                self.broker_faults = BrokerFaults(self.cluster, self.topics, self.rng, self.stop)
-            except BrokerFaultError as exc:
-                raise StepFailed(str(exc)) from exc
+            self.broker_faults = self._made(BrokerFaults)
         return self.broker_faults
 
     def network(self) -> RequestFaults:
         """The run's network and request faults (refused, saying why, on a cluster without
         proxies)."""
         if self.network_faults is None:
-            try:
-                self.network_faults = RequestFaults(self.cluster, self.topics, self.rng, self.stop)
-            except BrokerFaultError as exc:
-                raise StepFailed(str(exc)) from exc
+            self.network_faults = self._made(RequestFaults)
         return self.network_faults
+
+    def _made(self, faults: type[F]) -> F:
+        """The run's broker or network faults, made on the first step that needs them."""
+        try:
+            return faults(self.cluster, self.topics, self.rng, self.stop)
+        except BrokerFaultError as exc:
+            raise StepFailed(str(exc)) from exc
 
     def in_background(self, name: str, target: Callable[[], Any]) -> None:
         def guarded() -> None:

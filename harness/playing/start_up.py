@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kafka_replay.apps import Supervisor
 from kafka_replay.apps.image_app import check_app_image
-from kafka_replay.cluster import Cluster, ClusterFor
+from kafka_replay.cluster import Cluster, ClusterFor, ClusterNeeds
 from kafka_replay.cluster.errors import NotApplicable
 from kafka_replay.definitions.model import AppDefinition, Incident, Profile
 from kafka_replay.definitions.shapes import with_expect_file
@@ -49,9 +49,10 @@ def start_up(
         raise NotApplicable(f"not applicable to an app: {incident.your_app.tests}")
     for image in app_images(profile, options):
         check_app_image(image)  # before any broker starts: Docker answers, the image is here
-    run.cluster = cluster = cluster_for(
+    needs = ClusterNeeds(
         profile.broker, incident.brokers, incident.network_faults, incident.features
     )
+    run.cluster = cluster = cluster_for(needs)
     run.serving = serving = Serving(cluster)
     run.settings_not_applied = applicability(incident, profile, cluster)
     if incident.group_type == "share":

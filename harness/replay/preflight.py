@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kafka_replay.cluster.backends import backend_class, backend_version
 from kafka_replay.cluster.versions import TESTED_KAFKA_VERSIONS
-from kafka_replay.definitions.app_option import check_placed_app
+from kafka_replay.definitions.app_option import GivenApp, check_placed_app
 from kafka_replay.definitions.model import Incident
 from kafka_replay.servers.server_errors import ArtifactResolutionError
 
@@ -48,7 +48,7 @@ def check_before_starting(
         _check_database(options.database_url)
 
 
-def _fetch_client_library(spec: str, app: str | None, waiting: Waiting) -> None:
+def _fetch_client_library(spec: str, app: GivenApp | None, waiting: Waiting) -> None:
     """The client release the apps run with, fetched now (once) so a bad one fails at once."""
     from kafka_replay.apps.client_libraries import JVM_CLIENT, parse_client, python_client_path
     from kafka_replay.apps.jvm_apps import kafka_clients_classpath

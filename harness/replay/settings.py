@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pytest
 
     from kafka_replay.playing.run_options import RunOptions
+    from kafka_replay.playing.session import CatalogSession
 
 #: The faces an option may be offered on.
 RUN, COMPARE, PYTEST = "run", "compare", "pytest"
@@ -433,6 +434,13 @@ def add_to_parser(parser: argparse.ArgumentParser, face: str, only: Iterable[str
             parser.add_argument(option.flag, **option.argparse_kwargs())
 
 
+def add_path_option(
+    parser: argparse.ArgumentParser, flag: str, metavar: str, said: str, **kw: Any
+) -> None:
+    """A command's own option naming a file or directory (``metavar``: ``FILE`` or ``DIR``)."""
+    parser.add_argument(flag, type=Path, metavar=metavar, help=said, **kw)
+
+
 def add_to_pytest(group: pytest.OptionGroup) -> None:
     for option in options(PYTEST):
         group.addoption(option.pytest_flag, **option.argparse_kwargs(option.pytest_dest))
@@ -544,6 +552,21 @@ class RunSettings:
             if option.engine
         }
         return RunOptions(**given, settings=self.to_json())
+
+    def session(self, work_dir: Path, runs_dir: Path | None = None, **kw: int) -> CatalogSession:
+        """Brokers and Spark for runs one after the other, as these settings ask."""
+        from kafka_replay.playing.session import CatalogSession
+
+        return CatalogSession(
+            work_dir,
+            self.kafka_version,
+            self.kafka_backend,
+            image=self.kafka_image,
+            bootstrap_servers=self.kafka_bootstrap,
+            spark_master=self.spark_master,
+            runs_dir=runs_dir,
+            **kw,
+        )
 
 
 def _as_chosen(value: Any) -> Any:

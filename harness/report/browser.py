@@ -49,22 +49,7 @@ def chromium() -> str:
 def screenshot(page: Path, png: Path, width: int = 1400, height: int = 2000) -> Rendering:
     """Render ``page`` headless into ``png`` (scripts run until the page is idle)."""
     png.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kafka-replay-chromium-") as profile:
-        result = subprocess.run(
-            [
-                chromium(),
-                *FLAGS,
-                f"--user-data-dir={profile}",
-                f"--screenshot={png.resolve()}",
-                f"--window-size={width},{height}",
-                "--virtual-time-budget=10000",
-                page.resolve().as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+    result = _run(page, f"--screenshot={png.resolve()}", f"--window-size={width},{height}")
     if not png.exists():
         raise RuntimeError(f"Chromium did not render {page}: {result.stderr[-2000:]}")
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
@@ -73,14 +58,19 @@ def screenshot(page: Path, png: Path, width: int = 1400, height: int = 2000) -> 
 
 def dom(page: Path) -> str:
     """The page's DOM after its scripts ran (what Plotly drew is in it as SVG)."""
+    return _run(page, "--dump-dom").stdout
+
+
+def _run(page: Path, *asks: str) -> subprocess.CompletedProcess[str]:
+    """Chromium on ``page`` with a fresh profile, its scripts given ten seconds of virtual time."""
     with tempfile.TemporaryDirectory(prefix="kafka-replay-chromium-") as profile:
-        result = subprocess.run(
+        return subprocess.run(
             [
                 chromium(),
                 *FLAGS,
                 f"--user-data-dir={profile}",
+                *asks,
                 "--virtual-time-budget=10000",
-                "--dump-dom",
                 page.resolve().as_uri(),
             ],
             capture_output=True,
@@ -88,4 +78,3 @@ def dom(page: Path) -> str:
             timeout=120,
             check=False,
         )
-    return result.stdout

@@ -12,19 +12,19 @@ ones (the Docker SDK, testcontainers).
 
 from __future__ import annotations
 
-from kafka_replay.lazy import exported, lazy_exports
+from kafka_replay.lazy import lazy_package
 
-_EXPORTS = {
-    ".docker": "docker_client reap_containers",
-    ".jvm": "find_java",
-    ".maven": "Artifact resolve_classpath",
-    ".paths": "cache_root",
-    ".ports": "free_ports",
-    ".process": "spawn spawn_in_group wait_answering",
-    ".reaper": "Lease leased_temp_dir reap_orphans",
-    ".server_errors": "ArtifactResolutionError DockerUnavailable ServerError",
-    ".server_log": "ServerLog",
-}
-__all__ = exported(_EXPORTS)
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__ = lazy_package(
+    __name__,
+    {
+        ".docker": "docker_client reap_containers",
+        ".jvm": "find_java",
+        ".maven": "Artifact resolve_classpath",
+        ".paths": "cache_root",
+        ".ports": "free_ports",
+        ".process": "spawn spawn_in_group wait_answering",
+        ".reaper": "Lease leased_temp_dir reap_orphans",
+        ".server_errors": "ArtifactResolutionError DockerUnavailable ServerError",
+        ".server_log": "ServerLog",
+    },
+)

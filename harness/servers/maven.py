@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 import tempfile
 import zipfile
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from xml.sax.saxutils import escape
 from kafka_replay.file_lock import file_lock
 
 from .paths import cache_root
+from .process import run_tool
 from .server_errors import ArtifactResolutionError
 
 log = logging.getLogger(__name__)
@@ -121,18 +121,14 @@ def _run_maven(workdir: Path, artifacts: Sequence[Artifact]) -> None:
         f"-DoutputDirectory={workdir / 'libs'}",
         "-DincludeScope=runtime",
     ]
-    try:
-        result = subprocess.run(
-            command, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ArtifactResolutionError(f"Maven did not finish in {MAVEN_TIMEOUT_S}s") from exc
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-25:])
-        coordinates = ", ".join(f"{a.group}:{a.name}:{a.version}" for a in artifacts)
-        raise ArtifactResolutionError(
-            f"Maven could not resolve {coordinates} (exit {result.returncode}):\n{tail}"
-        )
+    coordinates = ", ".join(f"{a.group}:{a.name}:{a.version}" for a in artifacts)
+    run_tool(
+        command,
+        f"Maven resolving {coordinates}",
+        ArtifactResolutionError,
+        MAVEN_TIMEOUT_S,
+        tail_lines=25,
+    )
 
 
 def maven_jars(coordinates: list[str]) -> list[Path]:

@@ -119,6 +119,44 @@ def stop_process(process: subprocess.Popen[bytes] | None, grace: float) -> bool:
         return True
 
 
+def run_tool(
+    command: Sequence[str],
+    what: str,
+    error: type[Exception],
+    timeout: float,
+    *,
+    env: Mapping[str, str] | None = None,
+    tail_lines: int = 20,
+    keep: Callable[[str], bool] = bool,
+) -> subprocess.CompletedProcess[str]:
+    """Run a tool to its end (a build, a resolver, an admin client) and return what it printed;
+    ``error``, naming ``what`` and the last ``tail_lines`` of its output that ``keep`` takes,
+    when it runs over ``timeout`` seconds or exits other than 0."""
+
+    def tail(*outputs: str | bytes | None) -> str:
+        text = "".join(
+            o.decode(errors="replace") if isinstance(o, bytes) else o or "" for o in outputs
+        )
+        lines = [line for line in text.splitlines() if keep(line)]
+        return ":\n" + "\n".join(lines[-tail_lines:]) if lines else ""
+
+    try:
+        result = subprocess.run(
+            list(command), capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
+    except subprocess.TimeoutExpired as expired:
+        raise error(
+            f"{what} did not finish in {timeout:.0f}s{tail(expired.stdout, expired.stderr)}"
+        ) from None
+    if result.returncode != 0:
+        raise error(f"{what} failed (exit {result.returncode}){tail(result.stdout, result.stderr)}")
+    return result
+
+
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+
+
 def thread_states(pid: int) -> list[str] | None:
     """The state letter of each thread of ``pid`` (``T``: stopped, ``Z``: exited); None where
     /proc cannot say."""

@@ -1,10 +1,24 @@
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 
-/** What the admin tools beside it print: an error with its causes, and JSON strings. */
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+
+/** What the admin tools beside it share: their client, and what they print (an error with its
+ * causes, JSON strings). */
 final class AdminText {
     private AdminText() {
+    }
+
+    /** An admin client of {@code bootstrap} whose every call gives up after {@code timeoutMs}. */
+    static Admin connect(String bootstrap, int timeoutMs) {
+        Properties config = new Properties();
+        config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, timeoutMs);
+        config.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs);
+        return Admin.create(config);
     }
 
     /** The error and its causes, without the ExecutionException wrapper of admin futures. */

@@ -5,14 +5,12 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
@@ -50,12 +48,8 @@ public final class ShareAdmin {
                 + " | describe BOOTSTRAP GROUP TOPIC | watch BOOTSTRAP GROUP TOPIC INTERVAL_MS");
             System.exit(2);
         }
-        Properties config = new Properties();
-        config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[1]);
-        config.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
-        config.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
         int status = 0;
-        try (Admin admin = Admin.create(config)) {
+        try (Admin admin = AdminText.connect(args[1], TIMEOUT_MS)) {
             switch (args[0]) {
                 case "configure" -> System.out.println(configure(admin, args[2],
                     List.of(args).subList(3, args.length)));

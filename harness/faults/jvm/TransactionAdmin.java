@@ -4,7 +4,6 @@ import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -12,7 +11,6 @@ import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.AbortTransactionSpec;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeProducersOptions;
 import org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerState;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
@@ -61,14 +59,10 @@ public final class TransactionAdmin {
                 + " | abort BOOTSTRAP TOPIC PARTITION [IDLE_MS]");
             System.exit(2);
         }
-        Properties config = new Properties();
-        config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[1]);
-        config.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
-        config.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
         Admin admin = null;
         int status = 0;
         try {
-            admin = Admin.create(config);
+            admin = AdminText.connect(args[1], TIMEOUT_MS);
             System.out.println(describe
                 ? describe(admin, args[2])
                 : abort(admin, new TopicPartition(args[2], Integer.parseInt(args[3])),

@@ -117,6 +117,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--families", default=None, help="explore: fault families to draw from (default: explore's)"
     )
+    parser.add_argument(
+        "--search",
+        default="aimed,random",
+        help="explore: the searches each service is explored with, comma separated (default: "
+        "aimed,random, one after the other on the same seed)",
+    )
     args = parser.parse_intermixed_args(argv)  # stability's incidents may follow its options
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     for noisy in ("kafka_replay.librdkafka", "kafka_replay.workload"):  # routine client retries

@@ -1,11 +1,13 @@
 """Exploration: services with a known defect, and one without, each explored on a budget.
 
-For each service: whether a finding came, how long it took, how many plays, the drawn and
-shrunk sizes, and the written definition replayed ``--times`` times (its vulnerable profile,
-which must reproduce). The correct exactly-once service must give no finding; the number of
-schedules it survived is printed.
+For each service and each search (aimed, then random, on the same seed): whether a finding
+came, the plays and seconds until a play first broke the service and until the finding was
+written, the drawn and shrunk sizes, the written definition replayed ``--times`` times (its
+vulnerable profile, which must reproduce), and a play's mean seconds. The correct exactly-once
+service must give no finding; the number of schedules it survived is printed.
 
-    ./dev bench explore [--budget-s 900] [--times 3] [--jobs 2] [--families NAMES] [SERVICE ...]
+    ./dev bench explore [--budget-s 900] [--times 5] [--jobs 2] [--families NAMES]
+        [--search aimed,random] [SERVICE ...]
 """
 
 from __future__ import annotations
@@ -53,32 +55,45 @@ def run(args: argparse.Namespace) -> None:
         raise SystemExit(
             f"explore: no service {', '.join(sorted(unknown))}; of {', '.join(SERVICES)}"
         )
+    searches = [search.strip() for search in args.search.split(",") if search.strip()]
     rows = []
     for name in chosen:
-        app, guarantee, seed = SERVICES[name]
-        out = Path(tempfile.mkdtemp(prefix=f"explore-{name}-"))
-        load = os.getloadavg()[0]
-        started = time.monotonic()
-        result = explore(
-            app, guarantee, budget_s=args.budget_s, seed=seed, out=out, jobs=args.jobs,
-            families=args.families,
-            progress=lambda line, n=name: print(f"[{n}] {line}", flush=True),
-        )  # fmt: skip
-        spent = time.monotonic() - started
-        if result.findings:
-            finding = result.findings[0]
-            replayed = _replays(out, finding.path.stem, args.times)
-            rows.append(
-                f"| {name} | {guarantee} | {finding.kind} | {finding.found_s:.0f} s | "
-                f"{len(result.tried)} | {len(finding.drawn.faults)} -> {len(finding.shrunk.faults)}"
-                f" | {replayed}/{args.times} | {spent:.0f} s | {load:.1f} |"
-            )
-        else:
-            rows.append(
-                f"| {name} | {guarantee} | none in {result.schedules} schedules | - | "
-                f"{len(result.tried)} | - | - | {spent:.0f} s | {load:.1f} |"
-            )
-    print("| service | guarantee | finding | found after | plays | faults drawn -> shrunk | "
-          "replays reproduced | time | load |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+        for search in searches:
+            rows.append(_explored(name, search, args))
+    print("| service | guarantee | search | finding | plays to the first break | seconds to it | "
+          "found after | plays | faults drawn -> shrunk | replays reproduced | mean play | "
+          "time | load |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+
+
+def _explored(name: str, search: str, args: argparse.Namespace) -> str:
+    """One exploration of service ``name`` with ``search``: its row."""
+    app, guarantee, seed = SERVICES[name]
+    out = Path(tempfile.mkdtemp(prefix=f"explore-{name}-{search}-"))
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    result = explore(
+        app, guarantee, budget_s=args.budget_s, seed=seed, out=out, jobs=args.jobs,
+        families=args.families, search=search,
+        progress=lambda line: print(f"[{name} {search}] {line}", flush=True),
+    )  # fmt: skip
+    spent = time.monotonic() - started
+    yours = [t for t in result.tried if t.service == "yours"]
+    broke = next((i for i, t in enumerate(yours) if t.kinds), None)
+    first = "-" if broke is None else str(broke + 1)
+    to_it = "-" if broke is None else f"{yours[broke].at_s:.0f} s"
+    mean = sum(t.seconds for t in result.tried) / max(1, len(result.tried))
+    tail = f"{mean:.1f} s | {spent:.0f} s | {load:.1f} |"
+    if not result.findings:
+        return (
+            f"| {name} | {guarantee} | {search} | none in {result.schedules} schedules | {first} "
+            f"| {to_it} | - | {len(result.tried)} | - | - | {tail}"
+        )
+    finding = result.findings[0]
+    replayed = _replays(out, finding.path.stem, args.times)
+    return (
+        f"| {name} | {guarantee} | {search} | {finding.kind} | {first} | {to_it} | "
+        f"{finding.found_s:.0f} s | {len(result.tried)} | {len(finding.drawn.faults)} -> "
+        f"{len(finding.shrunk.faults)} | {replayed}/{args.times} | {tail}"
+    )

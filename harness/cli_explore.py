@@ -14,6 +14,7 @@ from typing import Any
 from rich.markup import escape
 
 from kafka_replay.console import make_console
+from kafka_replay.exploring.explorer import SEARCHES
 from kafka_replay.exploring.schedule import RECORDS
 from kafka_replay.replay.settings import OPTIONS, RUN, RunSettings, add_path_option, add_to_parser
 
@@ -96,6 +97,13 @@ def add_explore_command(commands: Any) -> None:
         "--findings", type=int, default=1, metavar="N", help="stop after N findings (default 1)"
     )
     explore.add_argument(
+        "--search",
+        choices=SEARCHES,
+        default="aimed",
+        help="aimed (default): a play without faults first, then schedules aimed at the moments "
+        "its history shows your app exposed, then drawn at random; random: drawn from the start",
+    )
+    explore.add_argument(
         "--records",
         type=int,
         default=RECORDS,
@@ -143,6 +151,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         families=args.families,
         out=args.out,
         findings=args.findings,
+        search=args.search,
         records=args.records,
         ordered=args.ordered,
         jobs=args.jobs,

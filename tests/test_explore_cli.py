@@ -1,7 +1,8 @@
 """``kafka-replay explore`` end to end on real Kafka: a service written from the contract alone
-with a defect (``auto.offset.reset = latest``) is found broken under drawn partition growth,
-in two lanes, the finding confirmed, checked against the reference service, shrunk, written as
-a definition, and that definition replays it; bad input is one ``error:`` line."""
+with a defect (it commits each batch before writing its results) is played once without
+faults, the fault aimed at the window that play shows (a commit ahead of its writes) breaks it
+five times of five in two lanes, the reference service survives it, the finding is shrunk and
+written as a definition, and that definition replays it; bad input is one ``error:`` line."""
 
 from __future__ import annotations
 
@@ -13,46 +14,36 @@ from pathlib import Path
 import pytest
 
 from kafka_replay.definitions.definition import load_incident
-from kafka_replay.exploring.families import choose_families
-from kafka_replay.exploring.schedule import draw
 from tests.test_catalog_cli import kafka_replay
 
-LATEST_START = f"{sys.executable} -m tests.apps.flawed latest-start"
-#: Its first schedule over the partitions family is one fault: the input topic grown mid-stream.
+COMMIT_FIRST = f"{sys.executable} -m tests.apps.flawed commit-first"
 SEED, RECORDS = 26, 800
 
 
-def test_the_seed_draws_one_partition_growth_first() -> None:
-    (fault,) = draw(SEED, 0, choose_families("partitions"), RECORDS).faults
-    assert fault.steps[0]["do"] == "add_partitions"
-
-
-def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> None:
+def test_a_commit_first_loss_is_found_where_the_service_is_exposed(tmp_path: Path) -> None:
     out = tmp_path / "found"
     explored = subprocess.run(
         kafka_replay(
-            "explore", "--app", LATEST_START, "--guarantee", "at-least-once",
-            "--families", "partitions", "--seed", str(SEED), "--records", str(RECORDS),
+            "explore", "--app", COMMIT_FIRST, "--guarantee", "at-least-once",
+            "--families", "requests", "--seed", str(SEED), "--records", str(RECORDS),
             "--budget", "8m", "--jobs", "2", "--out", str(out),
         ),
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     said = explored.stdout + explored.stderr
     assert explored.returncode == 1, said
-    assert "reference: at-least-once held" in said, said
+    assert "windows of exposure: " in said and "commit ahead of writes x" in said, said
+    assert "lost in 5 of 5 plays" in said and "reference: at-least-once held" in said, said
     (written,) = out.glob("*.toml")
-    # two schedules are drawn at once and either may be the one found first: both grow the topic
-    assert re.fullmatch(rf"lost-{SEED}-[01]\.toml", written.name), written.name
+    assert re.fullmatch(rf"lost-{SEED}-\d+\.toml", written.name), written.name
     finding = load_incident(written)
     assert [str(c) for c in finding.signature] == ["inputs_lost_in_worst_place >= 1"]
-    faults = [
-        s
-        for s in finding.steps
-        if s.do not in ("start_apps", "idle", "produce", "wait_acks", "wait_produced", "drain")
-    ]
-    assert [s.do for s in faults] == ["add_partitions"], said  # no fault alone loses nothing
+    assert "aimed at commit ahead of writes" in finding.title, finding.title
+    (fault,) = [s for s in finding.steps if s.do == "kafka_fault"]
+    assert (fault.options["api"], fault.options["action"]) == ("OffsetCommit", "kill_sender")
     report = (out / "explore.md").read_text()
     assert f"## lost: `{written.name}`" in report and "| reference |" in report
+    assert "aimed at commit ahead of writes" in report
 
     replayed = subprocess.run(
         kafka_replay("run", "--incidents", str(out), written.stem, "--profile", "vulnerable"),
@@ -70,12 +61,12 @@ def test_a_latest_start_loss_is_found_shrunk_and_handed_over(tmp_path: Path) -> 
          "explore takes one service, given alone"),
         (["--app", "no-such-service --fast", "--guarantee", "at-least-once"],
          "'no-such-service' was not found"),
-        (["--app", LATEST_START], "--guarantee is required"),
-        (["--app", LATEST_START, "--guarantee", "at-least-once", "--families", "disks"],
+        (["--app", COMMIT_FIRST], "--guarantee is required"),
+        (["--app", COMMIT_FIRST, "--guarantee", "at-least-once", "--families", "disks"],
          "unknown family disks"),
-        (["--app", LATEST_START, "--guarantee", "at-least-once", "--records", "5"],
+        (["--app", COMMIT_FIRST, "--guarantee", "at-least-once", "--records", "5"],
          "--records must be 100 or more"),
-        (["--app", LATEST_START, "--guarantee", "at-least-once", "--expect",
+        (["--app", COMMIT_FIRST, "--guarantee", "at-least-once", "--expect",
           str(Path(__file__).parent / "data" / "expect-unknown-dead-letter.toml")],
          "expect-unknown-dead-letter.toml: expect.dead_letter"),
     ],

@@ -26,9 +26,9 @@ APP = "{python} -m tests.apps.flawed commit-first"
 
 def test_the_same_seed_draws_the_same_schedules() -> None:
     families = choose_families(None)
-    first = [draw(11, i, families) for i in range(20)]
-    assert first == [draw(11, i, families) for i in range(20)]
-    assert first != [draw(12, i, families) for i in range(20)]
+    first = [draw(11, i, families) for i in range(40)]
+    assert first == [draw(11, i, families) for i in range(40)]
+    assert first != [draw(12, i, families) for i in range(40)]
     assert {f.family for s in first for f in s.faults} == {f.name for f in families}
     assert "retention" in FAMILIES and "retention" not in {f.name for f in families}
 
@@ -162,6 +162,13 @@ def test_shrinking_keeps_only_the_fault_that_breaks_and_makes_it_simpler() -> No
     assert kill.after_acks > 300  # a later start broke it as well
 
 
+def test_a_fault_aimed_at_a_window_keeps_its_start_when_made_simpler() -> None:
+    aimed = Fault("requests", 150, ({"do": "kafka_fault", "count": 3},), "commit ahead of writes")
+    simpler = list(simpler_faults(aimed))
+    assert [f.steps[0]["count"] for f in simpler] == [1]
+    assert all(f.after_acks == 150 and f.aim == aimed.aim for f in simpler)
+
+
 def test_shrinking_keeps_faults_that_only_break_together() -> None:
     faults = (_fault("a", 100), _fault("b", 200), _fault("c", 300))
 
@@ -177,22 +184,52 @@ def test_shrinking_stops_when_the_time_is_up() -> None:
     assert shrink(faults, lambda c: True, simpler_faults, out_of_time=lambda: True) == faults
 
 
+#: What a scripted play's anomaly shows as, in the symptoms a finding's signature names.
+SHOWN_AS = {
+    "lost": ("inputs_lost_in_worst_place", None),
+    "misrouted": ("inputs_misrouted", None),
+    "duplicate": ("reprocessed", None),
+    "reordered": ("reordered", None),
+    "unseen_at_deadline": ("backlog_drained", False),
+}
+
+
 def _outcome(anomalies: dict[str, int], **symptoms: object) -> Outcome:
+    """A played run's outcome with these anomalies, each also in the symptom that shows it."""
+    shown = {
+        SHOWN_AS[name][0]: count if SHOWN_AS[name][1] is None else SHOWN_AS[name][1]
+        for name, count in anomalies.items()
+    }
     return Outcome("x", "vulnerable", "app", "at-least-once", "", False, None, anomalies,
-                   dict(symptoms), 1.0, "")  # fmt: skip
+                   {**shown, **symptoms}, 1.0, "")  # fmt: skip
+
+
+def _symptoms(**measured: object) -> Outcome:
+    return Outcome("x", "vulnerable", "app", "at-least-once", "", False, None, {},
+                   dict(measured), 1.0, "")  # fmt: skip
 
 
 def test_what_breaks_a_guarantee() -> None:
-    assert kinds_of(_outcome({"lost": 2}), "at-least-once", False) == {"lost"}
-    assert kinds_of(_outcome({"misrouted": 1}), "at-least-once", False) == {"misrouted"}
-    assert kinds_of(_outcome({"duplicate": 3}), "at-least-once", False) == set()
-    assert kinds_of(_outcome({"duplicate": 3}), "exactly-once", False) == {"duplicated"}
-    assert kinds_of(_outcome({"reordered": 1}), "exactly-once", False) == set()
-    assert kinds_of(_outcome({"reordered": 1}), "exactly-once", True) == {"reordered"}
-    assert kinds_of(_outcome({}, backlog_drained=False), "at-least-once", False) == {"not drained"}
-    assert (
-        kinds_of(_outcome({}, backlog_drained=True, crash_loops=0), "exactly-once", True) == set()
-    )
+    """A play broke what the signature its finding would carry says: the same test as the
+    written definition's, so a finding shows again when it is replayed."""
+    lost, misrouted = _symptoms(inputs_lost_in_worst_place=2), _symptoms(inputs_misrouted=1)
+    assert kinds_of(lost, "at-least-once", False) == {"lost"}
+    assert kinds_of(misrouted, "at-least-once", False) == {"misrouted"}
+    assert kinds_of(_symptoms(reprocessed=3), "at-least-once", False) == set()
+    assert kinds_of(_symptoms(reprocessed=3), "exactly-once", False) == {"duplicated"}
+    assert kinds_of(_symptoms(reordered=1), "exactly-once", False) == set()
+    assert kinds_of(_symptoms(reordered=1), "exactly-once", True) == {"reordered"}
+    assert kinds_of(_symptoms(backlog_drained=False), "at-least-once", False) == {"not drained"}
+    assert kinds_of(_symptoms(backlog_drained=True), "exactly-once", True) == set()
+
+
+def test_what_the_signature_would_not_show_is_not_a_finding() -> None:
+    """Inputs the checker counts as unseen or lost somewhere, with the signature's symptoms not
+    holding (the backlog drained, none lost in the place the gate judged), break nothing: a
+    definition written from them would not reproduce."""
+    outcome = _symptoms(backlog_drained=True, inputs_lost_in_worst_place=0)
+    outcome.anomalies = {"unseen_at_deadline": 4, "lost": 2}
+    assert kinds_of(outcome, "at-least-once", False) == set()
 
 
 class ScriptedPlayer:
@@ -231,22 +268,22 @@ class ScriptedPlayer:
         pass
 
 
-def _explorer(player: ScriptedPlayer, tmp_path: Path) -> Explorer:
+def _explorer(player: ScriptedPlayer, tmp_path: Path, search: str = "random") -> Explorer:
     return Explorer(
-        player, app=APP, guarantee="at-least-once", families=choose_families("app"), seed=5,
-        budget_s=600, out_dir=tmp_path / "out", work_dir=tmp_path / "work",
-        progress=lambda line: None,
+        player, app=APP, guarantee="at-least-once", families=choose_families("app,requests"),
+        seed=5, budget_s=600, out_dir=tmp_path / "out", work_dir=tmp_path / "work",
+        search=search, progress=lambda line: None,
     )  # fmt: skip
 
 
 def test_a_finding_is_kept_when_it_comes_back_and_the_reference_survives(tmp_path: Path) -> None:
     lost = {"lost": 3}
-    # drawn, missed once, back; the reference holds; then each shrinking candidate misses
-    player = ScriptedPlayer([lost, {}, lost], reference={})
+    # drawn and broken in all five plays; the reference holds; each shrinking candidate misses
+    player = ScriptedPlayer([lost] * 5, reference={})
     result = _explorer(player, tmp_path).explore()
     (finding,) = result.findings
     assert finding.kind == "lost" and finding.shrunk == finding.drawn
-    assert player.played[:5] == ["vulnerable"] * 3 + ["remediated"] * 2
+    assert player.played[:7] == ["vulnerable"] * 5 + ["remediated"] * 2
     written = load_incident(finding.path)
     assert [str(c) for c in written.signature] == ["inputs_lost_in_worst_place >= 1"]
 
@@ -255,20 +292,36 @@ def test_a_smaller_schedule_must_break_the_service_every_time_it_is_played(
     tmp_path: Path,
 ) -> None:
     lost = {"lost": 3}
-    # drawn and confirmed; the reference holds; the first candidate breaks it one play in two
-    # (taken under 2 of 3, with its third play lost): it is not taken, nor any after it
-    player = ScriptedPlayer([lost, lost, lost, {}, lost], reference={})
+    # broken five times of five; the reference holds; the first candidate breaks it one play in
+    # two: it is not taken, nor any after it
+    player = ScriptedPlayer([lost] * 5 + [lost, {}, lost], reference={})
     result = _explorer(player, tmp_path).explore()
     (finding,) = result.findings
     assert finding.shrunk == finding.drawn
-    assert player.played[:6] == ["vulnerable"] * 2 + ["remediated"] * 2 + ["vulnerable"] * 2
+    assert player.played[:9] == ["vulnerable"] * 5 + ["remediated"] * 2 + ["vulnerable"] * 2
+
+
+def test_a_schedule_that_breaks_the_service_now_and_then_is_intermittent_not_written(
+    tmp_path: Path,
+) -> None:
+    lost = {"lost": 3}
+    player = ScriptedPlayer([lost, {}, lost, {}, lost], reference={})
+    explorer = _explorer(player, tmp_path)
+    explorer.out_of_time = lambda: len(player.played) >= 5  # type: ignore[method-assign]
+    result = explorer.explore()
+    assert not result.findings and player.played == ["vulnerable"] * 5
+    (intermittent,) = result.intermittent
+    assert (intermittent.kind, intermittent.broke, intermittent.plays) == ("lost", 3, 5)
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.toml"))
+    report = write_report(result, 600, tmp_path / "out").read_text()
+    assert f"- {intermittent.schedule}: lost in 3 of 5 plays; " in report
 
 
 def test_a_schedule_the_reference_service_breaks_too_is_set_apart(tmp_path: Path) -> None:
     lost = {"lost": 3}
-    player = ScriptedPlayer([lost, lost], reference={"lost": 1})
+    player = ScriptedPlayer([lost] * 5, reference={"lost": 1})
     explorer = _explorer(player, tmp_path)
-    explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
+    explorer.out_of_time = lambda: len(player.played) >= 7  # type: ignore[method-assign]
     result = explorer.explore()
     assert not result.findings and result.apart == ["explored-5-0"]
 
@@ -277,19 +330,19 @@ def test_a_schedule_the_reference_service_breaks_now_and_then_is_set_apart(
     tmp_path: Path,
 ) -> None:
     lost = {"lost": 3}
-    player = ScriptedPlayer([lost, lost], reference=[{}, {"lost": 1}])
+    player = ScriptedPlayer([lost] * 5, reference=[{}, {"lost": 1}])
     explorer = _explorer(player, tmp_path)
-    explorer.out_of_time = lambda: len(player.played) >= 4  # type: ignore[method-assign]
+    explorer.out_of_time = lambda: len(player.played) >= 7  # type: ignore[method-assign]
     result = explorer.explore()
     assert not result.findings and result.apart == ["explored-5-0"]
-    assert player.played == ["vulnerable"] * 2 + ["remediated"] * 2
+    assert player.played == ["vulnerable"] * 5 + ["remediated"] * 2
 
 
 def test_a_finding_whose_shrinking_the_budget_cut_says_so(tmp_path: Path) -> None:
     lost = {"lost": 3}
-    player = ScriptedPlayer([lost, lost], reference={})
+    player = ScriptedPlayer([lost] * 5, reference={})
     explorer = _explorer(player, tmp_path)
-    explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
+    explorer.out_of_time = lambda: len(player.played) >= 7  # type: ignore[method-assign]
     result = explorer.explore()
     (finding,) = result.findings
     assert finding.cut_short == "the budget ran out" and finding.shrunk == finding.drawn
@@ -306,15 +359,15 @@ def test_a_service_that_never_plays_stops_the_exploration(tmp_path: Path) -> Non
 
 def test_side_by_side_schedules_are_drawn_and_confirmed_in_rounds(tmp_path: Path) -> None:
     lost = {"lost": 3}
-    # two drawn at once, the second breaks; one more play confirms it (2 of 2 needed at once
-    # would be one too many); the reference twice at once; a shrinking candidate's round misses
-    player = ScriptedPlayer([{}, lost, lost], reference={}, jobs=2)
+    # two drawn at once, the second breaks; its four more plays two at a time; the reference
+    # twice at once; a shrinking candidate's round misses
+    player = ScriptedPlayer([{}] + [lost] * 5, reference={}, jobs=2)
     explorer = _explorer(player, tmp_path)
     result = explorer.explore()
     (finding,) = result.findings
     assert finding.drawn.index == 1
-    assert player.rounds[:3] == [2, 1, 2]
-    assert player.played[:5] == ["vulnerable"] * 3 + ["remediated"] * 2
+    assert player.rounds[:4] == [2, 2, 2, 2]
+    assert player.played[:8] == ["vulnerable"] * 6 + ["remediated"] * 2
 
 
 def test_the_html_report_escapes_and_groups_what_the_markdown_says() -> None:
@@ -340,9 +393,10 @@ def test_a_service_that_played_once_is_not_given_up_on(tmp_path: Path) -> None:
 def test_shrinking_begins_no_candidate_that_would_end_past_the_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each round of plays takes 100 s of a fake clock: with 600 s, the finding's draw,
-    confirmation and reference check take 400 s and its first candidate 200 s (two plays, one
-    at a time): a second one would end at 800 s, so shrinking stops at 600 s, cut short."""
+    """Each round of plays takes 100 s of a fake clock: with 800 s, the finding's draw and its
+    four more plays (one at a time) take 500 s, the reference's two plays 100 s and its first
+    candidate 200 s (two plays, one at a time): a second one would end at 1,000 s, so
+    shrinking stops at 800 s, cut short."""
     clock = [0.0]
     monkeypatch.setattr(explorer_module.time, "monotonic", lambda: clock[0])
 
@@ -355,9 +409,10 @@ def test_shrinking_begins_no_candidate_that_would_end_past_the_budget(
     player = Slow([lost] * 12, reference={})
     explorer = _explorer(player, tmp_path)
     explorer.result.started = clock[0]  # on the fake clock too
+    explorer.budget_s = 800.0
     result = explorer.explore()
     (finding,) = result.findings
-    assert clock[0] <= 600.0
+    assert clock[0] <= 800.0
     assert finding.cut_short == "the budget ran out"
 
 
@@ -431,9 +486,9 @@ def test_a_hangs_finding_says_what_the_service_was_doing_when_it_stopped(tmp_pat
                 outcome.run_dir, outcome.not_judged = str(run), "40 inputs not in the output"
             return outcome
 
-    player = Hanging([{"unseen_at_deadline": 40}] * 2, reference={})
+    player = Hanging([{"unseen_at_deadline": 40}] * 5, reference={})
     explorer = _explorer(player, tmp_path)
-    explorer.out_of_time = lambda: len(player.played) >= 4  # type: ignore[method-assign]
+    explorer.out_of_time = lambda: len(player.played) >= 7  # type: ignore[method-assign]
     (finding,) = explorer.explore().findings
     assert finding.kind == "not drained"
     report = write_report(explorer.result, 600, tmp_path / "out").read_text()

@@ -285,7 +285,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "replay": {"apps", "checker", "cluster", "definitions", "judging", "playing", "plugins",
                    "servers", "sinks"},
         # drawing, playing and shrinking schedules: over the engine
-        "exploring": {"definitions", "playing", "replay", "report", "servers"},
+        "exploring": {"definitions", "history", "playing", "replay", "report", "servers"},
         # the faces
         "cli": {"apps", "checker", "cli_capture", "cli_compare", "cli_explore", "cli_report",
                 "cluster", "console", "definitions", "history", "interrupts", "kafka_replay",

@@ -15,7 +15,7 @@ from kafka_replay.servers.reaper import leased_temp_dir
 
 from .explorer import KINDS, Exploration, ExploreError, Explorer
 from .families import choose_families
-from .findings import write_report
+from .findings import covered, write_report
 from .players import InLanes, InTurn, Player
 from .schedule import RECORDS, REFERENCE_APPS, definition_text, draw
 from .shape import check_shape, read_shape
@@ -36,6 +36,7 @@ def explore(
     jobs: int = 1,
     expect: Path | None = None,
     settings: RunSettings | None = None,
+    search: str = "aimed",
     progress: Callable[[str], None] = print,
 ) -> Exploration:
     """Search for a schedule of faults under which ``app`` breaks ``guarantee``; ``image``:
@@ -48,6 +49,8 @@ def explore(
     what runs share with ``kafka-replay run`` (the Kafka release and backend, client
     settings, a payload). ``expect``: an ``--expect`` file, what the service makes of each
     input where it is not once on the output (a dead-letter topic, inputs it drops).
+    ``search``: ``aimed`` (a play without faults first, schedules aimed at its windows of
+    exposure, then at random) or ``random``.
     """
     if guarantee not in REFERENCE_APPS:
         raise ValueError(f"guarantee is one of {', '.join(REFERENCE_APPS)}, got {guarantee!r}")
@@ -102,6 +105,7 @@ def explore(
             wanted=findings,
             records=records,
             service=service,
+            search=search,
             progress=progress,
         )
         try:
@@ -114,7 +118,7 @@ def explore(
             result.report = write_report(result, budget_s, out)
             progress(
                 f"{result.schedules} schedule(s), {len(result.tried)} play(s), "
-                f"{len(result.findings)} finding(s); report: {result.report}"
+                f"{len(result.findings)} finding(s); {covered(result)}; report: {result.report}"
             )
     return result
 

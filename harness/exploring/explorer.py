@@ -10,18 +10,32 @@ lanes, each keeping its brokers and Spark warm between plays.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 
+from kafka_replay.definitions.definition import parse_condition
+from kafka_replay.definitions.model import Condition
 from kafka_replay.report.outcome import Outcome
 
 from .families import Family
 from .players import Player
-from .schedule import RECORDS, Fault, Schedule, definition_text, draw, simpler_faults
+from .schedule import (
+    EARLIEST,
+    RECORDS,
+    Fault,
+    Schedule,
+    definition_text,
+    draw,
+    latest_ack,
+    simpler_faults,
+)
 from .shape import ServiceShape
 from .shrinking import shrink
 from .stalls import stall_account
+from .windows import aimed_faults, read_windows
 
 #: What breaks a service, the worst first, with the symptom that says so in a definition.
 KINDS: dict[str, tuple[str, str]] = {
@@ -31,8 +45,16 @@ KINDS: dict[str, tuple[str, str]] = {
     "reordered": ("reordered", ">= 1"),
     "not drained": ("backlog_drained", "== false"),
 }
-#: A finding must come back in this many of its plays.
-CONFIRM_PLAYS, CONFIRM_NEEDED = 3, 2
+#: A finding is written only when its schedule broke the service in every one of this many
+#: plays: one that breaks it less often is reported as intermittent, with its rate, never
+#: handed over as a test that passes by chance.
+REPLAYS = 5
+#: A smaller schedule tried while shrinking must break the service in each of this many plays
+#: (the first miss rejects it); the one shrinking ends with is played up to ``REPLAYS``.
+CANDIDATE_PLAYS = 2
+#: How schedules are found: aimed at the windows of exposure of a first play without faults,
+#: then drawn at random (``aimed``); or drawn at random from the start.
+SEARCHES = ("aimed", "random")
 #: The reference service must hold in every one of this many plays of a finding's schedule
 #: (side by side with ``--jobs 2``): played once, it once held by chance under a schedule that
 #: stalls it one play in two, and the correct service was "found" stalling.
@@ -47,28 +69,28 @@ class ExploreError(ValueError):
 
 
 def kinds_of(outcome: Outcome, guarantee: str, ordered: bool) -> set[str]:
-    """What a played run says broke: lost, misrouted (not in the place ``[expect]`` gives them)
-    or (under exactly-once) duplicated inputs, results out of their keys' order (when order is
-    promised), a backlog never drained.
+    """What a played run says broke: each kind whose finding's signature (``KINDS``) holds of
+    the run's symptoms, so that a finding written from a play shows again when its definition
+    is replayed. Lost, misrouted (not in the place ``[expect]`` gives them) or (under
+    exactly-once) duplicated inputs, results out of their keys' order (when order is promised),
+    a backlog never drained.
 
     Not a crash loop by itself: the supervisor counts the harness's own kills toward one, as a
     deployment counts every exit, so drawn kills make one of any service, the reference's too.
     A service that loops on its own leaves its backlog undrained, which is the finding."""
-    found = set()
-    if outcome.anomalies.get("lost", 0):
-        found.add("lost")
-    if outcome.anomalies.get("misrouted", 0):
-        found.add("misrouted")
-    if guarantee == "exactly-once" and outcome.anomalies.get("duplicate", 0):
-        found.add("duplicated")
-    if ordered and outcome.anomalies.get("reordered", 0):
-        found.add("reordered")
-    unseen = ("unseen_at_deadline", "behind_open_transaction")
-    if outcome.symptoms.get("backlog_drained") is False or any(
-        outcome.anomalies.get(name, 0) for name in unseen
-    ):
-        found.add("not drained")
-    return found
+    return {
+        kind
+        for kind in KINDS
+        if (kind != "duplicated" or guarantee == "exactly-once")
+        and (kind != "reordered" or ordered)
+        and _condition(kind).holds(outcome.symptoms.get(KINDS[kind][0])) is True
+    }
+
+
+@cache
+def _condition(kind: str) -> Condition:
+    symptom, text = KINDS[kind]
+    return parse_condition(Path(__file__), f"KINDS[{kind!r}]", symptom, text, {symptom})
 
 
 @dataclass
@@ -81,6 +103,21 @@ class Tried:
     kinds: list[str]
     error: str | None
     seconds: float
+    #: The window of exposure its faults were aimed at; empty: drawn at random.
+    aim: str = ""
+    #: Seconds from the exploration's start until it ended.
+    at_s: float = 0.0
+
+
+@dataclass
+class Intermittent:
+    """A schedule that broke the service in some of its plays, not all: reported, not written."""
+
+    schedule: str
+    kind: str
+    broke: int
+    plays: int
+    timeline: list[str]
 
 
 @dataclass
@@ -104,8 +141,12 @@ class Exploration:
     seed: int
     tried: list[Tried] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    #: Schedules whose failure did not come back 2 of 3 times.
-    unconfirmed: list[str] = field(default_factory=list)
+    #: Schedules that broke the service in fewer than ``REPLAYS`` of their plays.
+    intermittent: list[Intermittent] = field(default_factory=list)
+    #: How the schedules were found (``SEARCHES``), and the windows of exposure of the first
+    #: play without faults, by kind (aimed search).
+    search: str = "aimed"
+    windows: dict[str, int] = field(default_factory=dict)
     #: Schedules the reference service did not survive either: Kafka's or the harness's.
     apart: list[str] = field(default_factory=list)
     schedules: int = 0
@@ -133,14 +174,19 @@ class Explorer:
         wanted: int = 1,
         records: int = RECORDS,
         service: ServiceShape | None = None,
+        search: str = "aimed",
         progress: Callable[[str], None] = print,
     ) -> None:
+        if search not in SEARCHES:
+            raise ExploreError(f"--search is one of {', '.join(SEARCHES)}, got {search!r}")
         self.player, self.app, self.guarantee, self.image = player, app, guarantee, image
         self.service = service
         self.families, self.budget_s = families, budget_s
         self.ordered, self.wanted, self.records = ordered, wanted, records
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
-        self.result = Exploration(seed)
+        self.result = Exploration(seed, search=search)
+        #: Aimed schedules still to play (aimed search), made from the first play's windows.
+        self._aimed: list[Schedule] | None = [] if search == "random" else None
         self._plays = 0
         #: Each schedule's (name and timeline) account of its last play that did not drain.
         self._stalls: dict[tuple[str, tuple[str, ...]], list[str]] = {}
@@ -155,16 +201,63 @@ class Explorer:
         return time.monotonic() - self.result.started + seconds > self.budget_s
 
     def explore(self) -> Exploration:
-        """Draw and play schedules until the budget is spent; the result, as far as it got.
+        """Play schedules until the budget is spent; the result, as far as it got.
 
-        As many schedules are drawn at a time as the player plays side by side."""
+        Aimed search plays the workload without faults first and aims a schedule at each of
+        its windows of exposure; those are played first, then schedules drawn at random. As
+        many are played at a time as the player plays side by side."""
         while not self.out_of_time() and len(self.result.findings) < self.wanted:
-            drawn = [self._draw() for _ in range(self.player.jobs)]
+            if self._aimed is None:
+                self._aimed = self._aim()
+                continue
+            drawn = [self._next() for _ in range(self.player.jobs)]
             found = self.play_all([(schedule, "vulnerable", None) for schedule in drawn])
             for schedule, kinds in zip(drawn, found, strict=True):
                 if kinds and len(self.result.findings) < self.wanted:
                     self._follow(schedule, next(k for k in KINDS if k in kinds))
         return self.result
+
+    def _aim(self) -> list[Schedule]:
+        """Play the workload without faults, and aim a schedule at each window of exposure
+        its history shows, of the families drawn from."""
+        index = self.result.schedules
+        layout = draw(
+            self.result.seed, index, self.families, self.records, self._transactional
+        ).layout
+        baseline = Schedule(self.result.seed, index, layout, ())
+        self.result.schedules += 1
+        self.progress(f"schedule {index}: no fault, to find where the service is exposed")
+        ((kinds, outcome),) = self._play_outcomes([(baseline, "vulnerable", None)])
+        if kinds:
+            self._follow(baseline, next(k for k in KINDS if k in kinds))
+        run_dir = Path(outcome.run_dir) if outcome.run_dir and not outcome.error else None
+        found = read_windows(run_dir) if run_dir is not None else []
+        self.result.windows = dict(Counter(w.kind for w in found))
+        drawn_from = {family.name for family in self.families}
+        earliest, latest = int(self.records * EARLIEST), latest_ack(self.records)
+        aimed = []
+        for window, family, steps in aimed_faults(found, layout, self.guarantee, earliest, latest):
+            if family in drawn_from:
+                fault = Fault(family, window.acks, steps, window.describe())
+                aimed.append(Schedule(self.result.seed, self.result.schedules, layout, (fault,)))
+                self.result.schedules += 1
+        windows = ", ".join(f"{kind} x{n}" for kind, n in self.result.windows.items())
+        self.progress(
+            f"  windows of exposure: {windows or 'none'}; {len(aimed)} schedule(s) aimed at them"
+        )
+        return aimed
+
+    @property
+    def _transactional(self) -> bool:
+        return self.guarantee == "exactly-once"
+
+    def _next(self) -> Schedule:
+        """The next aimed schedule, else one drawn at random."""
+        if self._aimed:
+            schedule = self._aimed.pop(0)
+            self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
+            return schedule
+        return self._draw()
 
     def _draw(self) -> Schedule:
         schedule = draw(
@@ -172,28 +265,35 @@ class Explorer:
             self.result.schedules,
             self.families,
             self.records,
-            transactional=self.guarantee == "exactly-once",
+            transactional=self._transactional,
         )
         self.result.schedules += 1
         self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
         return schedule
 
     def _follow(self, schedule: Schedule, kind: str) -> None:
-        """Confirm a schedule that broke the service, check it is fair, shrink and keep it."""
-        if not self.confirmed(schedule, kind, already=1):
-            self.result.unconfirmed.append(schedule.name)
-            self.progress(f"  {schedule.name}: {kind} did not come back: not kept")
+        """Replay a schedule that broke the service, check it is fair, shrink and keep it."""
+        broke = self.replayed(schedule, kind, already=1)
+        if broke < REPLAYS:
+            self.result.intermittent.append(
+                Intermittent(schedule.name, kind, broke, REPLAYS, schedule.timeline())
+            )
+            self.progress(
+                f"  {schedule.name}: {kind} in {broke} of {REPLAYS} plays: intermittent, not "
+                "written"
+            )
             return
         if self.reference_breaks(schedule):
             self.result.apart.append(schedule.name)
             return
-        self.progress(f"  {kind}, confirmed; shrinking {len(schedule.faults)} fault(s)")
-        smallest = [schedule]  # the smallest confirmed so far: kept on Ctrl-C as well
+        self.progress(
+            f"  {kind} in {REPLAYS} of {REPLAYS} plays; shrinking {len(schedule.faults)} fault(s)"
+        )
         cut_short: list[str] = []
         try:
-            shrunk = self._shrunk(kind, schedule, smallest, cut_short)
+            shrunk = self._shrunk(kind, schedule, cut_short)
         except KeyboardInterrupt:
-            self._keep(kind, schedule, smallest[-1], "interrupted")
+            self._keep(kind, schedule, schedule, "interrupted")
             raise
         self._keep(kind, schedule, shrunk, cut_short[0] if cut_short else None)
 
@@ -204,6 +304,11 @@ class Explorer:
     def play_all(self, plays: Sequence[tuple[Schedule, str, str | None]]) -> list[set[str]]:
         """Real runs of each ``(schedule, profile, kind looked for)``, side by side as the
         player can; what broke in each."""
+        return [kinds for kinds, _ in self._play_outcomes(plays)]
+
+    def _play_outcomes(
+        self, plays: Sequence[tuple[Schedule, str, str | None]]
+    ) -> list[tuple[set[str], Outcome]]:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         given = []
         for schedule, profile, kind in plays:
@@ -241,6 +346,8 @@ class Explorer:
                     sorted(found),
                     outcome.error,
                     round(outcome.duration_s, 1),
+                    ", ".join(fault.aim for fault in schedule.faults if fault.aim),
+                    round(time.monotonic() - self.result.started, 1),
                 )
             )
             said = ", ".join(sorted(found)) or (
@@ -254,7 +361,7 @@ class Explorer:
         if len(plays) > 1:
             how = "side by side" if self.player.jobs > 1 else "one after the other"
             self.progress(f"  {len(plays)} plays {how} in {seconds:.0f} s")
-        return found_each
+        return list(zip(found_each, outcomes, strict=True))
 
     def _give_up_after(self, service: str, error: str | None) -> None:
         """Stop when the service's first plays all failed to play: once it has played, a play
@@ -270,26 +377,29 @@ class Explorer:
                 f"time: {error}"
             )
 
-    def confirmed(
-        self, schedule: Schedule, kind: str, already: int = 0, every_time: bool = False
-    ) -> bool:
-        """Whether ``kind`` comes back in 2 of 3 plays (``already``: plays that showed it),
-        playing as many at once as may still be needed and the player plays side by side.
-
-        ``every_time``: in each of 2 plays, the first miss rejecting the schedule (a shrinking
-        candidate: a smaller schedule that breaks the service only now and then would hand
-        over a definition that replays now and then, and a smaller finding missed costs less
-        than a play).
-        """
-        hits, plays = already, already
-        while hits < CONFIRM_NEEDED and hits + CONFIRM_PLAYS - plays >= CONFIRM_NEEDED:
-            at_once = min(self.player.jobs, CONFIRM_NEEDED - hits)
+    def replayed(self, schedule: Schedule, kind: str, already: int = 0) -> int:
+        """In how many of ``REPLAYS`` plays ``schedule`` breaks the service with ``kind``
+        (``already``: plays of it that did), as many at once as the player plays side by side:
+        every play is made, so that a schedule that breaks it now and then has its rate."""
+        broke, plays = already, already
+        while plays < REPLAYS:
+            at_once = min(self.player.jobs, REPLAYS - plays)
             found = self.play_all([(schedule, "vulnerable", kind)] * at_once)
-            got = sum(kind in kinds for kinds in found)
-            if every_time and got < at_once:
+            broke, plays = broke + sum(kind in kinds for kinds in found), plays + at_once
+        return broke
+
+    def breaks_every_time(self, schedule: Schedule, kind: str) -> bool:
+        """Whether ``kind`` comes back in each of ``CANDIDATE_PLAYS`` plays, the first miss
+        rejecting the schedule (a shrinking candidate: a smaller finding missed costs less than
+        a play)."""
+        plays = 0
+        while plays < CANDIDATE_PLAYS:
+            at_once = min(self.player.jobs, CANDIDATE_PLAYS - plays)
+            found = self.play_all([(schedule, "vulnerable", kind)] * at_once)
+            if not all(kind in kinds for kinds in found):
                 return False
-            hits, plays = hits + got, plays + at_once
-        return hits >= CONFIRM_NEEDED
+            plays += at_once
+        return True
 
     def reference_breaks(self, schedule: Schedule) -> bool:
         """Whether the catalog's correct service for the guarantee breaks under ``schedule`` in
@@ -304,9 +414,9 @@ class Explorer:
             )
         return bool(found)
 
-    def _shrunk(
-        self, kind: str, schedule: Schedule, smallest: list[Schedule], cut_short: list[str]
-    ) -> Schedule:
+    def _shrunk(self, kind: str, schedule: Schedule, cut_short: list[str]) -> Schedule:
+        """The smallest schedule that still breaks the service every time it is played: the
+        drawn one where none smaller replays ``REPLAYS`` of ``REPLAYS``."""
         longest_s = 0.0  # the longest a candidate took: what the next one may take
 
         def still_fails(faults: tuple[Fault, ...]) -> bool:
@@ -315,10 +425,7 @@ class Explorer:
             self.progress("  trying " + ("; ".join(candidate.timeline()) or "no fault"))
             began = time.monotonic()
             try:
-                if self.confirmed(candidate, kind, every_time=True):
-                    smallest.append(candidate)
-                    return True
-                return False
+                return self.breaks_every_time(candidate, kind)
             finally:
                 longest_s = max(longest_s, time.monotonic() - began)
 
@@ -333,9 +440,20 @@ class Explorer:
 
         faults = shrink(schedule.faults, still_fails, simpler, out_of_time)
         shrunk = replace(schedule, faults=faults)
-        if faults != schedule.faults and self.reference_breaks(shrunk):
+        if faults == schedule.faults:
             return schedule
-        return shrunk
+        left = (REPLAYS - CANDIDATE_PLAYS + REFERENCE_PLAYS) / CANDIDATE_PLAYS  # in candidates
+        if self.would_overrun(left * longest_s):
+            self.progress(f"  no time to play the smaller one {REPLAYS} times: the drawn is kept")
+            return schedule
+        broke = self.replayed(shrunk, kind, already=CANDIDATE_PLAYS)
+        if broke < REPLAYS:
+            self.progress(
+                f"  the smaller schedule broke it in {broke} of {REPLAYS} plays: the one drawn "
+                "is kept"
+            )
+            return schedule
+        return schedule if self.reference_breaks(shrunk) else shrunk
 
     def _keep(
         self, kind: str, drawn: Schedule, shrunk: Schedule, cut_short: str | None = None
@@ -350,8 +468,8 @@ class Explorer:
                 self.guarantee,
                 dict([KINDS[kind]]),
                 name=name,
-                description=f"{kind.capitalize()} under {len(shrunk.faults)} drawn fault(s): "
-                + "; ".join(shrunk.timeline()),
+                description=f"{kind.capitalize()} under {len(shrunk.faults)} fault(s), in "
+                f"{REPLAYS} of {REPLAYS} plays: " + ("; ".join(shrunk.timeline()) or "none"),
                 image=self.image,
                 service=self.service,
             )

@@ -32,6 +32,9 @@ class Layout:
     #: The service commits its offsets in transactions (exactly-once): TxnOffsetCommit, not
     #: OffsetCommit, carries them.
     transactional: bool = False
+    #: Kafka nodes: three where a family's faults need replicas (every topic then has three,
+    #: and a write needs two in sync).
+    brokers: int = 1
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class Family:
     broker: Mapping[str, tuple[Any, str]] = field(default_factory=dict)
     #: Step fields shrinking leaves as drawn: smaller, the fault no longer happens.
     fixed: tuple[str, ...] = ()
+    #: The brokers its faults need: 3 for one that takes a partition's leader away.
+    brokers: int = 1
 
 
 def _seconds(rng: random.Random, low: float, high: float) -> float:
@@ -71,6 +76,24 @@ def _app(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
     return ({"do": "restart_instance", "instance": instance},)
 
 
+#: How long a frozen instance stays stopped: past the session timeout every schedule gives the
+#: service (6 s), so the group hands its partitions to another member while it is away.
+FREEZE_S = (8.0, 14.0)
+
+
+def _freeze(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
+    frozen = {
+        "do": "kill_at_random",
+        "instance": rng.randrange(layout.instances),
+        "times": 1,
+        "gap_s": [0.0, 0.0],
+        "signal": "SIGSTOP",
+        "background": False,
+    }
+    thawed = {**frozen, "signal": "SIGCONT"}
+    return (frozen, {"do": "idle", "seconds": _seconds(rng, *FREEZE_S), "label": "frozen"}, thawed)
+
+
 def _groups(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
     extra = layout.instances  # one more member than the schedule starts with
     return (
@@ -84,6 +107,23 @@ def _brokers(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
     if rng.random() < 0.7:
         return ({"do": "pause_broker", "role": "any", "seconds": _seconds(rng, 1.0, 8.0)},)
     return ({"do": "rolling_restart"},)
+
+
+def _leaders(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
+    """The leader of a partition the service reads or writes killed and started again, or
+    frozen: its followers take over, and it comes back to catch up."""
+    leader = {
+        "role": "leader",
+        "topic": rng.choice(("input", "output")),
+        "partition": rng.randrange(layout.partitions),
+    }
+    if rng.random() < 0.5:
+        return ({"do": "pause_broker", **leader, "seconds": _seconds(rng, 1.0, 8.0)},)
+    return (
+        {"do": "kill_broker", **leader},
+        {"do": "idle", "seconds": _seconds(rng, 1.0, 5.0)},
+        {"do": "restart_broker"},
+    )
 
 
 def _network(rng: random.Random, layout: Layout) -> tuple[Step, ...]:
@@ -153,6 +193,13 @@ FAMILIES: dict[str, Family] = {
         Family("app", "the app's instances killed (SIGKILL, restarted) or restarted", True, _app),
         Family("groups", "a member joins the group for a few seconds, then leaves", True, _groups),
         Family(
+            "freeze",
+            "an instance stopped (SIGSTOP) past its session timeout, then resumed (SIGCONT): "
+            "a zombie that wakes after the group gave its partitions away",
+            True,
+            _freeze,
+        ),
+        Family(
             "brokers",
             "a broker frozen for seconds, or every broker restarted in turn",
             True,
@@ -170,6 +217,14 @@ FAMILIES: dict[str, Family] = {
             "after the broker acted, or their sender killed then",
             True,
             _requests,
+        ),
+        Family(
+            "leaders",
+            "on three brokers: the leader of a partition the service reads or writes killed "
+            "and restarted, or frozen for seconds",
+            True,
+            _leaders,
+            brokers=3,
         ),
         Family("partitions", "the input topic's partitions raised mid-stream", True, _partitions),
         Family(

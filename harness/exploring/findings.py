@@ -5,27 +5,60 @@ from __future__ import annotations
 
 import html
 import time
+from collections import Counter
 from pathlib import Path
 
-from .explorer import Exploration
+from .explorer import REPLAYS, Exploration
+
+
+def covered(result: Exploration) -> str:
+    """What the service held under, by what the schedules were aimed at: ``held under 12
+    schedule(s): 1 without faults, 3 aimed at commit ahead of writes, 8 at random``."""
+    first: dict[str, str] = {}
+    broke = set()
+    for tried in result.tried:
+        if tried.service == "yours" and not tried.error:
+            aim = tried.aim.split(" (")[0] if tried.aim else "random" if tried.faults else ""
+            first.setdefault(tried.schedule, aim)
+            if tried.kinds:
+                broke.add(tried.schedule)
+    held = Counter(aim for name, aim in first.items() if name not in broke)
+    aimed = [f"{n} at {aim}" for aim, n in held.items() if aim not in ("", "random")]
+    if aimed:
+        aimed[0] = aimed[0].replace(" at ", " aimed at ", 1)
+    parts = [f"{held['']} without faults"] if held[""] else []
+    parts += aimed + ([f"{held['random']} at random"] if held["random"] else [])
+    return f"held under {sum(held.values())} schedule(s)" + (
+        ": " + ", ".join(parts) if parts else ""
+    )
 
 
 def report_lines(result: Exploration, budget_s: float) -> list[str]:
     spent = time.monotonic() - result.started
     plays = len(result.tried)
+    windows = ", ".join(f"{kind} x{n}" for kind, n in result.windows.items()) or "none"
     lines = [
         f"# Exploration, seed {result.seed}",
         "",
-        f"{result.schedules} schedule(s) drawn, {plays} play(s), {spent:.0f} s of a "
-        f"{budget_s:.0f} s budget; {len(result.findings)} finding(s).",
+        f"{result.schedules} schedule(s), {plays} play(s), {spent:.0f} s of a "
+        f"{budget_s:.0f} s budget; {len(result.findings)} finding(s); {covered(result)}.",
         "",
+        *(
+            [
+                f"Search: aimed at the windows of exposure of a play without faults ({windows}), "
+                "then at random.",
+                "",
+            ]
+            if result.search == "aimed"
+            else ["Search: at random.", ""]
+        ),
     ]
     for finding in result.findings:
         lines += [
             f"## {finding.kind}: `{finding.path.name}`",
             "",
-            f"Drawn as schedule {finding.drawn.index} with {len(finding.drawn.faults)} fault(s), "
-            f"shrunk to {len(finding.shrunk.faults)}"
+            f"Schedule {finding.drawn.index} with {len(finding.drawn.faults)} fault(s), broke the "
+            f"service in {REPLAYS} of {REPLAYS} plays, shrunk to {len(finding.shrunk.faults)}"
             + (
                 f" before shrinking was done ({finding.cut_short}: explore again with a larger "
                 "budget to shrink it further):"
@@ -39,11 +72,16 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
             f"Replay it: `kafka-replay run --incidents {finding.path.parent} {finding.path.stem}`",
             "",
         ]
-    if result.unconfirmed:
+    if result.intermittent:
         lines += [
-            "## Not confirmed (did not come back 2 of 3 times)",
+            f"## Intermittent (broke the service in fewer than {REPLAYS} of {REPLAYS} plays: "
+            "not written)",
             "",
-            *(f"- {name}" for name in result.unconfirmed),
+            *(
+                f"- {i.schedule}: {i.kind} in {i.broke} of {i.plays} plays; "
+                + "; ".join(i.timeline)
+                for i in result.intermittent
+            ),
             "",
         ]
     if result.apart:
@@ -56,13 +94,14 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
     lines += [
         "## Plays",
         "",
-        "| schedule | faults | service | found | seconds |",
-        "|---|---|---|---|---|",
+        "| schedule | faults | aimed at | service | found | seconds |",
+        "|---|---|---|---|---|---|",
     ]
     for tried in result.tried:
         found = ", ".join(tried.kinds) or (f"did not play: {tried.error}" if tried.error else "-")
         lines.append(
-            f"| {tried.schedule} | {tried.faults} | {tried.service} | {found} | {tried.seconds} |"
+            f"| {tried.schedule} | {tried.faults} | {tried.aim or '-'} | {tried.service} | "
+            f"{found} | {tried.seconds} |"
         )
     return lines
 

@@ -55,10 +55,13 @@ class Fault:
     #: Played once the workload has this many acknowledgements.
     after_acks: int
     steps: tuple[Step, ...]
+    #: The window of exposure it was aimed at (:mod:`.windows`); empty: drawn at random.
+    aim: str = ""
 
     def describe(self) -> str:
         steps = "; ".join(_step_text(step) for step in self.steps)
-        return f"{steps} (after {self.after_acks} acks)"
+        aimed = f", aimed at {self.aim}" if self.aim else ""
+        return f"{steps} (after {self.after_acks} acks{aimed})"
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,13 @@ def draw(
     (``transactional``: the service commits its offsets in transactions)."""
     rng = random.Random(f"{seed}:{index}")
     partitions, instances = rng.choice((2, 3, 4)), rng.choice((1, 2))
-    layout = Layout(partitions, instances, records, transactional)
+    replicated = [family for family in families if family.brokers > 1]
+    three = bool(replicated) and (len(replicated) == len(families) or rng.random() < 0.5)
+    layout = Layout(partitions, instances, records, transactional, 3 if three else 1)
+    fitting = [family for family in families if family.brokers <= layout.brokers]
     faults = []
     for _ in range(rng.randint(1, MAX_FAULTS)):
-        family = rng.choice(list(families))
+        family = rng.choice(fitting)
         after = rng.randint(int(records * EARLIEST), latest_ack(records))
         faults.append(Fault(family.name, after, family.draw(rng, layout)))
     return composed(seed, index, layout, faults)
@@ -128,7 +134,8 @@ def latest_ack(records: int) -> int:
 
 def simpler_faults(fault: Fault, records: int = RECORDS) -> Iterator[Fault]:
     """Smaller versions of one fault, the simplest first: fewer times and counts, shorter
-    durations, a later start (as late as faults are drawn, in a workload of ``records``)."""
+    durations, a later start (as late as faults are drawn, in a workload of ``records``; not
+    for a fault aimed at a window, which is where it strikes)."""
     fixed = FAMILIES[fault.family].fixed if fault.family in FAMILIES else ()
     for i, step in enumerate(fault.steps):
         for key, value in step.items():
@@ -136,7 +143,7 @@ def simpler_faults(fault: Fault, records: int = RECORDS) -> Iterator[Fault]:
             if smaller is not None:
                 steps = (*fault.steps[:i], {**step, key: smaller}, *fault.steps[i + 1 :])
                 yield replace(fault, steps=steps)
-    if fault.after_acks < latest_ack(records):
+    if fault.after_acks < latest_ack(records) and not fault.aim:  # an aimed one is placed
         yield replace(fault, after_acks=latest_ack(records))
 
 
@@ -215,10 +222,13 @@ def definition_text(
         f"post = {toml_value(post)}",
         f"guarantee = {toml_value(guarantee)}",
         f"seed = {schedule.seed}",
+        *([f"brokers = {layout.brokers}"] if layout.brokers > 1 else []),
         "time_scale = "
         + toml_value(
             f"Drawn, not from a post: {layout.records} onboarding events at {RATE:g} a second over "
-            f"{layout.partitions} partitions, {layout.instances} instance(s) of the app, and "
+            f"{layout.partitions} partitions"
+            + (f" with three replicas on {layout.brokers} brokers" if layout.brokers > 1 else "")
+            + f", {layout.instances} instance(s) of the app, and "
             f"{len(schedule.faults)} fault(s) that each heal before the drain. "
             "Each fault stands for the same event in production (a crash, a broker's pause, "
             "a network fault): only its order among the records matters, not the hours around it. "
@@ -270,10 +280,20 @@ def definition_text(
     return "\n".join(lines) + "\n"
 
 
+#: What a schedule on three brokers runs with: a write needs two replicas in sync.
+REPLICATED = {
+    "min.insync.replicas": (
+        2,
+        "essential: with acks=all a write is on two of the three brokers before it is "
+        "acknowledged, so losing a leader loses no acknowledged write of a correct service",
+    )
+}
+
+
 def broker_settings(schedule: Schedule) -> dict[str, tuple[Any, str]]:
-    """The broker settings the schedule's faults need (the retention family's short offset
-    retention), each with why."""
-    found: dict[str, tuple[Any, str]] = {}
+    """The broker settings the schedule needs (two replicas in sync on three brokers, the
+    retention family's short offset retention), each with why."""
+    found: dict[str, tuple[Any, str]] = dict(REPLICATED) if schedule.layout.brokers > 1 else {}
     for fault in schedule.faults:
         found.update(FAMILIES[fault.family].broker if fault.family in FAMILIES else {})
     return found

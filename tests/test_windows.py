@@ -1,0 +1,188 @@
+"""Windows of exposure read from made-up histories (pure), and an aimed exploration's order on
+scripted plays: a play without faults first, then the schedules aimed at its windows, then
+the random ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kafka_replay.exploring.explorer import Exploration, Tried
+from kafka_replay.exploring.families import Layout
+from kafka_replay.exploring.findings import covered
+from kafka_replay.exploring.schedule import EARLIEST, RECORDS, latest_ack
+from kafka_replay.exploring.windows import (
+    COMMIT_AHEAD,
+    SENDS_AT_COMMIT,
+    WORK_IN_HAND,
+    WRITES_AHEAD,
+    aimed_faults,
+    read_windows,
+    windows,
+)
+from tests.test_exploring import ScriptedPlayer, _explorer
+
+#: 80 acknowledgements a second from t = 100 s, over two partitions.
+RATE = 80.0
+START = 100.0
+
+
+def _acks(count: int) -> list[dict]:
+    return [
+        {"kind": "ack", "ts": START + i / RATE, "topic": "in", "partition": i % 2, "offset": i // 2}
+        for i in range(count)
+    ]
+
+
+def _commit(at_s: float, offsets: dict[int, int]) -> list[dict]:
+    """One commit request: every partition's offset with the same commit time."""
+    return [
+        {
+            "kind": "commit",
+            "topic": "in",
+            "partition": p,
+            "offset": o,
+            "commit_ts_ms": int(at_s * 1000),
+        }
+        for p, o in offsets.items()
+    ]
+
+
+def _written(acks: list[dict], delay_s: float) -> list[dict]:
+    """Each input's result, written ``delay_s`` after its acknowledgement."""
+    return [
+        {"in_partition": a["partition"], "in_offset": a["offset"],
+         "out_ts_ms": int((a["ts"] + delay_s) * 1000)}
+        for a in acks
+    ]  # fmt: skip
+
+
+def _kinds(found: list) -> dict[str, int]:
+    return {w.kind: sum(x.inputs for x in found if x.kind == w.kind) for w in found}
+
+
+def test_a_commit_before_the_writes_is_a_window_a_commit_after_them_is_not() -> None:
+    acks = _acks(200)  # offsets 0..99 on each partition, acked by 102.5 s
+    # the commit right after the last input, every result 3 s after its input: not written yet
+    commit_first = windows(_commit(102.6, {0: 100, 1: 100}), _written(acks, 3.0), acks)
+    assert _kinds(commit_first)[COMMIT_AHEAD] == 200
+    assert WRITES_AHEAD not in _kinds(commit_first)
+    # results 0.1 s after their inputs, the commit at 103.5 s: written ahead, none after
+    correct = windows(_commit(103.5, {0: 100, 1: 100}), _written(acks, 0.1), acks)
+    assert COMMIT_AHEAD not in _kinds(correct)
+    assert _kinds(correct)[WRITES_AHEAD] == 200
+
+
+def test_results_written_just_before_their_commit_may_still_be_unanswered() -> None:
+    acks = _acks(40)  # acked from 100 s to 100.49 s
+    found = windows(_commit(100.6, {0: 20, 1: 20}), _written(acks, 0.0), acks)
+    sends = [w for w in found if w.kind == SENDS_AT_COMMIT]
+    # written from 100 s on: those after 100.3 s were within 300 ms of the commit
+    assert len(sends) == 1 and sends[0].inputs == sum(1 for a in acks if a["ts"] >= 100.3)
+
+
+def test_a_commit_moves_past_what_the_partitions_last_commit_had_not() -> None:
+    acks = _acks(40)
+    commits = _commit(101.0, {0: 10, 1: 10}) + _commit(102.0, {0: 10, 1: 20})
+    found = windows(commits, _written(acks, 5.0), acks)
+    # the second commit moves partition 1 alone, from 10 to 20; partition 0 stays where it was
+    assert sorted(w.inputs for w in found if w.kind == COMMIT_AHEAD) == [10, 20]
+
+
+def test_work_in_hand_is_the_moment_most_inputs_waited_for_their_results() -> None:
+    acks = _acks(160)  # two seconds of inputs
+    found = windows([], _written(acks[:80], 0.05) + _written(acks[80:], 3.0), acks)
+    (busiest,) = [w for w in found if w.kind == WORK_IN_HAND]
+    assert busiest.inputs == 80 and busiest.at == acks[-1]["ts"]
+
+
+def test_faults_aim_at_the_windows_the_guarantee_can_break_at() -> None:
+    acks = _acks(1000)
+    commit_at = START + 500 / RATE
+    found = windows(
+        _commit(commit_at, {0: 250, 1: 250}) + _commit(commit_at + 1, {0: 300, 1: 300}),
+        _written(acks, 3.0),
+        acks,
+    )
+    earliest, latest = int(RECORDS * EARLIEST), latest_ack(RECORDS)
+    layout = Layout(2, 1, RECORDS)
+    aims = aimed_faults(found, layout, "at-least-once", earliest, latest)
+    killed = [steps[0] for w, family, steps in aims if w.kind == COMMIT_AHEAD]
+    assert [(s["api"], s["action"], s["nth"]) for s in killed] == [
+        ("OffsetCommit", "kill_sender", 1)
+    ] * 2
+    # placed half a second (40 acks) before the window: the commit at 500 acks from 461 on
+    assert [w.acks for w, _, _ in aims if w.kind == COMMIT_AHEAD] == [461, 541]
+    assert all(family in ("requests", "groups") for _, family, _ in aims)
+    assert not [w for w, _, _ in aims if w.kind == WRITES_AHEAD]  # at-least-once allows them
+    eos = aimed_faults(
+        found, Layout(2, 1, RECORDS, transactional=True), "exactly-once", earliest, latest
+    )
+    apis = {steps[0]["api"] for w, _, steps in eos if w.kind == COMMIT_AHEAD}
+    assert apis == {"OffsetCommit", "TxnOffsetCommit"}  # which of the two it sends is not known
+    # a window before the earliest a fault is placed at is not aimed at
+    late = aimed_faults(found, layout, "at-least-once", 600, latest)
+    assert not [w for w, _, _ in late if w.kind == COMMIT_AHEAD or w.acks < 600]
+
+
+def _run_dir(path: Path, acks: list[dict], commits: list[dict], written: list[dict]) -> Path:
+    (path / "events").mkdir(parents=True)
+    for name, events in (("produce", acks), ("offsets", commits)):
+        (path / "events" / f"{name}.jsonl").write_text(
+            "".join(json.dumps(e) + "\n" for e in events)
+        )
+    (path / "deliveries.jsonl").write_text("".join(json.dumps(d) + "\n" for d in written))
+    return path
+
+
+def test_a_played_runs_windows_are_read_from_its_history(tmp_path: Path) -> None:
+    acks = _acks(200)
+    other = [{**c, "topic": "elsewhere"} for c in _commit(101.0, {0: 50})]  # another topic's
+    run = _run_dir(
+        tmp_path / "run", acks, _commit(102.6, {0: 100, 1: 100}) + other, _written(acks, 3.0)
+    )
+    assert _kinds(read_windows(run))[COMMIT_AHEAD] == 200
+    assert read_windows(tmp_path / "nothing") == []
+
+
+def test_an_aimed_exploration_plays_without_faults_first_then_at_its_windows(
+    tmp_path: Path,
+) -> None:
+    acks = _acks(RECORDS)
+    commit_at = START + 600 / RATE
+    run = _run_dir(
+        tmp_path / "baseline", acks, _commit(commit_at, {0: 300, 1: 300}), _written(acks, 3.0)
+    )
+
+    class Traced(ScriptedPlayer):
+        def _one(self, profile: str):  # type: ignore[no-untyped-def]
+            outcome = super()._one(profile)
+            outcome.run_dir = str(run)
+            return outcome
+
+    player = Traced([{}] * 4, reference={})
+    explorer = _explorer(player, tmp_path, search="aimed")
+    explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
+    result = explorer.explore()
+    baseline, first_aimed = result.tried[0], result.tried[1]
+    assert baseline.faults == 0 and not baseline.aim
+    assert first_aimed.aim.startswith(COMMIT_AHEAD)
+    assert result.windows[COMMIT_AHEAD] == 1 and result.search == "aimed"
+    written = (tmp_path / "work" / f"{first_aimed.schedule}-play-2.toml").read_text()
+    assert 'api = "OffsetCommit"' in written and 'action = "kill_sender"' in written
+
+
+def test_the_last_line_says_what_the_service_held_under_by_what_was_aimed_at() -> None:
+    result = Exploration(1)
+    at = " (3 input(s), at 90 acks)"
+    result.tried = [
+        Tried("s0", 0, "yours", [], None, 1.0),
+        Tried("s1", 1, "yours", [], None, 1.0, COMMIT_AHEAD + at),
+        Tried("s2", 1, "yours", ["lost"], None, 1.0, WORK_IN_HAND + at),  # broke: not held
+        Tried("s3", 2, "yours", [], None, 1.0),
+        Tried("s3", 2, "reference", [], None, 1.0),  # the reference's plays are not counted
+        Tried("s4", 2, "yours", [], "the Produce fault acted 0 of 1 times", 1.0),  # not played
+    ]
+    assert covered(result) == (
+        "held under 3 schedule(s): 1 without faults, 1 aimed at commit ahead of writes, 1 at random"
+    )

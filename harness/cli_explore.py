@@ -125,6 +125,13 @@ def add_explore_command(commands: Any) -> None:
         "where findings (DIR/NAME.toml) and the report go (default: ./explored)",
         default=Path("explored"),
     )
+    add_path_option(
+        explore,
+        "--corpus",
+        "DIR",
+        "earlier findings (DIR/NAME.toml): each replayed first, one that still reproduces "
+        "makes the exit 1; new findings and the report are written there (instead of --out)",
+    )
     explore.set_defaults(run=cmd_explore)
 
 
@@ -152,6 +159,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         out=args.out,
         findings=args.findings,
         search=args.search,
+        corpus=args.corpus,
         records=args.records,
         ordered=args.ordered,
         jobs=args.jobs,
@@ -159,4 +167,4 @@ def cmd_explore(args: argparse.Namespace) -> int:
         settings=settings,
         progress=lambda line: out.print(escape(line)),
     )
-    return 1 if result.findings else 0
+    return 1 if result.findings or result.regressions else 0

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kafka_replay.exploring.explorer import Exploration, Tried
-from kafka_replay.exploring.families import Layout
-from kafka_replay.exploring.findings import covered
-from kafka_replay.exploring.schedule import EARLIEST, RECORDS, latest_ack
+from kafka_replay.exploring.explorer import KINDS, Exploration, Tried
+from kafka_replay.exploring.families import Layout, choose_families
+from kafka_replay.exploring.findings import covered, write_report
+from kafka_replay.exploring.schedule import EARLIEST, RECORDS, definition_text, draw, latest_ack
 from kafka_replay.exploring.windows import (
     COMMIT_AHEAD,
     SENDS_AT_COMMIT,
@@ -20,6 +20,7 @@ from kafka_replay.exploring.windows import (
     read_windows,
     windows,
 )
+from kafka_replay.report.outcome import Outcome
 from tests.test_exploring import ScriptedPlayer, _explorer
 
 #: 80 acknowledgements a second from t = 100 s, over two partitions.
@@ -186,3 +187,44 @@ def test_the_last_line_says_what_the_service_held_under_by_what_was_aimed_at() -
     assert covered(result) == (
         "held under 3 schedule(s): 1 without faults, 1 aimed at commit ahead of writes, 1 at random"
     )
+
+
+def test_a_corpus_is_replayed_first_and_one_that_still_reproduces_is_a_regression(
+    tmp_path: Path,
+) -> None:
+    """Earlier findings kept in a corpus are played before any schedule, each under its
+    vulnerable profile as its file says; one that reproduces is a regression."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    schedule = draw(5, 0, choose_families("app"))
+    for name in ("lost-5-0", "lost-5-1"):
+        (corpus / f"{name}.toml").write_text(
+            definition_text(
+                schedule, "{python} -m app", "at-least-once", dict([KINDS["lost"]]), name=name
+            )
+        )
+
+    class Replaying(ScriptedPlayer):
+        def play(self, plays: list[tuple[Path, str]]) -> list[Outcome]:
+            if all(path.stem.startswith("lost-") for path, _ in plays):  # the corpus's
+                self.corpus = [(path.name, profile) for path, profile in plays]
+                return [_replayed("reproduced"), _replayed("not reproduced")]
+            return super().play(plays)
+
+    player = Replaying([{}], reference={})
+    explorer = _explorer(player, tmp_path)
+    explorer.corpus = corpus
+    explorer.out_of_time = lambda: len(player.played) >= 1  # type: ignore[method-assign]
+    result = explorer.explore()
+    assert player.corpus == [("lost-5-0.toml", "vulnerable"), ("lost-5-1.toml", "vulnerable")]
+    assert result.regressions == [corpus / "lost-5-0.toml"]
+    said = dict((path.name, what) for path, what in result.corpus)
+    assert said["lost-5-1.toml"] == "not reproduced: your service held"
+    report = write_report(result, 600, tmp_path / "out").read_text()
+    assert "- `lost-5-0.toml`: reproduced: your service still breaks under it" in report
+
+
+def _replayed(result: str) -> Outcome:
+    outcome = Outcome("x", "vulnerable", "app", "at-least-once", "", False, None, {}, {}, 1.0, "")
+    outcome.result = result
+    return outcome

@@ -37,6 +37,7 @@ def explore(
     expect: Path | None = None,
     settings: RunSettings | None = None,
     search: str = "aimed",
+    corpus: Path | None = None,
     progress: Callable[[str], None] = print,
 ) -> Exploration:
     """Search for a schedule of faults under which ``app`` breaks ``guarantee``; ``image``:
@@ -50,7 +51,8 @@ def explore(
     settings, a payload). ``expect``: an ``--expect`` file, what the service makes of each
     input where it is not once on the output (a dead-letter topic, inputs it drops).
     ``search``: ``aimed`` (a play without faults first, schedules aimed at its windows of
-    exposure, then at random) or ``random``.
+    exposure, then at random) or ``random``. ``corpus``: a directory of earlier findings,
+    replayed first (one that reproduces is in ``regressions``); new findings are added to it.
     """
     if guarantee not in REFERENCE_APPS:
         raise ValueError(f"guarantee is one of {', '.join(REFERENCE_APPS)}, got {guarantee!r}")
@@ -64,6 +66,10 @@ def explore(
         raise ValueError(
             "the service to explore is needed: a command or module:function, or an image"
         )
+    if corpus is not None:
+        if not corpus.is_dir():
+            raise ValueError(f"--corpus {corpus}: no such directory (make it, empty, to begin one)")
+        out = corpus  # new findings join the earlier ones
     drawn_from = choose_families(families)
     service = read_shape(expect) if expect is not None else None
     if service is not None:  # a pipeline's: the place its NAME= gives, then the command alone
@@ -106,6 +112,7 @@ def explore(
             records=records,
             service=service,
             search=search,
+            corpus=corpus,
             progress=progress,
         )
         try:
@@ -116,8 +123,13 @@ def explore(
             player.close()
             result = explorer.result
             result.report = write_report(result, budget_s, out)
+            kept = (
+                f"{len(result.regressions)} of the corpus's {len(result.corpus)} reproduced; "
+                if result.corpus
+                else ""
+            )
             progress(
-                f"{result.schedules} schedule(s), {len(result.tried)} play(s), "
+                f"{kept}{result.schedules} schedule(s), {len(result.tried)} play(s), "
                 f"{len(result.findings)} finding(s); {covered(result)}; report: {result.report}"
             )
     return result

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from kafka_replay.definitions.definition import parse_condition
-from kafka_replay.definitions.model import Condition
+from kafka_replay.definitions.definition import load_incident, parse_condition
+from kafka_replay.definitions.model import Condition, DefinitionError
 from kafka_replay.report.outcome import Outcome
 
 from .families import Family
@@ -149,6 +149,10 @@ class Exploration:
     windows: dict[str, int] = field(default_factory=dict)
     #: Schedules the reference service did not survive either: Kafka's or the harness's.
     apart: list[str] = field(default_factory=list)
+    #: The corpus's definitions (earlier findings) played first, each with what its play said;
+    #: and those that still reproduce.
+    corpus: list[tuple[Path, str]] = field(default_factory=list)
+    regressions: list[Path] = field(default_factory=list)
     schedules: int = 0
     started: float = field(default_factory=time.monotonic)
     #: ``explore.md``, once written.
@@ -175,6 +179,7 @@ class Explorer:
         records: int = RECORDS,
         service: ServiceShape | None = None,
         search: str = "aimed",
+        corpus: Path | None = None,
         progress: Callable[[str], None] = print,
     ) -> None:
         if search not in SEARCHES:
@@ -184,6 +189,7 @@ class Explorer:
         self.families, self.budget_s = families, budget_s
         self.ordered, self.wanted, self.records = ordered, wanted, records
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
+        self.corpus = corpus
         self.result = Exploration(seed, search=search)
         #: Aimed schedules still to play (aimed search), made from the first play's windows.
         self._aimed: list[Schedule] | None = [] if search == "random" else None
@@ -205,7 +211,10 @@ class Explorer:
 
         Aimed search plays the workload without faults first and aims a schedule at each of
         its windows of exposure; those are played first, then schedules drawn at random. As
-        many are played at a time as the player plays side by side."""
+        many are played at a time as the player plays side by side. The corpus's definitions,
+        if any, are played before all."""
+        if self.corpus is not None:
+            self.replay_corpus(self.corpus)
         while not self.out_of_time() and len(self.result.findings) < self.wanted:
             if self._aimed is None:
                 self._aimed = self._aim()
@@ -216,6 +225,34 @@ class Explorer:
                 if kinds and len(self.result.findings) < self.wanted:
                     self._follow(schedule, next(k for k in KINDS if k in kinds))
         return self.result
+
+    def replay_corpus(self, corpus: Path) -> None:
+        """Play each definition kept in ``corpus`` (earlier findings) under its vulnerable
+        profile: one that reproduces is a regression, the service still breaks under it."""
+        kept = sorted(corpus.glob("*.toml"))
+        if not kept:
+            return
+        self.progress(f"replaying the {len(kept)} definition(s) kept in {corpus}")
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        plays = []
+        for path in kept:
+            try:
+                name = load_incident(path).name
+            except (DefinitionError, OSError) as exc:
+                raise ExploreError(f"--corpus {corpus}: {exc}") from exc
+            copy = self.work_dir / f"{name}.toml"  # where a lane reads it, by its name
+            copy.write_text(path.read_text())
+            plays.append((copy, "vulnerable"))
+        for path, outcome in zip(kept, self.player.play(plays), strict=True):
+            if outcome.result == "reproduced":
+                self.result.regressions.append(path)
+                said = "reproduced: your service still breaks under it"
+            elif outcome.error:
+                said = f"did not play: {outcome.error}"
+            else:
+                said = f"{outcome.result}: your service held"
+            self.result.corpus.append((path, said))
+            self.progress(f"  {path.name}: {said}")
 
     def _aim(self) -> list[Schedule]:
         """Play the workload without faults, and aim a schedule at each window of exposure
@@ -445,6 +482,7 @@ class Explorer:
         left = (REPLAYS - CANDIDATE_PLAYS + REFERENCE_PLAYS) / CANDIDATE_PLAYS  # in candidates
         if self.would_overrun(left * longest_s):
             self.progress(f"  no time to play the smaller one {REPLAYS} times: the drawn is kept")
+            cut_short[:] = cut_short or ["the budget ran out"]
             return schedule
         broke = self.replayed(shrunk, kind, already=CANDIDATE_PLAYS)
         if broke < REPLAYS:

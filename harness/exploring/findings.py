@@ -72,6 +72,13 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
             f"Replay it: `kafka-replay run --incidents {finding.path.parent} {finding.path.stem}`",
             "",
         ]
+    if result.corpus:
+        lines += [
+            "## The corpus, replayed first",
+            "",
+            *(f"- `{path.name}`: {said}" for path, said in result.corpus),
+            "",
+        ]
     if result.intermittent:
         lines += [
             f"## Intermittent (broke the service in fewer than {REPLAYS} of {REPLAYS} plays: "

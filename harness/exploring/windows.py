@@ -46,7 +46,7 @@ SENDS_AT_COMMIT = "sends at a commit"
 WRITES_AHEAD = "writes ahead of commit"
 WORK_IN_HAND = "work in hand"
 #: The kinds, in the order they are aimed at.
-KINDS = (COMMIT_AHEAD, SENDS_AT_COMMIT, WRITES_AHEAD, WORK_IN_HAND)
+WINDOW_KINDS = (COMMIT_AHEAD, SENDS_AT_COMMIT, WRITES_AHEAD, WORK_IN_HAND)
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def aimed_faults(
     ``PER_KIND`` of each kind (the first, the widest), placed between ``earliest`` and
     ``latest`` acks. Writes ahead of a commit break only exactly-once."""
     aims = []
-    for kind in KINDS:
+    for kind in WINDOW_KINDS:
         if kind == WRITES_AHEAD and guarantee != "exactly-once":
             continue
         placed = [w for w in found if w.kind == kind and earliest <= w.acks <= latest]

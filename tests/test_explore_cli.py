@@ -69,8 +69,6 @@ def test_a_commit_first_loss_is_found_where_the_service_is_exposed(tmp_path: Pat
         (["--app", COMMIT_FIRST, "--guarantee", "at-least-once", "--expect",
           str(Path(__file__).parent / "data" / "expect-unknown-dead-letter.toml")],
          "expect-unknown-dead-letter.toml: expect.dead_letter"),
-        (["--app", COMMIT_FIRST, "--guarantee", "at-least-once", "--corpus", "no-such-corpus"],
-         "--corpus no-such-corpus: no such directory"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_line(argv: list[str], message: str, tmp_path: Path) -> None:

@@ -5,8 +5,12 @@ the random ones."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pytest
+
+from kafka_replay.exploring.exploration import explore
 from kafka_replay.exploring.explorer import KINDS, Exploration, Tried
 from kafka_replay.exploring.families import Layout, choose_families
 from kafka_replay.exploring.findings import covered, write_report
@@ -228,3 +232,10 @@ def _replayed(result: str) -> Outcome:
     outcome = Outcome("x", "vulnerable", "app", "at-least-once", "", False, None, {}, {}, 1.0, "")
     outcome.result = result
     return outcome
+
+
+def test_a_corpus_that_is_no_directory_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"--corpus .*missing: no such directory"):
+        explore(f"{sys.executable} -m tests.apps.flawed commit-first", "at-least-once",
+                corpus=tmp_path / "missing", out=tmp_path / "out")  # fmt: skip
+    assert not (tmp_path / "out").exists()

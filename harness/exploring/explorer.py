@@ -258,9 +258,8 @@ class Explorer:
         """Play the workload without faults, and aim a schedule at each window of exposure
         its history shows, of the families drawn from."""
         index = self.result.schedules
-        layout = draw(
-            self.result.seed, index, self.families, self.records, self._transactional
-        ).layout
+        drawn = draw(self.result.seed, index, self.families, self.records, self._transactional)
+        layout = replace(drawn.layout, brokers=1)  # no aimed fault needs more
         baseline = Schedule(self.result.seed, index, layout, ())
         self.result.schedules += 1
         self.progress(f"schedule {index}: no fault, to find where the service is exposed")

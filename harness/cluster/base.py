@@ -134,8 +134,9 @@ class Cluster(Server):
     def _create(self, new: NewTopic, timeout: float) -> None:
         """Ask for ``new`` until an answer comes: a request whose broker connection librdkafka
         dropped before the answer (``_DESTROY_BROKER``: a bootstrap connection given up once the
-        cluster's brokers are known, on a cluster that has just started) is asked again, and
-        then "already exists" is the first request's doing (the name is this object's own)."""
+        cluster's brokers are known, on a cluster that has just started) is asked again. "Already
+        exists" is an earlier request's doing, ours or librdkafka's own retry of it after a
+        request timed out on a loaded machine: the name is this object's own, made unique."""
         unanswered: list[KafkaException] = []  # each try whose answer never came
 
         def created() -> bool:
@@ -145,7 +146,7 @@ class Cluster(Server):
                 return True
             except KafkaException as exc:
                 code = exc.args[0].code()
-                if unanswered and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                if code == KafkaError.TOPIC_ALREADY_EXISTS:
                     return True
                 if code not in UNANSWERED:
                     raise

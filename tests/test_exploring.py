@@ -19,6 +19,7 @@ from kafka_replay.exploring.findings import html_page, write_report
 from kafka_replay.exploring.schedule import Fault, definition_text, draw, simpler_faults
 from kafka_replay.exploring.shape import read_shape
 from kafka_replay.exploring.shrinking import shrink
+from kafka_replay.exploring.windows import COMMIT_AHEAD, Window
 from kafka_replay.report.outcome import Outcome
 
 APP = "{python} -m tests.apps.flawed commit-first"
@@ -163,7 +164,8 @@ def test_shrinking_keeps_only_the_fault_that_breaks_and_makes_it_simpler() -> No
 
 
 def test_a_fault_aimed_at_a_window_keeps_its_start_when_made_simpler() -> None:
-    aimed = Fault("requests", 150, ({"do": "kafka_fault", "count": 3},), "commit ahead of writes")
+    window = Window(COMMIT_AHEAD, 100.0, 150, 3)
+    aimed = Fault("requests", 150, ({"do": "kafka_fault", "count": 3},), window)
     simpler = list(simpler_faults(aimed))
     assert [f.steps[0]["count"] for f in simpler] == [1]
     assert all(f.after_acks == 150 and f.aim == aimed.aim for f in simpler)

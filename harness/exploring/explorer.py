@@ -103,7 +103,7 @@ class Tried:
     kinds: list[str]
     error: str | None
     seconds: float
-    #: The window of exposure its faults were aimed at; empty: drawn at random.
+    #: The kind of window of exposure its faults were aimed at; empty: drawn at random.
     aim: str = ""
     #: Seconds from the exploration's start until it ended.
     at_s: float = 0.0
@@ -274,7 +274,7 @@ class Explorer:
         aimed = []
         for window, family, steps in aimed_faults(found, layout, self.guarantee, earliest, latest):
             if family in drawn_from:
-                fault = Fault(family, window.acks, steps, window.describe())
+                fault = Fault(family, window.acks, steps, window)
                 aimed.append(Schedule(self.result.seed, self.result.schedules, layout, (fault,)))
                 self.result.schedules += 1
         windows = ", ".join(f"{kind} x{n}" for kind, n in self.result.windows.items())
@@ -382,7 +382,7 @@ class Explorer:
                     sorted(found),
                     outcome.error,
                     round(outcome.duration_s, 1),
-                    ", ".join(fault.aim for fault in schedule.faults if fault.aim),
+                    ", ".join(fault.aim.kind for fault in schedule.faults if fault.aim),
                     round(time.monotonic() - self.result.started, 1),
                 )
             )

@@ -18,7 +18,7 @@ def covered(result: Exploration) -> str:
     broke = set()
     for tried in result.tried:
         if tried.service == "yours" and not tried.error:
-            aim = tried.aim.split(" (")[0] if tried.aim else "random" if tried.faults else ""
+            aim = tried.aim or ("random" if tried.faults else "")
             first.setdefault(tried.schedule, aim)
             if tried.kinds:
                 broke.add(tried.schedule)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .families import FAMILIES, Family, Layout, Step
 from .toml_text import toml_value
+from .windows import Window
 
 if TYPE_CHECKING:
     from .shape import ServiceShape
@@ -55,12 +56,12 @@ class Fault:
     #: Played once the workload has this many acknowledgements.
     after_acks: int
     steps: tuple[Step, ...]
-    #: The window of exposure it was aimed at (:mod:`.windows`); empty: drawn at random.
-    aim: str = ""
+    #: The window of exposure it was aimed at (:mod:`.windows`); None: drawn at random.
+    aim: Window | None = None
 
     def describe(self) -> str:
         steps = "; ".join(_step_text(step) for step in self.steps)
-        aimed = f", aimed at {self.aim}" if self.aim else ""
+        aimed = f", aimed at {self.aim.describe()}" if self.aim else ""
         return f"{steps} (after {self.after_acks} acks{aimed})"
 
 

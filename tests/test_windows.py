@@ -238,3 +238,34 @@ def test_a_corpus_that_is_no_directory_is_refused_before_anything_starts(tmp_pat
         explore(f"{sys.executable} -m tests.apps.flawed commit-first", "at-least-once",
                 corpus=tmp_path / "missing", out=tmp_path / "out")  # fmt: skip
     assert not (tmp_path / "out").exists()
+
+
+def test_a_window_a_later_play_shows_first_is_aimed_at_next_over_its_faults(
+    tmp_path: Path,
+) -> None:
+    """The play without faults shows no window; the first drawn schedule holds, but its play
+    shows a commit ahead of its writes: the next schedule is the same faults and one aimed at
+    that commit."""
+    acks = _acks(RECORDS)
+    commit_at = START + 600 / RATE
+    opened = _run_dir(
+        tmp_path / "opened", acks, _commit(commit_at, {0: 300, 1: 300}), _written(acks, 3.0)
+    )
+    runs = [tmp_path / "quiet", opened]
+
+    class Traced(ScriptedPlayer):
+        def _one(self, profile: str):  # type: ignore[no-untyped-def]
+            outcome = super()._one(profile)
+            outcome.run_dir = str(runs.pop(0) if runs else tmp_path / "quiet")
+            return outcome
+
+    player = Traced([{}] * 4, reference={})
+    explorer = _explorer(player, tmp_path, search="aimed")
+    explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
+    result = explorer.explore()
+    baseline, drawn, steered = result.tried
+    assert baseline.faults == 0 and result.windows == {}
+    assert not drawn.aim and steered.aim == COMMIT_AHEAD
+    assert steered.faults == drawn.faults + 1
+    written = (tmp_path / "work" / f"{steered.schedule}-play-3.toml").read_text()
+    assert 'api = "OffsetCommit"' in written and 'action = "kill_sender"' in written

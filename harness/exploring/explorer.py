@@ -20,10 +20,12 @@ from kafka_replay.definitions.definition import load_incident, parse_condition
 from kafka_replay.definitions.model import Condition, DefinitionError
 from kafka_replay.report.outcome import Outcome
 
-from .families import Family
+from .evidence import explaining_windows
+from .families import Family, Layout
 from .players import Player
 from .schedule import (
     EARLIEST,
+    MAX_FAULTS,
     RECORDS,
     Fault,
     Schedule,
@@ -35,7 +37,7 @@ from .schedule import (
 from .shape import ServiceShape
 from .shrinking import shrink
 from .stalls import stall_account
-from .windows import aimed_faults, read_windows
+from .windows import Window, aimed_faults, read_windows
 
 #: What breaks a service, the worst first, with the symptom that says so in a definition.
 KINDS: dict[str, tuple[str, str]] = {
@@ -118,6 +120,9 @@ class Intermittent:
     broke: int
     plays: int
     timeline: list[str]
+    #: The timeline of the schedule aimed at the window its break showed, where that one broke
+    #: the service in every play (and was written in its place).
+    explained: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -132,6 +137,9 @@ class Finding:
     cut_short: str | None = None
     #: For a hang: what the service was doing when it stopped, from a play of ``shrunk``.
     stalled: list[str] = field(default_factory=list)
+    #: In how many of ``REPLAYS`` plays ``drawn`` broke the service: fewer when the fault aimed
+    #: at the window its break showed was what broke it every time.
+    drawn_broke: int = REPLAYS
 
 
 @dataclass
@@ -191,8 +199,10 @@ class Explorer:
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
         self.corpus = corpus
         self.result = Exploration(seed, search=search)
-        #: Aimed schedules still to play (aimed search), made from the first play's windows.
+        #: Aimed schedules still to play (aimed search), made from the first play's windows
+        #: and then from windows of kinds a later play showed first; how many of each kind.
         self._aimed: list[Schedule] | None = [] if search == "random" else None
+        self._aimed_kinds: Counter[str] = Counter()
         self._plays = 0
         #: Each schedule's (name and timeline) account of its last play that did not drain.
         self._stalls: dict[tuple[str, tuple[str, ...]], list[str]] = {}
@@ -220,10 +230,12 @@ class Explorer:
                 self._aimed = self._aim()
                 continue
             drawn = [self._next() for _ in range(self.player.jobs)]
-            found = self.play_all([(schedule, "vulnerable", None) for schedule in drawn])
-            for schedule, kinds in zip(drawn, found, strict=True):
+            found = self._play_outcomes([(schedule, "vulnerable", None) for schedule in drawn])
+            for schedule, (kinds, outcome) in zip(drawn, found, strict=True):
                 if kinds and len(self.result.findings) < self.wanted:
-                    self._follow(schedule, next(k for k in KINDS if k in kinds))
+                    self._follow(schedule, next(k for k in KINDS if k in kinds), _evidence(outcome))
+                elif not kinds and self._aimed is not None and self.result.search == "aimed":
+                    self._steer(schedule, _evidence(outcome))
         return self.result
 
     def replay_corpus(self, corpus: Path) -> None:
@@ -264,24 +276,80 @@ class Explorer:
         self.result.schedules += 1
         self.progress(f"schedule {index}: no fault, to find where the service is exposed")
         ((kinds, outcome),) = self._play_outcomes([(baseline, "vulnerable", None)])
+        run_dir = _evidence(outcome)
         if kinds:
-            self._follow(baseline, next(k for k in KINDS if k in kinds))
-        run_dir = Path(outcome.run_dir) if outcome.run_dir and not outcome.error else None
+            self._follow(baseline, next(k for k in KINDS if k in kinds), run_dir)
         found = read_windows(run_dir) if run_dir is not None else []
         self.result.windows = dict(Counter(w.kind for w in found))
-        drawn_from = {family.name for family in self.families}
-        earliest, latest = int(self.records * EARLIEST), latest_ack(self.records)
         aimed = []
-        for window, family, steps in aimed_faults(found, layout, self.guarantee, earliest, latest):
-            if family in drawn_from:
-                fault = Fault(family, window.acks, steps, window)
-                aimed.append(Schedule(self.result.seed, self.result.schedules, layout, (fault,)))
-                self.result.schedules += 1
+        for fault in self._aimed_at(found, layout):
+            aimed.append(Schedule(self.result.seed, self.result.schedules, layout, (fault,)))
+            self._aimed_kinds[fault.aim.kind if fault.aim else ""] += 1
+            self.result.schedules += 1
         windows = ", ".join(f"{kind} x{n}" for kind, n in self.result.windows.items())
         self.progress(
             f"  windows of exposure: {windows or 'none'}; {len(aimed)} schedule(s) aimed at them"
         )
         return aimed
+
+    def _steer(self, schedule: Schedule, evidence: Path | None) -> None:
+        """Aim at what a play that held newly showed: a window of a kind no schedule has been
+        aimed at yet (the faults drawn may have opened it, a rebalance a commit ahead of its
+        writes, say) is aimed at next, over the same faults."""
+        if evidence is None or len(schedule.faults) >= MAX_FAULTS:
+            return
+        new = [w for w in read_windows(evidence) if not self._aimed_kinds[w.kind]]
+        for fault in self._aimed_at(new, schedule.layout)[:1]:
+            assert fault.aim is not None
+            self._aimed_kinds[fault.aim.kind] += 1
+            index = self.result.schedules
+            self.result.schedules += 1
+            faults = (*schedule.faults, fault)
+            self._aimed = [
+                *(self._aimed or []),
+                Schedule(self.result.seed, index, schedule.layout, faults),
+            ]
+            self.progress(
+                f"  {schedule.name} showed {fault.aim.describe()}: schedule {index} aims at it"
+            )
+
+    def _aimed_at(self, found: Sequence[Window], layout: Layout) -> list[Fault]:
+        """A fault aimed at each of the windows ``found``, of the families drawn from, within
+        the range where faults are placed."""
+        drawn_from = {family.name for family in self.families}
+        earliest, latest = int(self.records * EARLIEST), latest_ack(self.records)
+        return [
+            Fault(family, window.acks, steps, window)
+            for window, family, steps in aimed_faults(
+                found, layout, self.guarantee, earliest, latest
+            )
+            if family in drawn_from
+        ]
+
+    def _explanations(self, schedule: Schedule, kind: str, evidence: Path | None) -> list[Schedule]:
+        """``schedule`` with its faults replaced by one aimed at the window the play that broke
+        the service (its run directory, ``evidence``) shows the break came from, one schedule
+        for each way that window may have broken it, the likeliest first; none when every
+        fault is aimed already, or the play left no history."""
+        if evidence is None or all(fault.aim for fault in schedule.faults):
+            return []
+        found = explaining_windows(evidence, kind)
+        return [replace(schedule, faults=(f,)) for f in self._aimed_at(found, schedule.layout)]
+
+    def _explained(self, schedule: Schedule, kind: str, evidence: Path | None) -> Schedule | None:
+        """The first of ``schedule``'s explanations that breaks the service in every one of
+        ``REPLAYS`` plays, if one does before the budget runs out."""
+        for candidate in self._explanations(schedule, kind, evidence):
+            if self.out_of_time():
+                return None
+            self.progress(
+                "  aimed at the window its break showed: " + "; ".join(candidate.timeline())
+            )
+            if self.breaks_every_time(candidate, kind) and (
+                self.replayed(candidate, kind, already=CANDIDATE_PLAYS) == REPLAYS
+            ):
+                return candidate
+        return None
 
     @property
     def _transactional(self) -> bool:
@@ -307,31 +375,50 @@ class Explorer:
         self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
         return schedule
 
-    def _follow(self, schedule: Schedule, kind: str) -> None:
-        """Replay a schedule that broke the service, check it is fair, shrink and keep it."""
+    def _follow(self, schedule: Schedule, kind: str, evidence: Path | None = None) -> None:
+        """Replay a schedule that broke the service, check it is fair, shrink and keep it.
+
+        One that broke it in fewer than ``REPLAYS`` plays is replaced by a fault aimed at the
+        window its break showed (``evidence``: the breaking play's run directory), when that
+        breaks it every time; else it is reported as intermittent."""
         broke = self.replayed(schedule, kind, already=1)
+        found = schedule
         if broke < REPLAYS:
+            explained = self._explained(schedule, kind, evidence)
             self.result.intermittent.append(
-                Intermittent(schedule.name, kind, broke, REPLAYS, schedule.timeline())
+                Intermittent(
+                    schedule.name,
+                    kind,
+                    broke,
+                    REPLAYS,
+                    schedule.timeline(),
+                    explained.timeline() if explained else [],
+                )
             )
+            if explained is None:
+                self.progress(
+                    f"  {schedule.name}: {kind} in {broke} of {REPLAYS} plays: intermittent, "
+                    "not written"
+                )
+                return
             self.progress(
-                f"  {schedule.name}: {kind} in {broke} of {REPLAYS} plays: intermittent, not "
-                "written"
+                f"  {schedule.name}: {kind} in {broke} of {REPLAYS} plays; the fault aimed at "
+                f"the window its break showed: {kind} in {REPLAYS} of {REPLAYS}"
             )
-            return
-        if self.reference_breaks(schedule):
-            self.result.apart.append(schedule.name)
+            found = explained
+        if self.reference_breaks(found):
+            self.result.apart.append(found.name)
             return
         self.progress(
-            f"  {kind} in {REPLAYS} of {REPLAYS} plays; shrinking {len(schedule.faults)} fault(s)"
+            f"  {kind} in {REPLAYS} of {REPLAYS} plays; shrinking {len(found.faults)} fault(s)"
         )
         cut_short: list[str] = []
         try:
-            shrunk = self._shrunk(kind, schedule, cut_short)
+            shrunk = self._shrunk(kind, found, cut_short, evidence)
         except KeyboardInterrupt:
-            self._keep(kind, schedule, schedule, "interrupted")
+            self._keep(kind, schedule, found, "interrupted", broke)
             raise
-        self._keep(kind, schedule, shrunk, cut_short[0] if cut_short else None)
+        self._keep(kind, schedule, shrunk, cut_short[0] if cut_short else None, broke)
 
     def play(self, schedule: Schedule, profile: str, kind: str | None = None) -> set[str]:
         """One real run of ``schedule``; what broke (nothing when the run itself failed)."""
@@ -450,9 +537,13 @@ class Explorer:
             )
         return bool(found)
 
-    def _shrunk(self, kind: str, schedule: Schedule, cut_short: list[str]) -> Schedule:
+    def _shrunk(
+        self, kind: str, schedule: Schedule, cut_short: list[str], evidence: Path | None = None
+    ) -> Schedule:
         """The smallest schedule that still breaks the service every time it is played: the
-        drawn one where none smaller replays ``REPLAYS`` of ``REPLAYS``."""
+        drawn one where none smaller replays ``REPLAYS`` of ``REPLAYS``. Shrinking starts from
+        the fault aimed at the window the break showed (``evidence``), where that one breaks
+        it: what is written then says where the service is exposed."""
         longest_s = 0.0  # the longest a candidate took: what the next one may take
 
         def still_fails(faults: tuple[Fault, ...]) -> bool:
@@ -474,7 +565,14 @@ class Explorer:
                 return True
             return False
 
-        faults = shrink(schedule.faults, still_fails, simpler, out_of_time)
+        start = schedule.faults
+        for candidate in self._explanations(schedule, kind, evidence):
+            if out_of_time():
+                break
+            if still_fails(candidate.faults):
+                start = candidate.faults
+                break
+        faults = shrink(start, still_fails, simpler, out_of_time)
         shrunk = replace(schedule, faults=faults)
         if faults == schedule.faults:
             return schedule
@@ -493,7 +591,12 @@ class Explorer:
         return schedule if self.reference_breaks(shrunk) else shrunk
 
     def _keep(
-        self, kind: str, drawn: Schedule, shrunk: Schedule, cut_short: str | None = None
+        self,
+        kind: str,
+        drawn: Schedule,
+        shrunk: Schedule,
+        cut_short: str | None = None,
+        drawn_broke: int = REPLAYS,
     ) -> None:
         name = f"{kind.replace(' ', '-')}-{drawn.seed}-{drawn.index}"
         path = self.out_dir / f"{name}.toml"
@@ -513,11 +616,18 @@ class Explorer:
         )
         found_s = time.monotonic() - self.result.started
         stalled = self._stalls.get(_played(shrunk), []) if kind == "not drained" else []
-        self.result.findings.append(Finding(kind, drawn, shrunk, path, found_s, cut_short, stalled))
+        self.result.findings.append(
+            Finding(kind, drawn, shrunk, path, found_s, cut_short, stalled, drawn_broke)
+        )
         short = f" (shrinking stopped: {cut_short})" if cut_short else ""
         self.progress(
             f"finding: {kind} under {len(shrunk.faults)} fault(s){short}, written to {path}"
         )
+
+
+def _evidence(outcome: Outcome) -> Path | None:
+    """The run directory of a play that was played (what its history says)."""
+    return Path(outcome.run_dir) if outcome.run_dir and not outcome.error else None
 
 
 def _played(schedule: Schedule) -> tuple[str, tuple[str, ...]]:

@@ -58,7 +58,13 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
             f"## {finding.kind}: `{finding.path.name}`",
             "",
             f"Schedule {finding.drawn.index} with {len(finding.drawn.faults)} fault(s), broke the "
-            f"service in {REPLAYS} of {REPLAYS} plays, shrunk to {len(finding.shrunk.faults)}"
+            + (
+                f"service in {REPLAYS} of {REPLAYS} plays"
+                if finding.drawn_broke == REPLAYS
+                else f"service in {finding.drawn_broke} of {REPLAYS} plays; the fault aimed at "
+                f"the window its break showed broke it in {REPLAYS} of {REPLAYS}"
+            )
+            + f", shrunk to {len(finding.shrunk.faults)}"
             + (
                 f" before shrinking was done ({finding.cut_short}: explore again with a larger "
                 "budget to shrink it further):"
@@ -82,11 +88,17 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
     if result.intermittent:
         lines += [
             f"## Intermittent (broke the service in fewer than {REPLAYS} of {REPLAYS} plays: "
-            "not written)",
+            "not written as drawn)",
             "",
             *(
                 f"- {i.schedule}: {i.kind} in {i.broke} of {i.plays} plays; "
                 + "; ".join(i.timeline)
+                + (
+                    f". Aimed at the window its break showed ({'; '.join(i.explained)}), it broke "
+                    f"the service in {REPLAYS} of {REPLAYS}: written as that"
+                    if i.explained
+                    else ""
+                )
                 for i in result.intermittent
             ),
             "",

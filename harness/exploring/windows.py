@@ -63,17 +63,40 @@ class Window:
         return f"{self.kind} ({self.inputs} input(s), at {self.acks} acks)"
 
 
+@dataclass(frozen=True)
+class Lineage:
+    """What a played run's history says of each input: its acknowledgement (``ts``,
+    ``partition``, ``offset``), the group's commits on the input topic (``partition``,
+    ``offset``, ``commit_ts_ms``) and the results the checker matched to inputs
+    (``in_partition``, ``in_offset``, ``out_ts_ms``)."""
+
+    acks: Sequence[Mapping[str, Any]]
+    commits: Sequence[Mapping[str, Any]]
+    deliveries: Sequence[Mapping[str, Any]]
+
+    @classmethod
+    def read(cls, run_dir: Path, input_topic: str | None = None) -> Lineage:
+        """A played run's lineage (empty where it kept no history)."""
+        events = run_dir / "events"
+        acks = [e for e in read_stream(events / "produce.jsonl") if e.get("kind") == "ack"]
+        topic = input_topic or (acks[0]["topic"] if acks else None)
+        commits = [
+            e
+            for e in read_stream(events / "offsets.jsonl")
+            if e.get("kind") == "commit" and e.get("topic") == topic
+        ]
+        return cls(acks, commits, read_stream(run_dir / DELIVERIES))
+
+    def acked_before(self, at: float) -> int:
+        """The inputs acknowledged ``LEAD_S`` before ``at``: where a fault aimed at ``at`` is
+        placed."""
+        return _acked(sorted(a["ts"] for a in self.acks), at)
+
+
 def read_windows(run_dir: Path, input_topic: str | None = None) -> list[Window]:
     """The windows of a played run's history (none where it kept no history)."""
-    events = run_dir / "events"
-    acks = [e for e in read_stream(events / "produce.jsonl") if e.get("kind") == "ack"]
-    topic = input_topic or (acks[0]["topic"] if acks else None)
-    commits = [
-        e
-        for e in read_stream(events / "offsets.jsonl")
-        if e.get("kind") == "commit" and e.get("topic") == topic
-    ]
-    return windows(commits, read_stream(run_dir / DELIVERIES), acks)
+    lineage = Lineage.read(run_dir, input_topic)
+    return windows(lineage.commits, lineage.deliveries, lineage.acks)
 
 
 def windows(
@@ -86,9 +109,9 @@ def windows(
     results to inputs (``in_partition``, ``in_offset``, ``out_ts_ms``), the workload's ``acks``
     (``ts``, ``partition``, ``offset``)."""
     ack_times = sorted(a["ts"] for a in acks)
-    written = _first_writes(deliveries)
+    written = first_writes(deliveries)
     found = []
-    for at_ms, offsets in _commit_requests(commits):
+    for at_ms, offsets in commit_requests(commits):
         passed = [
             written[(partition, offset)]
             for partition, (start, end) in offsets.items()
@@ -117,7 +140,7 @@ def _acked(ack_times: Sequence[float], at: float) -> int:
     return bisect.bisect(ack_times, at - LEAD_S)
 
 
-def _first_writes(deliveries: Iterable[Mapping[str, Any]]) -> dict[tuple[int, int], int]:
+def first_writes(deliveries: Iterable[Mapping[str, Any]]) -> dict[tuple[int, int], int]:
     """When each input's first result was written (ms), by its partition and offset."""
     first: dict[tuple[int, int], int] = {}
     for row in deliveries:
@@ -126,7 +149,7 @@ def _first_writes(deliveries: Iterable[Mapping[str, Any]]) -> dict[tuple[int, in
     return first
 
 
-def _commit_requests(
+def commit_requests(
     commits: Iterable[Mapping[str, Any]],
 ) -> list[tuple[int, dict[int, tuple[int, int]]]]:
     """The group's commits as the requests that made them (one time for every partition a

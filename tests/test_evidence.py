@@ -1,0 +1,105 @@
+"""The window a play's break came from, read from made-up histories (pure), and a schedule
+drawn at random that breaks a service now and then replaced, on scripted plays, by the fault
+aimed at that window, which breaks it every time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_replay.definitions.definition import load_incident
+from kafka_replay.exploring.evidence import LOST_BY, lost_at, repeated_at
+from kafka_replay.exploring.findings import write_report
+from kafka_replay.exploring.schedule import RECORDS
+from kafka_replay.exploring.windows import COMMIT_AHEAD, LEAD_S, WRITES_AHEAD, Lineage
+from kafka_replay.report.outcome import Outcome
+from tests.test_exploring import ScriptedPlayer, _explorer
+from tests.test_windows import RATE, START, _acks, _commit, _run_dir, _written
+
+
+def test_lost_inputs_point_at_the_commit_that_passed_them() -> None:
+    acks = _acks(400)  # offsets 0..199 on each partition, from 100 s to 105 s
+    # two commits: the first passes what was written; the second passes 0..149, of which
+    # 100..149 never got a result
+    commits = _commit(102.0, {0: 80, 1: 80}) + _commit(103.0, {0: 150, 1: 150})
+    written = [w for w in _written(acks, 0.1) if w["in_offset"] < 100]
+    found = lost_at(Lineage(acks, commits, written))
+    assert [w.kind for w in found] == list(LOST_BY)
+    assert {(w.at, w.inputs) for w in found} == {(103.0, 100)}
+    # placed half a second of acks before the commit
+    assert {w.acks for w in found} == {int((103.0 - LEAD_S - START) * RATE) + 1}
+    # nothing lost, or lost but never committed past: no window explains it
+    assert lost_at(Lineage(acks, commits, _written(acks, 0.1))) == []
+    assert lost_at(Lineage(acks, _commit(102.0, {0: 80, 1: 80}), written)) == []
+
+
+def test_repeated_inputs_point_at_their_first_write() -> None:
+    acks = _acks(100)
+    written = _written(acks, 0.1)
+    again = [{**w, "out_ts_ms": w["out_ts_ms"] + 2000} for w in written[40:60]]
+    (window,) = repeated_at(Lineage(acks, [], written + again))
+    assert window.kind == WRITES_AHEAD and window.inputs == 20
+    assert window.at == written[40]["out_ts_ms"] / 1000
+    assert repeated_at(Lineage(acks, [], written)) == []
+
+
+def test_a_drawn_schedule_that_breaks_now_and_then_is_written_as_the_fault_that_explains_it(
+    tmp_path: Path,
+) -> None:
+    """Drawn at random, the schedule lost inputs in 2 of 5 plays; the play that broke it shows
+    the commit that passed them, and the offset commit killed there breaks it in 5 of 5: that
+    is written, and the drawn schedule is reported as intermittent, explained."""
+    acks = _acks(RECORDS)
+    commit_at = START + 600 / RATE
+    written = [w for w in _written(acks, 0.1) if not 250 <= w["in_offset"] < 300]
+    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: 300, 1: 300}), written)
+
+    class Traced(ScriptedPlayer):
+        def _one(self, profile: str) -> Outcome:
+            outcome = super()._one(profile)
+            outcome.run_dir = str(run)
+            return outcome
+
+    lost = {"lost": 100}
+    # the drawn schedule: 2 of 5; its explanation: 2 candidate plays, 3 more, all lost; the
+    # reference holds twice; shrinking's only candidate (no fault at all) holds
+    player = Traced([lost, {}, {}, lost, {}] + [lost] * 5, reference={})
+    explorer = _explorer(player, tmp_path)
+    result = explorer.explore()
+    (finding,) = result.findings
+    assert finding.drawn_broke == 2 and finding.drawn != finding.shrunk
+    (fault,) = finding.shrunk.faults
+    assert fault.aim is not None and fault.aim.kind == COMMIT_AHEAD
+    step = dict(fault.steps[0])
+    assert (step["api"], step["action"]) == ("OffsetCommit", "kill_sender")
+    assert fault.after_acks == int((commit_at - LEAD_S - START) * RATE) + 1
+    (intermittent,) = result.intermittent
+    assert intermittent.broke == 2 and intermittent.explained == finding.shrunk.timeline()
+    written_steps = load_incident(finding.path).steps
+    assert any(s.options.get("api") == "OffsetCommit" for s in written_steps)
+    report = write_report(result, 600, tmp_path / "out").read_text()
+    assert "lost in 2 of 5 plays" in report and "written as that" in report
+
+
+def test_a_schedule_whose_break_no_aimed_fault_explains_stays_intermittent(
+    tmp_path: Path,
+) -> None:
+    acks = _acks(RECORDS)
+    written = [w for w in _written(acks, 0.1) if not 250 <= w["in_offset"] < 300]
+    commit_at = START + 600 / RATE
+    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: 300, 1: 300}), written)
+
+    class Traced(ScriptedPlayer):
+        def _one(self, profile: str) -> Outcome:
+            outcome = super()._one(profile)
+            outcome.run_dir = str(run)
+            return outcome
+
+    lost = {"lost": 100}
+    # 2 of 5; each explanation misses at its first play: the commit killed, the sends late
+    player = Traced([lost, {}, {}, lost, {}, {}, {}], reference={})
+    explorer = _explorer(player, tmp_path)
+    explorer.out_of_time = lambda: len(player.played) >= 7  # type: ignore[method-assign]
+    result = explorer.explore()
+    assert not result.findings
+    (intermittent,) = result.intermittent
+    assert intermittent.broke == 2 and intermittent.explained == []

@@ -9,7 +9,7 @@ from pathlib import Path
 from kafka_replay.definitions.definition import load_incident
 from kafka_replay.exploring.evidence import LOST_BY, lost_at, repeated_at
 from kafka_replay.exploring.findings import write_report
-from kafka_replay.exploring.schedule import RECORDS
+from kafka_replay.exploring.schedule import RECORDS, latest_ack
 from kafka_replay.exploring.windows import COMMIT_AHEAD, LEAD_S, WRITES_AHEAD, Lineage
 from kafka_replay.report.outcome import Outcome
 from tests.test_exploring import ScriptedPlayer, _explorer
@@ -103,3 +103,20 @@ def test_a_schedule_whose_break_no_aimed_fault_explains_stays_intermittent(
     assert not result.findings
     (intermittent,) = result.intermittent
     assert intermittent.broke == 2 and intermittent.explained == []
+
+
+def test_a_break_later_than_faults_are_placed_is_aimed_at_from_the_latest_place(
+    tmp_path: Path,
+) -> None:
+    """The commit that passed the lost inputs came after the last place a fault is drawn at
+    (5 s of records before the end): the explanation waits from there for the next commit."""
+    acks = _acks(RECORDS)
+    commit_at = START + 1150 / RATE
+    written = [w for w in _written(acks, 0.1) if not 500 <= w["in_offset"] < 575]
+    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: 575, 1: 575}), written)
+    explorer = _explorer(ScriptedPlayer([], reference={}), tmp_path)
+    drawn = explorer._draw()
+    first, *_ = explorer._explanations(drawn, "lost", run)
+    (fault,) = first.faults
+    assert fault.after_acks == latest_ack(RECORDS) and fault.aim is not None
+    assert fault.aim.at == commit_at

@@ -317,7 +317,7 @@ class Explorer:
         """A fault aimed at each of the windows ``found``, of the families drawn from, within
         the range where faults are placed."""
         drawn_from = {family.name for family in self.families}
-        earliest, latest = int(self.records * EARLIEST), latest_ack(self.records)
+        earliest, latest = self._placed
         return [
             Fault(family, window.acks, steps, window)
             for window, family, steps in aimed_faults(
@@ -333,7 +333,11 @@ class Explorer:
         fault is aimed already, or the play left no history."""
         if evidence is None or all(fault.aim for fault in schedule.faults):
             return []
-        found = explaining_windows(evidence, kind)
+        earliest, latest = self._placed
+        found = [  # a break that came later: the same request after the latest place a fault has
+            replace(window, acks=min(max(window.acks, earliest), latest))
+            for window in explaining_windows(evidence, kind)
+        ]
         return [replace(schedule, faults=(f,)) for f in self._aimed_at(found, schedule.layout)]
 
     def _explained(self, schedule: Schedule, kind: str, evidence: Path | None) -> Schedule | None:
@@ -350,6 +354,11 @@ class Explorer:
             ):
                 return candidate
         return None
+
+    @property
+    def _placed(self) -> tuple[int, int]:
+        """The fewest and most acknowledgements a fault is placed after."""
+        return int(self.records * EARLIEST), latest_ack(self.records)
 
     @property
     def _transactional(self) -> bool:

@@ -31,6 +31,9 @@ EARLIEST = 0.08
 #: what a fault does must reach the records that follow it, in every play alike.
 TAIL_S = 5.0
 MAX_FAULTS = 3
+#: How long the service's instances may take to settle in their group before records flow
+#: (then they flow anyway: a service that assigns itself its partitions joins no group).
+MEMBERS_S = 10
 #: How long the backlog may take to drain after the last record. A transactional service is
 #: given no more: a transaction left open until ``transaction.timeout.ms`` runs out is itself a
 #: defect the catalog replays (a restart that cannot fence it holds read_committed readers).
@@ -173,7 +176,8 @@ def steps_of(schedule: Schedule, place: str | None = None) -> list[dict[str, Any
     steps: list[dict[str, Any]] = [
         {"do": "start_apps"},
         # as in production, the service has its partitions before records flow
-        {"do": "idle", "seconds": 3, "label": "service up"},
+        {"do": "wait_members", "budget_s": MEMBERS_S},
+        {"do": "idle", "seconds": 1, "label": "service up"},
         {"do": "produce", "workload": "events", "background": True},
     ]
     for fault in schedule.in_order():

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupState, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from kafka_replay.apps.client_config import check_client_config
@@ -23,6 +23,7 @@ from kafka_replay.definitions.model import Step
 from kafka_replay.definitions.vocabulary import Field, StepContext, step_kind
 from kafka_replay.history import sample_lag
 from kafka_replay.history.consumer_offsets import group_reader
+from kafka_replay.history.group import describe_group
 from kafka_replay.workload import Workload, WorkloadProducer
 from kafka_replay.workload.payloads import PayloadError
 
@@ -230,6 +231,35 @@ def _drain(stage: Stage, step: Step) -> dict[str, Any]:
     if stage.share_watch is not None:  # where the broker left the share group's start offsets
         found["share_group"] = stage.share_watch.latest
     return found
+
+
+@step_kind("wait_members", budget_s=Field((int, float)), label=Field(str, None))
+def _wait_members(stage: Stage, step: Step) -> dict[str, Any]:
+    """Wait until each service's group has settled with every running instance a member, at
+    most ``budget_s`` (a service that assigns itself its partitions joins no group: the run
+    goes on once the budget is spent). A broker that names no members (Tansu) is asked only
+    whether the group settled."""
+    cluster = stage.apps_cluster
+    admin = cluster.admin()
+    started = time.monotonic()
+    wanted = {
+        group: len(service.running()) if cluster.lists_group_members else 0
+        for service, group in zip(stage.services.values(), stage.groups, strict=False)
+    }
+    members: dict[str, int] = {}
+
+    def settled() -> bool:
+        for group, count in wanted.items():
+            description = describe_group(admin, group)
+            if description is None or description.state != ConsumerGroupState.STABLE:
+                return False
+            members[group] = len(description.members or [])
+            if members[group] < count:
+                return False
+        return True
+
+    joined = stage.until(settled, step["budget_s"])
+    return {"joined": joined, "members": members, "waited_s": round(time.monotonic() - started, 2)}
 
 
 @step_kind("idle", seconds=Field((int, float)), label=Field(str, None))

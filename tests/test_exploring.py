@@ -45,7 +45,7 @@ def test_every_drawn_schedule_is_a_definition_the_engine_reads(family: str, tmp_
             incident = load_incident(path)
             assert incident.name == schedule.name
             fault_steps = [s for f in schedule.faults for s in f.steps]
-            assert len(incident.steps) == 5 + len(schedule.faults) + len(fault_steps)
+            assert len(incident.steps) == 6 + len(schedule.faults) + len(fault_steps)
 
 
 def test_partitions_grow_at_every_drawn_increase() -> None:

@@ -32,6 +32,9 @@ SERVICES: dict[str, tuple[str, str, int]] = {
     ),
     "buffering": ("{python} -m tests.apps.flawed buffering", "at-least-once", 4),
     "latest-start": ("{python} -m tests.apps.flawed latest-start", "at-least-once", 5),
+    "fire-and-forget": ("{python} -m tests.apps.flawed fire-and-forget", "at-least-once", 7),
+    "drop-on-revoke": ("{python} -m tests.apps.flawed drop-on-revoke", "at-least-once", 8),
+    "acks-one": ("{python} -m tests.apps.flawed acks-one", "at-least-once", 9),
     "correct": ("{python} -m kafka_replay_incidents.apps.eos_processor", "exactly-once", 6),
 }  # fmt: skip
 

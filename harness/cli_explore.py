@@ -51,6 +51,9 @@ OWN_HELP = {
     "expect": "what your app makes of each input where it is not once on the output: a TOML "
     "file with [topics.NAME] and an [expect] table (a dead-letter topic, inputs it drops), "
     "as for kafka-replay run (docs/explore.md)",
+    "shard": "play only shard K of N of the seed's schedules (and of the corpus), on one of N "
+    "machines given the same --seed; `kafka-replay report OUT --merge DIR...` joins their "
+    "--out directories",
 }
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h)?$")
 
@@ -137,6 +140,7 @@ def add_explore_command(commands: Any) -> None:
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from kafka_replay.exploring.exploration import explore
+    from kafka_replay.exploring.explorer import WHOLE
     from kafka_replay.interrupts import stop_on_signals
 
     settings = RunSettings.from_args(args, only=SHARED)
@@ -164,6 +168,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         ordered=args.ordered,
         jobs=args.jobs,
         expect=args.expect,
+        shard=args.shard or WHOLE,
         settings=settings,
         progress=lambda line: out.print(escape(line)),
     )

@@ -32,7 +32,9 @@ def add_report_command(commands: Any) -> None:
         type=Path,
         metavar="SHARD_DIR",
         help="write DIR's report.json, report.md, report.html and junit.xml from the report "
-        "directories of `kafka-replay run --shard K/N` (every shard once); exits as run would",
+        "directories of `kafka-replay run --shard K/N` (every shard once); exits as run would. "
+        "Given the --out directories of `kafka-replay explore --shard K/N`: their findings and "
+        "one explore.md, exiting as explore would",
     )
     add_path_option(
         report,
@@ -48,6 +50,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from kafka_replay.report.browser import BrowserMissing, screenshot
     from kafka_replay.report.html_report import REPORT_FILE, write_html
 
+    if args.merge and any((shard / "explore.json").exists() for shard in args.merge):
+        return _merge_explorations(args.directory, args.merge)
     code = _merge(args.directory, args.merge) if args.merge else 0
     if not (args.directory / "report.json").exists():
         raise ValueError(
@@ -92,3 +96,15 @@ def _merge(out: Path, shards: list[Path]) -> int:
     console.print(f"JUnit: {write_junit(out / 'junit.xml', outcomes)}")
     write_step_summary(outcomes)
     return exit_code(outcomes, bool(context["settings"].get("allow_not_applicable")))
+
+
+def _merge_explorations(out: Path, shards: list[Path]) -> int:
+    """Write ``out``'s exploration report from the shards' of ``explore --shard K/N`` and say
+    it as ``explore`` would; ``explore``'s exit code."""
+    from kafka_replay.exploring.findings import last_line, write_report
+    from kafka_replay.exploring.record import merge_explorations
+
+    result, budget_s, spent_s = merge_explorations(shards, out)
+    result.report = write_report(result, budget_s, out, spent_s)
+    console.print(last_line(result), markup=False, highlight=False)
+    return 1 if result.findings or result.regressions else 0

@@ -294,7 +294,7 @@ ROOM_IMPORTS: dict[str, frozenset[str]] = {
         "cli_compare": {"checker", "console", "definitions", "history", "playing", "replay",
                         "report", "servers"},
         "cli_explore": {"console", "exploring", "interrupts", "replay"},
-        "cli_report": {"console", "playing", "replay", "report"},
+        "cli_report": {"console", "exploring", "playing", "replay", "report"},
         "pytest_plugin": {"checker", "cluster", "definitions", "playing", "replay", "report",
                           "servers"},
         # measured by a person, never by the suite

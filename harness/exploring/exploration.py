@@ -10,12 +10,13 @@ from pathlib import Path
 
 from kafka_replay.definitions.app_option import check_one_service
 from kafka_replay.playing.parallel import WorkerFailed
+from kafka_replay.playing.shards import Shard
 from kafka_replay.replay.settings import OPTIONS, RunSettings
 from kafka_replay.servers.reaper import leased_temp_dir
 
-from .explorer import KINDS, Exploration, ExploreError, Explorer
+from .explorer import KINDS, WHOLE, Exploration, ExploreError, Explorer
 from .families import choose_families
-from .findings import covered, write_report
+from .findings import last_line, write_report
 from .players import InLanes, InTurn, Player
 from .schedule import RECORDS, REFERENCE_APPS, definition_text, draw
 from .shape import check_shape, read_shape
@@ -38,6 +39,7 @@ def explore(
     settings: RunSettings | None = None,
     search: str = "aimed",
     corpus: Path | None = None,
+    shard: Shard = WHOLE,
     progress: Callable[[str], None] = print,
 ) -> Exploration:
     """Search for a schedule of faults under which ``app`` breaks ``guarantee``; ``image``:
@@ -53,6 +55,8 @@ def explore(
     ``search``: ``aimed`` (a play without faults first, schedules aimed at its windows of
     exposure, then at random) or ``random``. ``corpus``: a directory of earlier findings,
     replayed first (one that reproduces is in ``regressions``); new findings are added to it.
+    ``shard``: the part of the seed's schedules to play (``--shard K/N``; its corpus's share
+    too), whose report ``kafka-replay report OUT --merge DIR...`` joins with the others'.
     """
     if guarantee not in REFERENCE_APPS:
         raise ValueError(f"guarantee is one of {', '.join(REFERENCE_APPS)}, got {guarantee!r}")
@@ -78,8 +82,9 @@ def explore(
     settings = (settings or RunSettings()).replace(app=None, app_image=None, guarantee=None)
     seed = seed if seed is not None else secrets.randbelow(10**6)
     where = f" as service {service.place} of its pipeline" if service and service.place else ""
+    part = f", shard {shard} of its schedules," if shard != WHOLE else ""
     progress(
-        f"Exploring{where} with seed {seed} for {budget_s:.0f} s, {jobs} play(s) at a time, "
+        f"Exploring{where} with seed {seed}{part} for {budget_s:.0f} s, {jobs} play(s) at a time, "
         "families: " + ", ".join(f.name for f in drawn_from)
     )
     with leased_temp_dir("kafka-replay-explore-") as scratch:
@@ -113,6 +118,7 @@ def explore(
             service=service,
             search=search,
             corpus=corpus,
+            shard=shard,
             progress=progress,
         )
         try:
@@ -123,15 +129,7 @@ def explore(
             player.close()
             result = explorer.result
             result.report = write_report(result, budget_s, out)
-            kept = (
-                f"{len(result.regressions)} of the corpus's {len(result.corpus)} reproduced; "
-                if result.corpus
-                else ""
-            )
-            progress(
-                f"{kept}{result.schedules} schedule(s), {len(result.tried)} play(s), "
-                f"{len(result.findings)} finding(s); {covered(result)}; report: {result.report}"
-            )
+            progress(last_line(result))
     return result
 
 

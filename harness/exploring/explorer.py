@@ -18,9 +18,10 @@ from pathlib import Path
 
 from kafka_replay.definitions.definition import load_incident, parse_condition
 from kafka_replay.definitions.model import Condition, DefinitionError
+from kafka_replay.playing.shards import Shard
 from kafka_replay.report.outcome import Outcome
 
-from .evidence import explaining_windows
+from .explanations import explaining_windows
 from .families import Family, Layout
 from .players import Player
 from .schedule import (
@@ -64,6 +65,10 @@ REFERENCE_PLAYS = 2
 #: The service's first plays that could not be played before the exploration gives up: a
 #: service that does not start, or a cluster that does not serve, would spend the budget.
 ERRORS_IN_A_ROW = 3
+
+
+#: Every schedule of the seed (no ``--shard``).
+WHOLE = Shard(1, 1)
 
 
 class ExploreError(ValueError):
@@ -162,6 +167,8 @@ class Exploration:
     corpus: list[tuple[Path, str]] = field(default_factory=list)
     regressions: list[Path] = field(default_factory=list)
     schedules: int = 0
+    #: The part of the seed's schedules played (``--shard K/N``; ``1/1``: all of them).
+    shard: str = "1/1"
     started: float = field(default_factory=time.monotonic)
     #: ``explore.md``, once written.
     report: Path | None = None
@@ -188,6 +195,7 @@ class Explorer:
         service: ServiceShape | None = None,
         search: str = "aimed",
         corpus: Path | None = None,
+        shard: Shard = WHOLE,
         progress: Callable[[str], None] = print,
     ) -> None:
         if search not in SEARCHES:
@@ -197,8 +205,8 @@ class Explorer:
         self.families, self.budget_s = families, budget_s
         self.ordered, self.wanted, self.records = ordered, wanted, records
         self.out_dir, self.work_dir, self.progress = out_dir, work_dir, progress
-        self.corpus = corpus
-        self.result = Exploration(seed, search=search)
+        self.corpus, self.shard = corpus, shard
+        self.result = Exploration(seed, search=search, shard=str(shard))
         #: Aimed schedules still to play (aimed search), made from the first play's windows
         #: and then from windows of kinds a later play showed first; how many of each kind.
         self._aimed: list[Schedule] | None = [] if search == "random" else None
@@ -241,7 +249,7 @@ class Explorer:
     def replay_corpus(self, corpus: Path) -> None:
         """Play each definition kept in ``corpus`` (earlier findings) under its vulnerable
         profile: one that reproduces is a regression, the service still breaks under it."""
-        kept = sorted(corpus.glob("*.toml"))
+        kept = sorted(corpus.glob("*.toml"))[self.shard.index - 1 :: self.shard.count]
         if not kept:
             return
         self.progress(f"replaying the {len(kept)} definition(s) kept in {corpus}")
@@ -269,11 +277,10 @@ class Explorer:
     def _aim(self) -> list[Schedule]:
         """Play the workload without faults, and aim a schedule at each window of exposure
         its history shows, of the families drawn from."""
-        index = self.result.schedules
+        index = self._new_index()
         drawn = draw(self.result.seed, index, self.families, self.records, self._transactional)
         layout = replace(drawn.layout, brokers=1)  # no aimed fault needs more
         baseline = Schedule(self.result.seed, index, layout, ())
-        self.result.schedules += 1
         self.progress(f"schedule {index}: no fault, to find where the service is exposed")
         ((kinds, outcome),) = self._play_outcomes([(baseline, "vulnerable", None)])
         run_dir = _evidence(outcome)
@@ -283,9 +290,8 @@ class Explorer:
         self.result.windows = dict(Counter(w.kind for w in found))
         aimed = []
         for fault in self._aimed_at(found, layout):
-            aimed.append(Schedule(self.result.seed, self.result.schedules, layout, (fault,)))
+            aimed.append(Schedule(self.result.seed, self._new_index(), layout, (fault,)))
             self._aimed_kinds[fault.aim.kind if fault.aim else ""] += 1
-            self.result.schedules += 1
         windows = ", ".join(f"{kind} x{n}" for kind, n in self.result.windows.items())
         self.progress(
             f"  windows of exposure: {windows or 'none'}; {len(aimed)} schedule(s) aimed at them"
@@ -302,8 +308,7 @@ class Explorer:
         for fault in self._aimed_at(new, schedule.layout)[:1]:
             assert fault.aim is not None
             self._aimed_kinds[fault.aim.kind] += 1
-            index = self.result.schedules
-            self.result.schedules += 1
+            index = self._new_index()
             faults = (*schedule.faults, fault)
             self._aimed = [
                 *(self._aimed or []),
@@ -355,6 +360,13 @@ class Explorer:
                 return candidate
         return None
 
+    def _new_index(self) -> int:
+        """The next schedule's index: this shard's share of the seed's (``--shard K/N``: K-1,
+        K-1+N, ...), so that no two shards play the same schedule or name a finding alike."""
+        index = self.result.schedules * self.shard.count + self.shard.index - 1
+        self.result.schedules += 1
+        return index
+
     @property
     def _placed(self) -> tuple[int, int]:
         """The fewest and most acknowledgements a fault is placed after."""
@@ -375,12 +387,11 @@ class Explorer:
     def _draw(self) -> Schedule:
         schedule = draw(
             self.result.seed,
-            self.result.schedules,
+            self._new_index(),
             self.families,
             self.records,
             transactional=self._transactional,
         )
-        self.result.schedules += 1
         self.progress(f"schedule {schedule.index}: " + "; ".join(schedule.timeline()))
         return schedule
 

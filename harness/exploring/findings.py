@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from .explorer import REPLAYS, Exploration
+from .record import write_record
 
 
 def covered(result: Exploration) -> str:
@@ -33,8 +34,23 @@ def covered(result: Exploration) -> str:
     )
 
 
-def report_lines(result: Exploration, budget_s: float) -> list[str]:
-    spent = time.monotonic() - result.started
+def last_line(result: Exploration) -> str:
+    """What an exploration ends with: the corpus replayed, schedules, plays, findings, what
+    the service held under, and where the report is."""
+    kept = (
+        f"{len(result.regressions)} of the corpus's {len(result.corpus)} reproduced; "
+        if result.corpus
+        else ""
+    )
+    return (
+        f"{kept}{result.schedules} schedule(s), {len(result.tried)} play(s), "
+        f"{len(result.findings)} finding(s); {covered(result)}; report: {result.report}"
+    )
+
+
+def report_lines(result: Exploration, budget_s: float, spent_s: float | None = None) -> list[str]:
+    """The report's Markdown; ``spent_s``: the seconds it took (default: since it started)."""
+    spent = time.monotonic() - result.started if spent_s is None else spent_s
     plays = len(result.tried)
     windows = ", ".join(f"{kind} x{n}" for kind, n in result.windows.items()) or "none"
     lines = [
@@ -43,6 +59,7 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
         f"{result.schedules} schedule(s), {plays} play(s), {spent:.0f} s of a "
         f"{budget_s:.0f} s budget; {len(result.findings)} finding(s); {covered(result)}.",
         "",
+        *_part(result.shard),
         *(
             [
                 f"Search: aimed at the windows of exposure of a play without faults ({windows}), "
@@ -125,6 +142,15 @@ def report_lines(result: Exploration, budget_s: float) -> list[str]:
     return lines
 
 
+def _part(shard: str) -> list[str]:
+    """Which part of the seed's schedules the report covers: all, one shard, or shards joined."""
+    if shard == "1/1":
+        return []
+    if "/" in shard:
+        return [f"Shard {shard} of the seed's schedules.", ""]
+    return [f"Joined from {shard}, each given the budget.", ""]
+
+
 def _stalled(account: list[str]) -> list[str]:
     """A hang's account: what the service was doing when it stopped."""
     if not account:
@@ -176,10 +202,14 @@ def _grouped(body: list[str]) -> list[str]:
     return out
 
 
-def write_report(result: Exploration, budget_s: float, out_dir: Path) -> Path:
-    """``explore.md`` and ``explore.html`` in ``out_dir``; the markdown's path."""
+def write_report(
+    result: Exploration, budget_s: float, out_dir: Path, spent_s: float | None = None
+) -> Path:
+    """``explore.md``, ``explore.html`` and ``explore.json`` (:mod:`.record`) in ``out_dir``;
+    the markdown's path. ``spent_s``: the seconds it took (default: since it started)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    lines = report_lines(result, budget_s)
+    write_record(result, budget_s, out_dir, spent_s)
+    lines = report_lines(result, budget_s, spent_s)
     markdown = out_dir / "explore.md"
     markdown.write_text("\n".join(lines) + "\n")
     (out_dir / "explore.html").write_text(html_page(lines))

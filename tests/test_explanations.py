@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_replay.definitions.definition import load_incident
-from kafka_replay.exploring.evidence import LOST_BY, lost_at, repeated_at
+from kafka_replay.exploring.explanations import LOST_BY, lost_at, repeated_at
 from kafka_replay.exploring.findings import write_report
 from kafka_replay.exploring.schedule import RECORDS, latest_ack
 from kafka_replay.exploring.windows import COMMIT_AHEAD, LEAD_S, WRITES_AHEAD, Lineage

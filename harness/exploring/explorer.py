@@ -22,7 +22,7 @@ from kafka_replay.playing.shards import Shard
 from kafka_replay.report.outcome import Outcome
 
 from .explanations import explaining_windows
-from .families import Family, Layout
+from .families import FAMILIES, Family, Layout
 from .players import Player
 from .schedule import (
     EARLIEST,
@@ -279,7 +279,7 @@ class Explorer:
         its history shows, of the families drawn from."""
         index = self._new_index()
         drawn = draw(self.result.seed, index, self.families, self.records, self._transactional)
-        layout = replace(drawn.layout, brokers=1)  # no aimed fault needs more
+        layout = replace(drawn.layout, brokers=1)  # an aimed fault at a leader adds brokers
         baseline = Schedule(self.result.seed, index, layout, ())
         self.progress(f"schedule {index}: no fault, to find where the service is exposed")
         ((kinds, outcome),) = self._play_outcomes([(baseline, "vulnerable", None)])
@@ -290,7 +290,8 @@ class Explorer:
         self.result.windows = dict(Counter(w.kind for w in found))
         aimed = []
         for fault in self._aimed_at(found, layout):
-            aimed.append(Schedule(self.result.seed, self._new_index(), layout, (fault,)))
+            placed = _layout_for((fault,), layout)
+            aimed.append(Schedule(self.result.seed, self._new_index(), placed, (fault,)))
             self._aimed_kinds[fault.aim.kind if fault.aim else ""] += 1
         windows = ", ".join(f"{kind} x{n}" for kind, n in self.result.windows.items())
         self.progress(
@@ -310,10 +311,8 @@ class Explorer:
             self._aimed_kinds[fault.aim.kind] += 1
             index = self._new_index()
             faults = (*schedule.faults, fault)
-            self._aimed = [
-                *(self._aimed or []),
-                Schedule(self.result.seed, index, schedule.layout, faults),
-            ]
+            layout = _layout_for(faults, schedule.layout)
+            self._aimed = [*(self._aimed or []), Schedule(self.result.seed, index, layout, faults)]
             self.progress(
                 f"  {schedule.name} showed {fault.aim.describe()}: schedule {index} aims at it"
             )
@@ -343,7 +342,10 @@ class Explorer:
             replace(window, acks=min(max(window.acks, earliest), latest))
             for window in explaining_windows(evidence, kind)
         ]
-        return [replace(schedule, faults=(f,)) for f in self._aimed_at(found, schedule.layout)]
+        return [
+            replace(schedule, layout=_layout_for((f,), schedule.layout), faults=(f,))
+            for f in self._aimed_at(found, schedule.layout)
+        ]
 
     def _explained(self, schedule: Schedule, kind: str, evidence: Path | None) -> Schedule | None:
         """The first of ``schedule``'s explanations that breaks the service in every one of
@@ -643,6 +645,12 @@ class Explorer:
         self.progress(
             f"finding: {kind} under {len(shrunk.faults)} fault(s){short}, written to {path}"
         )
+
+
+def _layout_for(faults: Sequence[Fault], layout: Layout) -> Layout:
+    """``layout`` with as many brokers as ``faults`` need (a leader killed needs followers)."""
+    needed = max((FAMILIES[f.family].brokers for f in faults if f.family in FAMILIES), default=1)
+    return replace(layout, brokers=max(layout.brokers, needed))
 
 
 def _evidence(outcome: Outcome) -> Path | None:

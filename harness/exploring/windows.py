@@ -208,7 +208,10 @@ def _faults(window: Window, layout: Layout) -> list[tuple[str, tuple[Step, ...]]
         return [("groups", (joins, {"do": "idle", "seconds": 3.0}, leaves))]
     if window.kind == SENDS_AT_COMMIT:
         late = {**_request("Produce", "delay"), "delay_ms": 5000, "count": 3}
-        return [("requests", (late,))]
+        leader = {"role": "leader", "topic": "output", "partition": 0}
+        killed = ({"do": "kill_broker", **leader}, {"do": "idle", "seconds": 2.0},
+                  {"do": "restart_broker"})  # fmt: skip
+        return [("requests", (late,)), ("leaders", killed)]
     if window.kind == WRITES_AHEAD:
         return [("requests", (_request("Produce", "kill_sender"),))]
     commits = ("OffsetCommit", "TxnOffsetCommit") if layout.transactional else ("OffsetCommit",)

@@ -270,9 +270,11 @@ class ScriptedPlayer:
         pass
 
 
-def _explorer(player: ScriptedPlayer, tmp_path: Path, search: str = "random") -> Explorer:
+def _explorer(
+    player: ScriptedPlayer, tmp_path: Path, search: str = "random", families: str = "app,requests"
+) -> Explorer:
     return Explorer(
-        player, app=APP, guarantee="at-least-once", families=choose_families("app,requests"),
+        player, app=APP, guarantee="at-least-once", families=choose_families(families),
         seed=5, budget_s=600, out_dir=tmp_path / "out", work_dir=tmp_path / "work",
         search=search, progress=lambda line: None,
     )  # fmt: skip

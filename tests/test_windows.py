@@ -293,8 +293,7 @@ def test_sends_at_a_commit_are_aimed_at_with_their_leader_killed_on_three_broker
             return outcome
 
     player = Traced([{}] * 4, reference={})
-    explorer = _explorer(player, tmp_path, search="aimed")
-    explorer.families = choose_families("app,requests,leaders")
+    explorer = _explorer(player, tmp_path, search="aimed", families="app,requests,leaders")
     explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
     result = explorer.explore()
     aimed = {t.schedule: t for t in result.tried[1:3]}

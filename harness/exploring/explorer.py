@@ -21,24 +21,21 @@ from kafka_replay.definitions.model import Condition, DefinitionError
 from kafka_replay.playing.shards import Shard
 from kafka_replay.report.outcome import Outcome
 
-from .explanations import explaining_windows
-from .families import FAMILIES, Family, Layout
+from .aiming import Aiming, layout_for
+from .families import Family
 from .players import Player
 from .schedule import (
-    EARLIEST,
-    MAX_FAULTS,
     RECORDS,
     Fault,
     Schedule,
     definition_text,
     draw,
-    latest_ack,
     simpler_faults,
 )
 from .shape import ServiceShape
 from .shrinking import shrink
 from .stalls import stall_account
-from .windows import Window, aimed_faults, read_windows
+from .windows import read_windows
 
 #: What breaks a service, the worst first, with the symptom that says so in a definition.
 KINDS: dict[str, tuple[str, str]] = {
@@ -210,7 +207,7 @@ class Explorer:
         #: Aimed schedules still to play (aimed search), made from the first play's windows
         #: and then from windows of kinds a later play showed first; how many of each kind.
         self._aimed: list[Schedule] | None = [] if search == "random" else None
-        self._aimed_kinds: Counter[str] = Counter()
+        self.aiming = Aiming(families, guarantee, records)
         self._plays = 0
         #: Each schedule's (name and timeline) account of its last play that did not drain.
         self._stalls: dict[tuple[str, tuple[str, ...]], list[str]] = {}
@@ -288,11 +285,10 @@ class Explorer:
             self._follow(baseline, next(k for k in KINDS if k in kinds), run_dir)
         found = read_windows(run_dir) if run_dir is not None else []
         self.result.windows = dict(Counter(w.kind for w in found))
-        aimed = []
-        for fault in self._aimed_at(found, layout):
-            placed = _layout_for((fault,), layout)
-            aimed.append(Schedule(self.result.seed, self._new_index(), placed, (fault,)))
-            self._aimed_kinds[fault.aim.kind if fault.aim else ""] += 1
+        aimed = [
+            Schedule(self.result.seed, self._new_index(), layout_for((fault,), layout), (fault,))
+            for fault in self.aiming.faults(found, layout)
+        ]
         windows = ", ".join(f"{kind} x{n}" for kind, n in self.result.windows.items())
         self.progress(
             f"  windows of exposure: {windows or 'none'}; {len(aimed)} schedule(s) aimed at them"
@@ -300,52 +296,20 @@ class Explorer:
         return aimed
 
     def _steer(self, schedule: Schedule, evidence: Path | None) -> None:
-        """Aim at what a play that held newly showed: a window of a kind no schedule has been
-        aimed at yet (the faults drawn may have opened it, a rebalance a commit ahead of its
-        writes, say) is aimed at next, over the same faults."""
-        if evidence is None or len(schedule.faults) >= MAX_FAULTS:
+        """Aim at what a play that held newly showed: a window of a kind no fault has been
+        aimed at yet is aimed at next, over the same faults."""
+        faults = self.aiming.new_kind(schedule, evidence) if evidence is not None else None
+        if faults is None:
             return
-        new = [w for w in read_windows(evidence) if not self._aimed_kinds[w.kind]]
-        for fault in self._aimed_at(new, schedule.layout)[:1]:
-            assert fault.aim is not None
-            self._aimed_kinds[fault.aim.kind] += 1
-            index = self._new_index()
-            faults = (*schedule.faults, fault)
-            layout = _layout_for(faults, schedule.layout)
-            self._aimed = [*(self._aimed or []), Schedule(self.result.seed, index, layout, faults)]
-            self.progress(
-                f"  {schedule.name} showed {fault.aim.describe()}: schedule {index} aims at it"
-            )
-
-    def _aimed_at(self, found: Sequence[Window], layout: Layout) -> list[Fault]:
-        """A fault aimed at each of the windows ``found``, of the families drawn from, within
-        the range where faults are placed."""
-        drawn_from = {family.name for family in self.families}
-        earliest, latest = self._placed
-        return [
-            Fault(family, window.acks, steps, window)
-            for window, family, steps in aimed_faults(
-                found, layout, self.guarantee, earliest, latest
-            )
-            if family in drawn_from
-        ]
+        index = self._new_index()
+        layout = layout_for(faults, schedule.layout)
+        self._aimed = [*(self._aimed or []), Schedule(self.result.seed, index, layout, faults)]
+        aim = faults[-1].aim
+        assert aim is not None
+        self.progress(f"  {schedule.name} showed {aim.describe()}: schedule {index} aims at it")
 
     def _explanations(self, schedule: Schedule, kind: str, evidence: Path | None) -> list[Schedule]:
-        """``schedule`` with its faults replaced by one aimed at the window the play that broke
-        the service (its run directory, ``evidence``) shows the break came from, one schedule
-        for each way that window may have broken it, the likeliest first; none when every
-        fault is aimed already, or the play left no history."""
-        if evidence is None or all(fault.aim for fault in schedule.faults):
-            return []
-        earliest, latest = self._placed
-        found = [  # a break that came later: the same request after the latest place a fault has
-            replace(window, acks=min(max(window.acks, earliest), latest))
-            for window in explaining_windows(evidence, kind)
-        ]
-        return [
-            replace(schedule, layout=_layout_for((f,), schedule.layout), faults=(f,))
-            for f in self._aimed_at(found, schedule.layout)
-        ]
+        return self.aiming.explanations(schedule, kind, evidence) if evidence is not None else []
 
     def _explained(self, schedule: Schedule, kind: str, evidence: Path | None) -> Schedule | None:
         """The first of ``schedule``'s explanations that breaks the service in every one of
@@ -368,11 +332,6 @@ class Explorer:
         index = self.result.schedules * self.shard.count + self.shard.index - 1
         self.result.schedules += 1
         return index
-
-    @property
-    def _placed(self) -> tuple[int, int]:
-        """The fewest and most acknowledgements a fault is placed after."""
-        return int(self.records * EARLIEST), latest_ack(self.records)
 
     @property
     def _transactional(self) -> bool:
@@ -645,12 +604,6 @@ class Explorer:
         self.progress(
             f"finding: {kind} under {len(shrunk.faults)} fault(s){short}, written to {path}"
         )
-
-
-def _layout_for(faults: Sequence[Fault], layout: Layout) -> Layout:
-    """``layout`` with as many brokers as ``faults`` need (a leader killed needs followers)."""
-    needed = max((FAMILIES[f.family].brokers for f in faults if f.family in FAMILIES), default=1)
-    return replace(layout, brokers=max(layout.brokers, needed))
 
 
 def _evidence(outcome: Outcome) -> Path | None:

@@ -111,7 +111,7 @@ def add_explore_command(commands: Any) -> None:
         type=int,
         default=RECORDS,
         metavar="N",
-        help=f"records each schedule's workload writes, 80 a second (default {RECORDS}: 15 s)",
+        help=f"records each schedule's workload writes, 80 a second (default {RECORDS}: 7.5 s)",
     )
     explore.add_argument(
         "--ordered",

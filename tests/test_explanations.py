@@ -13,7 +13,12 @@ from kafka_replay.exploring.schedule import RECORDS, latest_ack
 from kafka_replay.exploring.windows import COMMIT_AHEAD, LEAD_S, WRITES_AHEAD, Lineage
 from kafka_replay.report.outcome import Outcome
 from tests.test_exploring import ScriptedPlayer, _explorer
-from tests.test_windows import RATE, START, _acks, _commit, _run_dir, _written
+from tests.test_windows import QUARTER, RATE, START, _acks, _commit, _run_dir, _written
+
+#: The explorations below: a commit at a quarter of the records passes half of each
+#: partition's offsets there, of which the last few never got a result.
+HALF = QUARTER // 2
+LOST_FROM = HALF - 12
 
 
 def test_lost_inputs_point_at_the_commit_that_passed_them() -> None:
@@ -49,9 +54,9 @@ def test_a_drawn_schedule_that_breaks_now_and_then_is_written_as_the_fault_that_
     the commit that passed them, and the offset commit killed there breaks it in 5 of 5: that
     is written, and the drawn schedule is reported as intermittent, explained."""
     acks = _acks(RECORDS)
-    commit_at = START + 600 / RATE
-    written = [w for w in _written(acks, 0.1) if not 250 <= w["in_offset"] < 300]
-    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: 300, 1: 300}), written)
+    commit_at = START + QUARTER / RATE
+    written = [w for w in _written(acks, 0.1) if not LOST_FROM <= w["in_offset"] < HALF]
+    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: HALF, 1: HALF}), written)
 
     class Traced(ScriptedPlayer):
         def _one(self, profile: str) -> Outcome:
@@ -59,7 +64,7 @@ def test_a_drawn_schedule_that_breaks_now_and_then_is_written_as_the_fault_that_
             outcome.run_dir = str(run)
             return outcome
 
-    lost = {"lost": 100}
+    lost = {"lost": 24}
     # the drawn schedule: 2 of 5; its explanation: 2 candidate plays, 3 more, all lost; the
     # reference holds twice; shrinking's only candidate (no fault at all) holds
     player = Traced([lost, {}, {}, lost, {}] + [lost] * 5, reference={})
@@ -84,9 +89,9 @@ def test_a_schedule_whose_break_no_aimed_fault_explains_stays_intermittent(
     tmp_path: Path,
 ) -> None:
     acks = _acks(RECORDS)
-    written = [w for w in _written(acks, 0.1) if not 250 <= w["in_offset"] < 300]
-    commit_at = START + 600 / RATE
-    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: 300, 1: 300}), written)
+    written = [w for w in _written(acks, 0.1) if not LOST_FROM <= w["in_offset"] < HALF]
+    commit_at = START + QUARTER / RATE
+    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: HALF, 1: HALF}), written)
 
     class Traced(ScriptedPlayer):
         def _one(self, profile: str) -> Outcome:
@@ -94,7 +99,7 @@ def test_a_schedule_whose_break_no_aimed_fault_explains_stays_intermittent(
             outcome.run_dir = str(run)
             return outcome
 
-    lost = {"lost": 100}
+    lost = {"lost": 24}
     # 2 of 5; each explanation misses at its first play: the commit killed, the sends late
     player = Traced([lost, {}, {}, lost, {}, {}, {}], reference={})
     explorer = _explorer(player, tmp_path)
@@ -111,9 +116,10 @@ def test_a_break_later_than_faults_are_placed_is_aimed_at_from_the_latest_place(
     """The commit that passed the lost inputs came after the last place a fault is drawn at
     (5 s of records before the end): the explanation waits from there for the next commit."""
     acks = _acks(RECORDS)
-    commit_at = START + 1150 / RATE
-    written = [w for w in _written(acks, 0.1) if not 500 <= w["in_offset"] < 575]
-    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: 575, 1: 575}), written)
+    commit_at = START + (RECORDS - 50) / RATE
+    last = (RECORDS - 50) // 2
+    written = [w for w in _written(acks, 0.1) if not last - 25 <= w["in_offset"] < last]
+    run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: last, 1: last}), written)
     explorer = _explorer(ScriptedPlayer([], reference={}), tmp_path)
     drawn = explorer._draw()
     first, *_ = explorer._explanations(drawn, "lost", run)

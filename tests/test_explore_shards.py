@@ -13,6 +13,7 @@ from kafka_replay.exploring.explorer import Explorer
 from kafka_replay.exploring.families import choose_families
 from kafka_replay.exploring.findings import write_report
 from kafka_replay.exploring.record import MergeError, merge_explorations, read_record
+from kafka_replay.exploring.schedule import RECORDS
 from kafka_replay.playing.shards import Shard
 from tests.test_exploring import APP, ScriptedPlayer
 
@@ -48,7 +49,7 @@ def test_an_exploration_is_kept_as_data_its_report_can_be_written_from(tmp_path:
     result, budget_s, spent_s = read_record(out / "explore.json")
     (finding,) = result.findings
     assert finding.kind == "lost" and finding.path == out / "lost-5-0.toml"
-    assert finding.shrunk.faults == finding.drawn.faults and finding.drawn.layout.records == 1200
+    assert finding.shrunk.faults == finding.drawn.faults and finding.drawn.layout.records == RECORDS
     assert budget_s == 600 and spent_s >= 0 and result.shard == "1/1"
     assert [t.service for t in result.tried[:7]] == ["yours"] * 5 + ["reference"] * 2
 

@@ -156,7 +156,7 @@ def test_shrinking_keeps_only_the_fault_that_breaks_and_makes_it_simpler() -> No
     def still_fails(candidate: tuple[Fault, ...]) -> bool:
         return any(f.family == "kill" for f in candidate)
 
-    shrunk = shrink(faults, still_fails, simpler_faults)
+    shrunk = shrink(faults, still_fails, lambda fault: simpler_faults(fault, 1200))
     assert len(shrunk) == 1
     (kill,) = shrunk
     assert kill.steps[0]["times"] == 1 and kill.steps[0]["gap_s"] == [1.0, 1.0]

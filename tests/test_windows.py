@@ -30,6 +30,8 @@ from tests.test_exploring import ScriptedPlayer, _explorer
 #: 80 acknowledgements a second from t = 100 s, over two partitions.
 RATE = 80.0
 START = 100.0
+#: A quarter of a schedule's records: where a commit is placed in the explorations below.
+QUARTER = RECORDS // 4
 
 
 def _acks(count: int) -> list[dict]:
@@ -51,6 +53,11 @@ def _commit(at_s: float, offsets: dict[int, int]) -> list[dict]:
         }
         for p, o in offsets.items()
     ]
+
+
+def _quarter_commit(at_s: float) -> list[dict]:
+    """A commit of both partitions' first halves of ``QUARTER`` inputs."""
+    return _commit(at_s, {0: QUARTER // 2, 1: QUARTER // 2})
 
 
 def _written(acks: list[dict], delay_s: float) -> list[dict]:
@@ -109,8 +116,8 @@ def test_faults_aim_at_the_windows_the_guarantee_can_break_at() -> None:
         _written(acks, 3.0),
         acks,
     )
-    earliest, latest = int(RECORDS * EARLIEST), latest_ack(RECORDS)
-    layout = Layout(2, 1, RECORDS)
+    earliest, latest = int(1200 * EARLIEST), latest_ack(1200)  # 1,200 records: 96 to 800
+    layout = Layout(2, 1, 1200)
     aims = aimed_faults(found, layout, "at-least-once", earliest, latest)
     killed = [steps[0] for w, family, steps in aims if w.kind == COMMIT_AHEAD]
     assert [(s["api"], s["action"], s["nth"]) for s in killed] == [
@@ -125,7 +132,7 @@ def test_faults_aim_at_the_windows_the_guarantee_can_break_at() -> None:
     assert set(at_sends) <= {("requests", "kafka_fault"), ("leaders", "kill_broker")}
     assert not [w for w, _, _ in aims if w.kind == WRITES_AHEAD]  # at-least-once allows them
     eos = aimed_faults(
-        found, Layout(2, 1, RECORDS, transactional=True), "exactly-once", earliest, latest
+        found, Layout(2, 1, 1200, transactional=True), "exactly-once", earliest, latest
     )
     apis = {steps[0]["api"] for w, _, steps in eos if w.kind == COMMIT_AHEAD}
     assert apis == {"OffsetCommit", "TxnOffsetCommit"}  # which of the two it sends is not known
@@ -158,9 +165,12 @@ def test_an_aimed_exploration_plays_without_faults_first_then_at_its_windows(
     tmp_path: Path,
 ) -> None:
     acks = _acks(RECORDS)
-    commit_at = START + 600 / RATE
+    commit_at = START + QUARTER / RATE
     run = _run_dir(
-        tmp_path / "baseline", acks, _commit(commit_at, {0: 300, 1: 300}), _written(acks, 3.0)
+        tmp_path / "baseline",
+        acks,
+        _quarter_commit(commit_at),
+        _written(acks, 3.0),
     )
 
     class Traced(ScriptedPlayer):
@@ -251,9 +261,12 @@ def test_a_window_a_later_play_shows_first_is_aimed_at_next_over_its_faults(
     shows a commit ahead of its writes: the next schedule is the same faults and one aimed at
     that commit."""
     acks = _acks(RECORDS)
-    commit_at = START + 600 / RATE
+    commit_at = START + QUARTER / RATE
     opened = _run_dir(
-        tmp_path / "opened", acks, _commit(commit_at, {0: 300, 1: 300}), _written(acks, 3.0)
+        tmp_path / "opened",
+        acks,
+        _quarter_commit(commit_at),
+        _written(acks, 3.0),
     )
     runs = [tmp_path / "quiet", opened]
 
@@ -282,9 +295,9 @@ def test_sends_at_a_commit_are_aimed_at_with_their_leader_killed_on_three_broker
     delayed (one broker), or the leader of an output partition is killed there (three, the
     followers copying it half a second at a time), which loses what acks=1 acknowledged."""
     acks = _acks(RECORDS)
-    commit_at = START + 600 / RATE
-    sent = [{**w, "out_ts_ms": int(commit_at * 1000) - 100} for w in _written(acks, 0.0)[:600]]
-    run = _run_dir(tmp_path / "baseline", acks, _commit(commit_at, {0: 300, 1: 300}), sent)
+    commit_at = START + QUARTER / RATE
+    sent = [{**w, "out_ts_ms": int(commit_at * 1000) - 100} for w in _written(acks, 0.0)[:QUARTER]]
+    run = _run_dir(tmp_path / "baseline", acks, _quarter_commit(commit_at), sent)
 
     class Traced(ScriptedPlayer):
         def _one(self, profile: str):  # type: ignore[no-untyped-def]

@@ -21,8 +21,8 @@ from .windows import Window
 if TYPE_CHECKING:
     from .shape import ServiceShape
 
-#: The workload every schedule plays: onboarding events, 80 a second (1,200: 15 s).
-RECORDS = 1200
+#: The workload every schedule plays: onboarding events, 80 a second (600: 7.5 s).
+RECORDS = 600
 RATE = 80.0
 KEYS = 60
 #: Faults start once this share of the records is acknowledged, at the earliest ...

@@ -60,11 +60,9 @@ class Aiming:
     def explanations(self, schedule: Schedule, kind: str, run_dir: Path) -> list[Schedule]:
         """``schedule`` with its faults replaced by one aimed at the window the play that broke
         the service with ``kind`` (its run directory) shows the break came from, one schedule
-        for each way that window may have broken it, the likeliest first; none when every
-        fault is aimed already. A break later than faults are placed is aimed at from the
-        latest place: the fault waits there for the next such request."""
-        if all(fault.aim for fault in schedule.faults):
-            return []
+        for each way that window may have broken it, the likeliest first (not ``schedule``
+        itself, when it is one of them). A break later than faults are placed is aimed at from
+        the latest place: the fault waits there for the next such request."""
         found = [
             replace(window, acks=min(max(window.acks, self.earliest), self.latest))
             for window in explaining_windows(run_dir, kind)
@@ -72,6 +70,7 @@ class Aiming:
         return [
             replace(schedule, layout=layout_for((fault,), schedule.layout), faults=(fault,))
             for fault in self.faults(found, schedule.layout)
+            if (fault,) != schedule.faults
         ]
 
 

@@ -547,7 +547,8 @@ class Explorer:
             return False
 
         start = schedule.faults
-        for candidate in self._explanations(schedule, kind, evidence):
+        drawn = any(fault.aim is None for fault in schedule.faults)
+        for candidate in self._explanations(schedule, kind, evidence) if drawn else []:
             if out_of_time():
                 break
             if still_fails(candidate.faults):

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .explanations import explaining_windows
-from .families import FAMILIES, Family, Layout
+from .families import Family, Layout
 from .schedule import EARLIEST, MAX_FAULTS, Fault, Schedule, latest_ack
 from .windows import Window, aimed_faults, read_windows
 
@@ -68,13 +68,7 @@ class Aiming:
             for window in explaining_windows(run_dir, kind)
         ]
         return [
-            replace(schedule, layout=layout_for((fault,), schedule.layout), faults=(fault,))
+            replace(schedule, faults=(fault,))
             for fault in self.faults(found, schedule.layout)
             if (fault,) != schedule.faults
         ]
-
-
-def layout_for(faults: Sequence[Fault], layout: Layout) -> Layout:
-    """``layout`` with as many brokers as ``faults`` need (a leader killed needs followers)."""
-    needed = max((FAMILIES[f.family].brokers for f in faults if f.family in FAMILIES), default=1)
-    return replace(layout, brokers=max(layout.brokers, needed))

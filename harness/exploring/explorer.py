@@ -21,7 +21,7 @@ from kafka_replay.definitions.model import Condition, DefinitionError
 from kafka_replay.playing.shards import Shard
 from kafka_replay.report.outcome import Outcome
 
-from .aiming import Aiming, layout_for
+from .aiming import Aiming
 from .families import Family
 from .players import Player
 from .schedule import (
@@ -276,7 +276,7 @@ class Explorer:
         its history shows, of the families drawn from."""
         index = self._new_index()
         drawn = draw(self.result.seed, index, self.families, self.records, self._transactional)
-        layout = replace(drawn.layout, brokers=1)  # an aimed fault at a leader adds brokers
+        layout = replace(drawn.layout, brokers=1)  # no aimed fault needs more
         baseline = Schedule(self.result.seed, index, layout, ())
         self.progress(f"schedule {index}: no fault, to find where the service is exposed")
         ((kinds, outcome),) = self._play_outcomes([(baseline, "vulnerable", None)])
@@ -286,7 +286,7 @@ class Explorer:
         found = read_windows(run_dir) if run_dir is not None else []
         self.result.windows = dict(Counter(w.kind for w in found))
         aimed = [
-            Schedule(self.result.seed, self._new_index(), layout_for((fault,), layout), (fault,))
+            Schedule(self.result.seed, self._new_index(), layout, (fault,))
             for fault in self.aiming.faults(found, layout)
         ]
         windows = ", ".join(f"{kind} x{n}" for kind, n in self.result.windows.items())
@@ -302,8 +302,8 @@ class Explorer:
         if faults is None:
             return
         index = self._new_index()
-        layout = layout_for(faults, schedule.layout)
-        self._aimed = [*(self._aimed or []), Schedule(self.result.seed, index, layout, faults)]
+        steered = Schedule(self.result.seed, index, schedule.layout, faults)
+        self._aimed = [*(self._aimed or []), steered]
         aim = faults[-1].aim
         assert aim is not None
         self.progress(f"  {schedule.name} showed {aim.describe()}: schedule {index} aims at it")

@@ -285,21 +285,13 @@ def definition_text(
     return "\n".join(lines) + "\n"
 
 
-#: What a schedule on three brokers runs with: a write needs two replicas in sync, and the
-#: followers copy the leader's writes half a second at a time.
+#: What a schedule on three brokers runs with: a write needs two replicas in sync.
 REPLICATED = {
     "min.insync.replicas": (
         2,
         "essential: with acks=all a write is on two of the three brokers before it is "
         "acknowledged, so losing a leader loses no acknowledged write of a correct service",
-    ),
-    "replica.fetch.min.bytes": (
-        1048576,
-        "essential: a follower's fetch waits for a megabyte or replica.fetch.wait.max.ms, so "
-        "it is up to half a second behind its leader, as a follower in another zone under load "
-        "is; a write the leader alone acknowledged (acks=1) is then lost with the leader",
-    ),
-    "replica.fetch.wait.max.ms": (500, "essential: how far behind a follower may be (above)"),
+    )
 }
 
 

@@ -40,10 +40,6 @@ SEND_WINDOW_MS = 300
 LEAD_S = 0.5
 #: How many windows of one kind are aimed at: the first one and the widest.
 PER_KIND = 2
-#: How long a leader killed at a window stays down: past the brokers' 9 s session
-#: (``broker.session.timeout.ms``), so that a follower takes its partitions over (back sooner,
-#: it leads them again with every write it had).
-FAILOVER_S = 10.0
 
 COMMIT_AHEAD = "commit ahead of writes"
 SENDS_AT_COMMIT = "sends at a commit"
@@ -212,10 +208,7 @@ def _faults(window: Window, layout: Layout) -> list[tuple[str, tuple[Step, ...]]
         return [("groups", (joins, {"do": "idle", "seconds": 3.0}, leaves))]
     if window.kind == SENDS_AT_COMMIT:
         late = {**_request("Produce", "delay"), "delay_ms": 5000, "count": 3}
-        leader = {"role": "leader", "topic": "output", "partition": 0}
-        killed = ({"do": "kill_broker", **leader}, {"do": "idle", "seconds": FAILOVER_S},
-                  {"do": "restart_broker"})  # fmt: skip
-        return [("requests", (late,)), ("leaders", killed)]
+        return [("requests", (late,))]
     if window.kind == WRITES_AHEAD:
         return [("requests", (_request("Produce", "kill_sender"),))]
     commits = ("OffsetCommit", "TxnOffsetCommit") if layout.transactional else ("OffsetCommit",)

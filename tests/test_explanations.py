@@ -11,9 +11,17 @@ from kafka_replay.exploring.explanations import LOST_BY, lost_at, repeated_at
 from kafka_replay.exploring.findings import write_report
 from kafka_replay.exploring.schedule import RECORDS, latest_ack
 from kafka_replay.exploring.windows import COMMIT_AHEAD, LEAD_S, WRITES_AHEAD, Lineage
-from kafka_replay.report.outcome import Outcome
 from tests.test_exploring import ScriptedPlayer, _explorer
-from tests.test_windows import QUARTER, RATE, START, _acks, _commit, _run_dir, _written
+from tests.test_windows import (
+    QUARTER,
+    RATE,
+    START,
+    TracedPlayer,
+    _acks,
+    _commit,
+    _run_dir,
+    _written,
+)
 
 #: The explorations below: a commit at a quarter of the records passes half of each
 #: partition's offsets there, of which the last few never got a result.
@@ -58,16 +66,10 @@ def test_a_drawn_schedule_that_breaks_now_and_then_is_written_as_the_fault_that_
     written = [w for w in _written(acks, 0.1) if not LOST_FROM <= w["in_offset"] < HALF]
     run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: HALF, 1: HALF}), written)
 
-    class Traced(ScriptedPlayer):
-        def _one(self, profile: str) -> Outcome:
-            outcome = super()._one(profile)
-            outcome.run_dir = str(run)
-            return outcome
-
     lost = {"lost": 24}
     # the drawn schedule: 2 of 5; its explanation: 2 candidate plays, 3 more, all lost; the
     # reference holds twice; shrinking's only candidate (no fault at all) holds
-    player = Traced([lost, {}, {}, lost, {}] + [lost] * 5, reference={})
+    player = TracedPlayer([run], [lost, {}, {}, lost, {}] + [lost] * 5, reference={})
     explorer = _explorer(player, tmp_path)
     result = explorer.explore()
     (finding,) = result.findings
@@ -93,15 +95,9 @@ def test_a_schedule_whose_break_no_aimed_fault_explains_stays_intermittent(
     commit_at = START + QUARTER / RATE
     run = _run_dir(tmp_path / "broke", acks, _commit(commit_at, {0: HALF, 1: HALF}), written)
 
-    class Traced(ScriptedPlayer):
-        def _one(self, profile: str) -> Outcome:
-            outcome = super()._one(profile)
-            outcome.run_dir = str(run)
-            return outcome
-
     lost = {"lost": 24}
     # 2 of 5; each explanation misses at its first play: the commit killed, the sends late
-    player = Traced([lost, {}, {}, lost, {}, {}, {}], reference={})
+    player = TracedPlayer([run], [lost, {}, {}, lost, {}, {}, {}], reference={})
     explorer = _explorer(player, tmp_path)
     explorer.out_of_time = lambda: len(player.played) >= 7  # type: ignore[method-assign]
     result = explorer.explore()

@@ -137,6 +137,19 @@ def test_faults_aim_at_the_windows_the_guarantee_can_break_at() -> None:
     assert not [w for w, _, _ in late if w.kind == COMMIT_AHEAD or w.acks < 600]
 
 
+class TracedPlayer(ScriptedPlayer):
+    """A scripted player whose plays each leave a history: the next of ``runs``, then the last."""
+
+    def __init__(self, runs: list[Path], *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.runs = list(runs)
+
+    def _one(self, profile: str) -> Outcome:
+        outcome = super()._one(profile)
+        outcome.run_dir = str(self.runs.pop(0) if len(self.runs) > 1 else self.runs[0])
+        return outcome
+
+
 def _run_dir(path: Path, acks: list[dict], commits: list[dict], written: list[dict]) -> Path:
     (path / "events").mkdir(parents=True)
     for name, events in (("produce", acks), ("offsets", commits)):
@@ -169,13 +182,7 @@ def test_an_aimed_exploration_plays_without_faults_first_then_at_its_windows(
         _written(acks, 3.0),
     )
 
-    class Traced(ScriptedPlayer):
-        def _one(self, profile: str):  # type: ignore[no-untyped-def]
-            outcome = super()._one(profile)
-            outcome.run_dir = str(run)
-            return outcome
-
-    player = Traced([{}] * 4, reference={})
+    player = TracedPlayer([run], [{}] * 4, reference={})
     explorer = _explorer(player, tmp_path, search="aimed")
     explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
     result = explorer.explore()
@@ -264,15 +271,8 @@ def test_a_window_a_later_play_shows_first_is_aimed_at_next_over_its_faults(
         _quarter_commit(commit_at),
         _written(acks, 3.0),
     )
-    runs = [tmp_path / "quiet", opened]
 
-    class Traced(ScriptedPlayer):
-        def _one(self, profile: str):  # type: ignore[no-untyped-def]
-            outcome = super()._one(profile)
-            outcome.run_dir = str(runs.pop(0) if runs else tmp_path / "quiet")
-            return outcome
-
-    player = Traced([{}] * 4, reference={})
+    player = TracedPlayer([tmp_path / "quiet", opened, tmp_path / "quiet"], [{}] * 4, reference={})
     explorer = _explorer(player, tmp_path, search="aimed")
     explorer.out_of_time = lambda: len(player.played) >= 3  # type: ignore[method-assign]
     result = explorer.explore()
